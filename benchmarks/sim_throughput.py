@@ -1,0 +1,108 @@
+"""Env-steps per second of horde's tasks on one device, against references run in the same process.
+
+    python benchmarks/sim_throughput.py [--json] [--quick] [--device cpu] [--num-envs 1 64 512 4096 16384]
+
+For cartpole: horde with graph replay, horde eager (Python kernel launches), and a plain numpy batched
+cart-pole (benchmarks/numpy_cartpole.py) with the same dynamics, rewards and resets. Each figure is the median
+of ``--repeats`` timed windows; actions are fixed random values in [-1, 1] held in device memory.
+With ``--json`` each line is one JSON object with keys task, impl, device, num_envs, env_steps_per_s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from numpy_cartpole import NumpyCartpole  # noqa: E402
+
+from horde.envs import get_task, make  # noqa: E402
+
+
+def _rate(step, num_envs: int, sync, *, seconds: float, repeats: int) -> float:
+    """Median env-steps/s over ``repeats`` windows of about ``seconds`` each (after a warm-up)."""
+    for _ in range(3):
+        step()
+    sync()
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds / 4 or n < 3:
+        step()
+        n += 1
+    sync()
+    per_step = (time.perf_counter() - t0) / n
+    steps = max(3, int(seconds / max(per_step, 1e-9)))
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        rates.append(num_envs * steps / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def bench_task(task: str, impl: str, num_envs: int, device: str, *, seconds: float, repeats: int) -> float:
+    spec = get_task(task)
+    if impl == "numpy":
+        env = NumpyCartpole(spec.config, num_envs, seed=0)
+        actions = np.random.default_rng(0).uniform(-1, 1, (num_envs, 1)).astype(np.float32)
+        return _rate(lambda: env.step(actions), num_envs, lambda: None, seconds=seconds, repeats=repeats)
+    cfg = type(spec.config)(**{**spec.config.__dict__, "use_graph": impl == "horde-graph"})
+    env = make(task, num_envs=num_envs, device=device, seed=0, config=cfg)
+    g = torch.Generator(device="cpu").manual_seed(0)
+    actions = (torch.rand(num_envs, env.num_actions, generator=g) * 2 - 1).to(env.device)
+    sync = torch.cuda.synchronize if env.dev.is_cuda else (lambda: None)
+    return _rate(lambda: env.step(actions), num_envs, sync, seconds=seconds, repeats=repeats)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="one JSON object per line")
+    ap.add_argument("--quick", action="store_true", help="few sizes, short windows (CI smoke)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--tasks", nargs="+", default=["cartpole"])
+    ap.add_argument("--num-envs", nargs="+", type=int, default=[1, 64, 512, 4096, 16384])
+    ap.add_argument("--seconds", type=float, default=0.5, help="length of one timed window")
+    ap.add_argument("--repeats", type=int, default=5, help="timed windows per figure (median reported)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    sizes, seconds, repeats = args.num_envs, args.seconds, args.repeats
+    if args.quick:
+        sizes, seconds, repeats = [64, 4096], 0.1, 3
+    rows = []
+    for task in args.tasks:
+        impls = ["horde-graph", "horde-eager"] + (["numpy"] if task.startswith("cartpole") else [])
+        for n in sizes:
+            for impl in impls:
+                rate = bench_task(task, impl, n, args.device if impl != "numpy" else "cpu",
+                                  seconds=seconds, repeats=repeats)
+                row = {"task": task, "impl": impl, "device": args.device if impl != "numpy" else "cpu",
+                       "num_envs": n, "env_steps_per_s": round(rate, 1), "repeats": repeats}
+                rows.append(row)
+                if args.json:
+                    print(json.dumps(row), flush=True)
+    if not args.json:
+        print(f"{'task':<18}{'impl':<13}{'device':<8}{'num_envs':>9}{'env-steps/s':>15}{'x numpy':>9}")
+    ref = {(r["task"], r["num_envs"]): r["env_steps_per_s"] for r in rows if r["impl"] == "numpy"}
+    for r in rows:
+        ratio = r["env_steps_per_s"] / ref[(r["task"], r["num_envs"])] if (r["task"], r["num_envs"]) in ref else None
+        if args.json:
+            if ratio is not None and r["impl"] == "horde-graph":
+                print(json.dumps({"task": r["task"], "impl": "ratio:horde-graph/numpy", "device": r["device"],
+                                  "num_envs": r["num_envs"], "ratio": round(ratio, 2)}))
+        else:
+            rs = f"{ratio:9.1f}" if ratio is not None else f"{'-':>9}"
+            print(f"{r['task']:<18}{r['impl']:<13}{r['device']:<8}{r['num_envs']:>9}{r['env_steps_per_s']:>15,.0f}{rs}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""Batched tasks, their registry, and the rsl-rl and gymnasium interfaces over them."""
+
+from horde.envs import cartpole, pendulum  # noqa: F401  (registers the built-in tasks)
+from horde.envs.adapters import GymVectorEnv, RslRlVecEnv
+from horde.envs.core import StepResult, TaskConfig, WarpTaskEnv
+from horde.envs.registry import TASKS, TaskSpec, UnknownTaskError, get_task, make, register_task, task_names
+
+__all__ = [
+    "TASKS",
+    "GymVectorEnv",
+    "RslRlVecEnv",
+    "StepResult",
+    "TaskConfig",
+    "TaskSpec",
+    "UnknownTaskError",
+    "WarpTaskEnv",
+    "get_task",
+    "make",
+    "register_task",
+    "task_names",
+]

@@ -1,0 +1,215 @@
+"""The env core: one batched task on a Warp device, its buffers shared with torch without copies.
+
+A task subclasses :class:`WarpTaskEnv`, declares its layouts, and implements two launch methods:
+``_launch_step`` (physics substeps, then one post-step kernel: reward terms, terminations, time-outs,
+automatic reset of finished envs, observations) and ``_launch_reset`` (reset the envs in ``self._reset_mask``).
+``_launch_step`` is recorded once as a graph and replayed every step. The rsl-rl and gymnasium interfaces
+(:mod:`horde.envs.adapters`) are thin views over this core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import torch
+import warp as wp
+
+from horde.envs import episode
+from horde.sim import StepGraph, resolve_device
+
+
+@dataclass(kw_only=True)
+class TaskConfig:
+    """Fields shared by every task; a task's config subclasses this."""
+
+    episode_length: int = 500
+    """Control steps before a time-out."""
+    sim_dt: float = 0.01
+    """Physics substep [s]."""
+    decimation: int = 2
+    """Physics substeps per control step."""
+    use_graph: bool = True
+    """Replay the step as a recorded graph (CPU or CUDA graph); False launches kernels eagerly every step."""
+    reward_scales: dict[str, float] = field(default_factory=dict)
+    """Weight of each named reward term; keys must equal the task's term names."""
+
+    @property
+    def control_dt(self) -> float:
+        """Control period [s] = sim_dt * decimation."""
+        return self.sim_dt * self.decimation
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Views of the device buffers after one step. Valid until the next step; clone what you keep."""
+
+    obs: torch.Tensor
+    """Observations after automatic reset, shape [num_envs, obs_dim]."""
+    reward: torch.Tensor
+    """Reward, shape [num_envs]."""
+    terminated: torch.Tensor
+    """Episode ended by a failure condition, bool [num_envs]."""
+    truncated: torch.Tensor
+    """Episode ended by the time limit only, bool [num_envs]."""
+    dones: torch.Tensor
+    """terminated | truncated, bool [num_envs]."""
+
+
+class WarpTaskEnv:
+    """Base class of every batched task. Subclasses set the class layouts and the two launch methods."""
+
+    obs_names: ClassVar[tuple[str, ...]]
+    """Name of each observation column, in order."""
+    action_names: ClassVar[tuple[str, ...]]
+    """Name of each action column, in order; actions are normalized to [-1, 1]."""
+    state_names: ClassVar[tuple[str, ...]]
+    """Name of each physical state column, in order."""
+    term_names: ClassVar[tuple[str, ...]]
+    """Name of each reward term, in order; ``cfg.reward_scales`` must have exactly these keys."""
+    step_kernels: ClassVar[tuple]
+    """Every kernel ``_launch_step`` launches (compiled before the step is recorded)."""
+
+    def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if set(cfg.reward_scales) != set(self.term_names):
+            raise ValueError(
+                f"{type(cfg).__name__}.reward_scales keys {sorted(cfg.reward_scales)} must equal the reward terms "
+                f"{sorted(self.term_names)}"
+            )
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.dev = resolve_device(device)
+        self.device = self.dev.torch
+        self.max_episode_length = cfg.episode_length
+        n, d = num_envs, self.dev.warp
+        obs_dim, act_dim, t = len(self.obs_names), len(self.action_names), len(self.term_names)
+
+        with wp.ScopedDevice(d):
+            self._state = wp.zeros((n, len(self.state_names)), dtype=float)
+            self._actions = wp.zeros((n, act_dim), dtype=float)
+            self._obs = wp.zeros((n, obs_dim), dtype=float)
+            self._final_obs = wp.zeros((n, obs_dim), dtype=float)
+            self._reward = wp.zeros(n, dtype=float)
+            self._terms = wp.zeros((n, t), dtype=float)
+            self._terminated = wp.zeros(n, dtype=wp.bool)
+            self._truncated = wp.zeros(n, dtype=wp.bool)
+            self._dones = wp.zeros(n, dtype=wp.bool)
+            self._reset_mask = wp.zeros(n, dtype=wp.bool)
+            self._episode_length = wp.zeros(n, dtype=wp.int32)
+            self._episode_return = wp.zeros(n, dtype=float)
+            self._episode_sums = wp.zeros((n, t), dtype=float)
+            self._stats = wp.zeros(episode.STATS_TERMS + t, dtype=wp.float64)
+            self._rng = wp.zeros(n, dtype=wp.uint32)
+            self._reward_scales = wp.array([cfg.reward_scales[k] for k in self.term_names], dtype=float)
+
+        # Zero-copy torch views, created once (outside any inference mode).
+        self.state = wp.to_torch(self._state)
+        """Physical state, shape [num_envs, len(state_names)], units per ``state_names``."""
+        self.actions = wp.to_torch(self._actions)
+        """Last actions applied, shape [num_envs, num_actions], in [-1, 1]."""
+        self.obs = wp.to_torch(self._obs)
+        self.final_obs = wp.to_torch(self._final_obs)
+        """Observation at the last step of each finished episode (valid where ``dones``), [num_envs, obs_dim]."""
+        self.reward = wp.to_torch(self._reward)
+        self.terms = wp.to_torch(self._terms)
+        """Unscaled reward terms of the last step, [num_envs, len(term_names)]."""
+        self.terminated = wp.to_torch(self._terminated)
+        self.truncated = wp.to_torch(self._truncated)
+        self.dones = wp.to_torch(self._dones)
+        self.episode_length = wp.to_torch(self._episode_length)
+        """Control steps since each env's episode began, int32 [num_envs]."""
+        self._reset_mask_t = wp.to_torch(self._reset_mask)
+        self._rng_t = wp.to_torch(self._rng)
+
+        self._graph = StepGraph(self._launch_step, d, kernels=self.step_kernels, use_graph=cfg.use_graph)
+        self.seed(seed)
+        self.reset()
+
+    # --- sizes -------------------------------------------------------------------------------------------------
+    @property
+    def obs_dim(self) -> int:
+        """Observation width."""
+        return len(self.obs_names)
+
+    @property
+    def num_actions(self) -> int:
+        """Action width."""
+        return len(self.action_names)
+
+    # --- the hot path ------------------------------------------------------------------------------------------
+    def step(self, actions: torch.Tensor) -> StepResult:
+        """Apply ``actions`` [num_envs, num_actions] in [-1, 1] for one control step; finished envs auto-reset.
+
+        No host sync and no allocation: one device copy, then the recorded graph.
+        """
+        if actions.shape != self.actions.shape:
+            raise ValueError(f"actions must have shape {tuple(self.actions.shape)}, got {tuple(actions.shape)}")
+        self.actions.copy_(actions)
+        self._graph()
+        return StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
+
+    # --- resets and seeding ------------------------------------------------------------------------------------
+    def reset(self, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Reset the envs where ``mask`` (bool [num_envs]) is True, all when None; returns the obs view."""
+        if mask is None:
+            self._reset_mask_t.fill_(True)
+        else:
+            self._reset_mask_t.copy_(mask.to(device=self.device, dtype=torch.bool))
+        self._launch_reset()
+        return self.obs
+
+    def seed(self, seed: int) -> None:
+        """Re-seed every env's random stream (env i draws from ``rand_init(seed, i)``)."""
+        self._seed = int(seed)
+        wp.launch(episode.seed_rng, self.num_envs, inputs=[self._seed], outputs=[self._rng], device=self.dev.warp)
+
+    def get_rng_state(self) -> torch.Tensor:
+        """A copy of the per-env random streams, for checkpoints."""
+        return self._rng_t.clone()
+
+    def set_rng_state(self, rng_state: torch.Tensor) -> None:
+        """Restore per-env random streams saved by :meth:`get_rng_state`."""
+        self._rng_t.copy_(rng_state.to(self.device))
+
+    # --- statistics (host side, once per iteration) ------------------------------------------------------------
+    def pop_episode_stats(self) -> dict[str, float]:
+        """Statistics of episodes finished since the last call, then clear them. Syncs with the device."""
+        s = self._stats.numpy().astype(np.float64)
+        self._stats.zero_()
+        n = s[episode.STATS_EPISODES]
+        out = {"episodes": float(n)}
+        if n > 0:
+            mean_r, mean_l = s[episode.STATS_RETURN] / n, s[episode.STATS_LENGTH] / n
+            out["return_mean"] = float(mean_r)
+            out["return_std"] = float(np.sqrt(max(s[episode.STATS_RETURN_SQ] / n - mean_r**2, 0.0)))
+            out["length_mean"] = float(mean_l)
+            out["length_std"] = float(np.sqrt(max(s[episode.STATS_LENGTH_SQ] / n - mean_l**2, 0.0)))
+            out["termination_rate"] = float(s[episode.STATS_TERMINATIONS] / n)
+            for k, name in enumerate(self.term_names):
+                out[f"reward/{name}"] = float(s[episode.STATS_TERMS + k] / n)
+        return out
+
+    def describe(self) -> dict:
+        """Layouts and timing that an exported policy must carry."""
+        return {
+            "task": getattr(self, "task_name", type(self).__name__),
+            "obs_names": list(self.obs_names),
+            "action_names": list(self.action_names),
+            "state_names": list(self.state_names),
+            "reward_terms": list(self.term_names),
+            "control_dt": self.cfg.control_dt,
+            "decimation": self.cfg.decimation,
+            "episode_length": self.cfg.episode_length,
+            "config": dataclasses.asdict(self.cfg),
+        }
+
+    # --- task hooks --------------------------------------------------------------------------------------------
+    def _launch_step(self) -> None:
+        raise NotImplementedError
+
+    def _launch_reset(self) -> None:
+        raise NotImplementedError

@@ -1,0 +1,195 @@
+"""Pendulum swing-up with a torque limit, with gymnasium Pendulum-v1's constants and update rule.
+
+Observations: cos and sin of the angle from upright, angular velocity [rad/s]. Action: torque in [-1, 1] x
+``max_torque`` [N m]. 20 Hz control (one 50 ms substep), 200 steps, no failure condition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import warp as wp
+
+from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.envs.registry import TaskSpec, register_task
+from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
+
+TERMS = ("angle", "velocity", "torque")
+
+
+def _scales() -> dict[str, float]:
+    # Pendulum-v1's cost: angle^2 + 0.1 vel^2 + 0.001 torque^2 (torque in N m; here the term is in action units).
+    return {"angle": -1.0, "velocity": -0.1, "torque": -0.004}
+
+
+@dataclass(kw_only=True)
+class PendulumConfig(TaskConfig):
+    """Pendulum constants, initial-state ranges and reward scales."""
+
+    episode_length: int = 200
+    sim_dt: float = 0.05
+    decimation: int = 1
+    gravity: float = 10.0
+    """Gravity [m/s^2] (Pendulum-v1 uses 10)."""
+    mass: float = 1.0
+    """Point mass [kg]."""
+    length: float = 1.0
+    """Rod length [m]."""
+    max_torque: float = 2.0
+    """Torque at action 1 [N m]."""
+    max_speed: float = 8.0
+    """Angular speed clip [rad/s]."""
+    init_angle_range: float = 3.14159265
+    """Initial angle is uniform in +- this [rad]."""
+    init_vel_range: float = 1.0
+    """Initial angular velocity is uniform in +- this [rad/s]."""
+    reward_scales: dict[str, float] = field(default_factory=_scales)
+
+
+@wp.struct
+class PendulumTask:
+    """Per-task constants read by the post-step kernel."""
+
+    init_angle_range: float
+    init_vel_range: float
+    max_episode_length: int
+
+
+@wp.func
+def _write_obs(out: wp.array2d(dtype=float), i: int, theta: float, theta_dot: float):
+    s, c = sincos(theta)
+    out[i, 0] = c
+    out[i, 1] = s
+    out[i, 2] = theta_dot
+
+
+@wp.func
+def _sample_state(t: PendulumTask, rng: wp.array(dtype=wp.uint32), state: wp.array2d(dtype=float), i: int):
+    s = rng[i]
+    state[i, 0] = wp.randf(s, -t.init_angle_range, t.init_angle_range)
+    state[i, 1] = wp.randf(s, -t.init_vel_range, t.init_vel_range)
+    rng[i] = s
+
+
+@wp.kernel(enable_backward=False)
+def pendulum_post_step(
+    t: PendulumTask,
+    scales: wp.array(dtype=float),
+    actions: wp.array2d(dtype=float),
+    state: wp.array2d(dtype=float),
+    rng: wp.array(dtype=wp.uint32),
+    episode_length: wp.array(dtype=wp.int32),
+    episode_return: wp.array(dtype=float),
+    episode_sums: wp.array2d(dtype=float),
+    stats: wp.array(dtype=wp.float64),
+    obs: wp.array2d(dtype=float),
+    final_obs: wp.array2d(dtype=float),
+    reward: wp.array(dtype=float),
+    terms: wp.array2d(dtype=float),
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    dones: wp.array(dtype=wp.bool),
+):
+    """Reward terms, time-out, statistics, auto-reset and observations for env i."""
+    i = wp.tid()
+    theta = state[i, 0]
+    theta_dot = state[i, 1]
+    a = wp.clamp(actions[i, 0], -1.0, 1.0)
+    failed = not (wp.isfinite(theta) and wp.isfinite(theta_dot))
+    if failed:  # keep statistics finite; the env is reset below
+        theta = 0.0
+        theta_dot = 0.0
+    angle = wrap_angle(theta)
+    terms[i, 0] = angle * angle
+    terms[i, 1] = theta_dot * theta_dot
+    terms[i, 2] = a * a
+    r = weighted_reward(i, scales, terms, episode_sums)
+    done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
+                      reward, terminated, truncated, dones, stats)
+    if done:
+        _write_obs(final_obs, i, theta, theta_dot)
+        _sample_state(t, rng, state, i)
+    _write_obs(obs, i, state[i, 0], state[i, 1])
+
+
+@wp.kernel(enable_backward=False)
+def pendulum_reset(
+    t: PendulumTask,
+    mask: wp.array(dtype=wp.bool),
+    state: wp.array2d(dtype=float),
+    rng: wp.array(dtype=wp.uint32),
+    episode_length: wp.array(dtype=wp.int32),
+    episode_return: wp.array(dtype=float),
+    episode_sums: wp.array2d(dtype=float),
+    obs: wp.array2d(dtype=float),
+    dones: wp.array(dtype=wp.bool),
+):
+    """Explicit reset of the envs where ``mask`` is True."""
+    i = wp.tid()
+    if mask[i]:
+        _sample_state(t, rng, state, i)
+        clear_episode(i, episode_length, episode_return, episode_sums)
+        dones[i] = False
+        _write_obs(obs, i, state[i, 0], state[i, 1])
+
+
+class PendulumEnv(WarpTaskEnv):
+    """Batched torque-limited pendulum on hand-written Warp kernels."""
+
+    obs_names = ("cos_angle", "sin_angle", "angular_vel")
+    action_names = ("torque",)
+    state_names = PENDULUM_STATE
+    term_names = TERMS
+
+    def __init__(self, cfg: PendulumConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
+        self.physics = physics_params(cfg)
+        self._task = PendulumTask()
+        self._task.init_angle_range = cfg.init_angle_range
+        self._task.init_vel_range = cfg.init_vel_range
+        self._task.max_episode_length = cfg.episode_length
+        super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+
+    step_kernels = (pendulum_advance, pendulum_post_step)
+
+    def _launch_step(self) -> None:
+        n, d = self.num_envs, self.dev.warp
+        wp.launch(pendulum_advance, n, inputs=[self.physics, self.cfg.decimation, self._actions],
+                  outputs=[self._state], device=d)
+        wp.launch(
+            pendulum_post_step, n,
+            inputs=[self._task, self._reward_scales, self._actions, self._state, self._rng, self._episode_length,
+                    self._episode_return, self._episode_sums, self._stats],
+            outputs=[self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
+                     self._dones],
+            device=d,
+        )
+
+    def _launch_reset(self) -> None:
+        wp.launch(
+            pendulum_reset, self.num_envs,
+            inputs=[self._task, self._reset_mask, self._state, self._rng, self._episode_length, self._episode_return,
+                    self._episode_sums],
+            outputs=[self._obs, self._dones],
+            device=self.dev.warp,
+        )
+
+
+def physics_params(cfg: PendulumConfig) -> PendulumParams:
+    """The Warp struct of physical constants for ``cfg``."""
+    p = PendulumParams()
+    p.gravity = cfg.gravity
+    p.mass = cfg.mass
+    p.length = cfg.length
+    p.max_torque = cfg.max_torque
+    p.max_speed = cfg.max_speed
+    p.dt = cfg.sim_dt
+    return p
+
+
+register_task("pendulum", TaskSpec(
+    env_cls=PendulumEnv,
+    config=PendulumConfig(),
+    description="swing a torque-limited pendulum up and hold it (Pendulum-v1 dynamics)",
+    differentiable=True,
+))

@@ -1,0 +1,68 @@
+"""The task registry: one typed dict that code outside horde can extend with :func:`register_task`."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from horde.envs.core import TaskConfig, WarpTaskEnv
+
+
+class UnknownTaskError(KeyError):
+    """A task name that is not registered; the message lists the valid names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSpec:
+    """How to build one task."""
+
+    env_cls: type[WarpTaskEnv]
+    """The env class."""
+    config: TaskConfig
+    """Default config; :func:`make` works on a deep copy."""
+    description: str
+    """One line for the tasks table and ``horde tasks``."""
+    differentiable: bool = False
+    """True when the task provides a differentiable step (see horde.sim)."""
+
+
+TASKS: dict[str, TaskSpec] = {}
+"""Registered tasks by name."""
+
+
+def register_task(name: str, spec: TaskSpec, *, replace: bool = False) -> None:
+    """Add a task under ``name``; re-registering a name needs ``replace=True``."""
+    if not isinstance(spec, TaskSpec):
+        raise TypeError(f"register_task expects a TaskSpec, got {type(spec).__name__}")
+    if name in TASKS and not replace:
+        raise ValueError(f"task '{name}' is already registered (pass replace=True to override it)")
+    TASKS[name] = spec
+
+
+def task_names() -> list[str]:
+    """Registered task names, sorted."""
+    return sorted(TASKS)
+
+
+def get_task(name: str) -> TaskSpec:
+    """The spec of ``name``, or an :class:`UnknownTaskError` that lists the valid names."""
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise UnknownTaskError(f"unknown task '{name}'; valid tasks: {', '.join(task_names())}") from None
+
+
+def make(
+    name: str, *, num_envs: int, device: str = "cpu", seed: int = 0, config: TaskConfig | None = None
+) -> WarpTaskEnv:
+    """Build ``num_envs`` copies of task ``name`` on ``device``."""
+    spec = get_task(name)
+    cfg = copy.deepcopy(spec.config) if config is None else config
+    if not isinstance(cfg, type(spec.config)):
+        raise TypeError(f"task '{name}' takes a {type(spec.config).__name__}, got {type(cfg).__name__}")
+    env = spec.env_cls(cfg, num_envs=num_envs, device=device, seed=seed)
+    env.task_name = name
+    return env

@@ -1,0 +1,99 @@
+"""Checkpoints: written atomically, read only with ``torch.load(weights_only=True)``, versioned and migrated."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import torch
+
+from horde.train.config import SCHEMA_VERSION
+
+
+class CheckpointError(RuntimeError):
+    """A missing, truncated, corrupt or incompatible checkpoint; the message is one line naming the file."""
+
+
+def save_checkpoint(path: str | Path, payload: dict) -> Path:
+    """Write ``payload`` to ``path`` atomically: a crash mid-write never leaves a truncated checkpoint behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save({"schema_version": SCHEMA_VERSION, **payload}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def migrate(data: dict, path: Path) -> dict:
+    """Bring a checkpoint from an older schema to :data:`SCHEMA_VERSION` (the one place that knows old layouts)."""
+    version = data.get("schema_version")
+    if version is None:
+        raise CheckpointError(f"{path}: not a horde checkpoint (no schema_version)")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise CheckpointError(f"{path}: schema version {version} is newer than this horde ({SCHEMA_VERSION}); upgrade")
+    # Version 1 is the first layout: nothing to migrate yet. Add steps here as `if version == 1: ...; version = 2`.
+    return data
+
+
+REQUIRED = ("iteration", "task", "config", "actor_state_dict")
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """Load and validate a checkpoint, or raise :class:`CheckpointError` with one line naming the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        data = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for truncated or foreign files
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{path}: unreadable checkpoint (truncated, corrupt or not saved by horde): {reason}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: not a horde checkpoint (holds a {type(data).__name__}, not a dict)")
+    data = migrate(data, path)
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}")
+    return data
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """``model_<iter>.pt`` files in ``run_dir``, oldest iteration first."""
+    files = []
+    for p in Path(run_dir).glob("model_*.pt"):
+        m = re.fullmatch(r"model_(\d+)\.pt", p.name)
+        if m:
+            files.append((int(m.group(1)), p))
+    return [p for _, p in sorted(files)]
+
+
+def resolve_checkpoint(run: str | Path) -> Path:
+    """A checkpoint file, or the latest one in a run directory; one-line errors otherwise."""
+    run = Path(run)
+    if run.is_file():
+        return run
+    if not run.exists():
+        raise CheckpointError(f"{run}: no such run directory or checkpoint")
+    ckpts = list_checkpoints(run)
+    if not ckpts:
+        raise CheckpointError(f"{run}: run directory holds no model_<iter>.pt checkpoint")
+    return ckpts[-1]
+
+
+def sha256(path: str | Path) -> str:
+    """Hex sha256 of a file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

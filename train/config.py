@@ -1,0 +1,197 @@
+"""Typed run configuration, composed by Hydra from the task registry, the algorithm schema and tuned YAML.
+
+The dataclasses here are the schema; ``configs/`` YAML only picks groups and overrides values. Every bad
+override fails with one line that names the valid choices (:class:`ConfigError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
+
+from horde.policies.actor_critic import ActorCriticConfig
+
+SCHEMA_VERSION = 1
+"""Version of the saved config and checkpoint layout; older ones go through :func:`horde.train.checkpoint.migrate`."""
+
+
+class ConfigError(ValueError):
+    """A bad override or config file; the message is one line meant for the user."""
+
+
+@dataclass(kw_only=True)
+class PPOConfig:
+    """PPO hyperparameters (rsl-rl's PPO) and the actor-critic networks."""
+
+    num_steps_per_env: int = 24
+    """Rollout length per env per iteration."""
+    learning_rate: float = 1e-3
+    """Initial Adam learning rate (adapted when schedule=adaptive)."""
+    num_learning_epochs: int = 5
+    """Passes over each rollout."""
+    num_mini_batches: int = 4
+    """Mini-batches per epoch."""
+    clip_param: float = 0.2
+    """PPO ratio clip."""
+    gamma: float = 0.99
+    """Discount factor."""
+    lam: float = 0.95
+    """GAE lambda."""
+    value_loss_coef: float = 1.0
+    """Weight of the value loss."""
+    entropy_coef: float = 0.005
+    """Weight of the entropy bonus."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    schedule: str = "adaptive"
+    """Learning-rate schedule: adaptive (KL-driven) or fixed."""
+    desired_kl: float = 0.01
+    """Target KL for the adaptive schedule."""
+    policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
+    """Actor and critic networks."""
+
+
+@dataclass(kw_only=True)
+class TrainConfig:
+    """One training run."""
+
+    task: Any = MISSING
+    """The task's config (a TaskConfig subclass), chosen with ``task=<name>``."""
+    algo: Any = MISSING
+    """The learner's config, chosen with ``algo=<name>``."""
+    num_envs: int = 1024
+    """Parallel envs."""
+    device: str = "cpu"
+    """Simulation and learning device: cpu, cuda or cuda:N."""
+    seed: int = 0
+    """Seed of torch and of every env's random stream."""
+    max_iterations: int = 100
+    """Learning iterations."""
+    save_interval: int = 50
+    """Write a checkpoint every this many iterations (and always at the end)."""
+    run_root: str = "runs"
+    """Runs are written to <run_root>/<task>/<YYYY-mm-dd_HH-MM-SS>/."""
+    torch_threads: int = 1
+    """torch CPU threads (1 is fastest for small networks on a shared machine)."""
+    log_interval: int = 10
+    """Print a progress line every this many iterations when no terminal shows a progress bar."""
+
+
+ALGORITHMS: dict[str, type] = {"ppo": PPOConfig}
+"""Learner configs by name, selectable with ``algo=<name>``."""
+
+
+def config_dir() -> Path:
+    """The packaged ``configs/`` directory."""
+    return Path(str(resources.files("horde") / "configs"))
+
+
+def _register() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    from horde.envs import TASKS
+
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    for name, spec in TASKS.items():
+        cs.store(group="task", name=name, node=spec.config)
+    for name, cls in ALGORITHMS.items():
+        cs.store(group="algo", name=name, node=cls)
+
+
+def _first_line(exc: BaseException) -> str:
+    """Hydra's errors span several lines; keep the headline and its cause on one line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(("full_key", "object_type", "reference_type", "Set the environment"))]
+    if exc.__cause__ is not None and len(lines) < 2:
+        lines += [ln.strip() for ln in str(exc.__cause__).splitlines() if ln.strip()][:1]
+    return ": ".join(lines[:2]) if lines else type(exc).__name__
+
+
+def _valid_keys(node: Any) -> list[str]:
+    return sorted(str(k) for k in node.keys() if k != "hydra") if isinstance(node, DictConfig) else []
+
+
+def _check_key(cfg: DictConfig, key: str) -> None:
+    """Fail with one line when ``key`` (dotted) is not in ``cfg``, naming the valid keys at the failing level."""
+    node: Any = cfg
+    walked: list[str] = []
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            where = ".".join(walked) or "the top level"
+            valid = ", ".join(_valid_keys(node)) or "(none: not a group of keys)"
+            raise ConfigError(f"unknown key '{key}' ({part!r} is not in {where}); valid keys there: {valid}")
+        walked.append(part)
+        node = node[part]
+
+
+def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
+    """Compose the run config from ``key=value`` overrides.
+
+    Returns the typed config, the chosen task name, and the resolved OmegaConf tree (saved with the run).
+    """
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from horde.envs import task_names
+
+    _register()
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:  # noqa: BLE001 - hydra's grammar errors are multi-line
+        raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    groups = {"task": task_names(), "algo": sorted(ALGORITHMS)}
+    group_overrides, value_overrides = [], []
+    for ov in parsed:
+        key = ov.key_or_group
+        if key in groups:
+            value = ov.value()
+            if not isinstance(value, str) or value not in groups[key]:
+                raise ConfigError(f"unknown {key} '{value}'; valid choices: {', '.join(groups[key])}")
+            group_overrides.append(ov.input_line)
+        else:
+            value_overrides.append(ov)
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        base = hydra_compose("train", overrides=group_overrides, return_hydra_config=True)
+        for ov in value_overrides:
+            _check_key(base, ov.key_or_group.lstrip("+~"))
+        try:
+            cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
+        except Exception as exc:  # noqa: BLE001 - type errors etc. come as multi-line hydra errors
+            raise ConfigError(_first_line(exc)) from None
+    task_name = str(cfg.hydra.runtime.choices.task)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    try:
+        typed: TrainConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(_first_line(exc)) from None
+    return typed, task_name, cfg
+
+
+def to_container(cfg: DictConfig) -> dict:
+    """Plain, resolved dict of a composed config (what runs and checkpoints store)."""
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def from_container(data: dict, task_name: str) -> TrainConfig:
+    """Rebuild a typed config saved by :func:`to_container`, validating it against the current schema."""
+    from horde.envs import get_task
+
+    spec = get_task(task_name)
+    algo_name = data.get("algo_name", "ppo")
+    schema = OmegaConf.structured(TrainConfig)
+    schema.task = OmegaConf.structured(spec.config)
+    schema.algo = OmegaConf.structured(ALGORITHMS[algo_name])
+    try:
+        merged = OmegaConf.merge(schema, {k: v for k, v in data.items() if k != "algo_name"})
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"saved config does not match the current schema: {_first_line(exc)}") from None

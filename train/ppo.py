@@ -1,0 +1,199 @@
+"""PPO training: rsl-rl's PPO maths, driven by a thin runner that keeps rollouts on the simulation device.
+
+The runner owns what rsl-rl's ``OnPolicyRunner`` leaves out for horde's users: a timed split of every iteration
+(simulation, policy inference, learning), episode statistics read once per iteration instead of every step,
+atomic checkpoints, a run directory with the resolved config, and a progress bar.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from rsl_rl.algorithms import PPO
+from tqdm import tqdm
+
+import horde
+from horde.envs import RslRlVecEnv, make
+from horde.policies import rsl_model_cfgs
+from horde.train.checkpoint import save_checkpoint
+from horde.train.config import TrainConfig, to_container
+from horde.train.timing import PhaseTimer
+
+
+def new_run_dir(root: str | Path, task: str) -> Path:
+    """``<root>/<task>/<YYYY-mm-dd_HH-MM-SS>``, suffixed when two runs start in the same second."""
+    base = Path(root) / task / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    path, k = base, 1
+    while path.exists():
+        path, k = base.with_name(f"{base.name}_{k}"), k + 1
+    path.mkdir(parents=True)
+    return path
+
+
+def rsl_train_cfg(cfg: TrainConfig) -> dict:
+    """The rsl-rl 5.x training dict for ``cfg.algo`` (PPO) with horde's single observation group."""
+    a = cfg.algo
+    actor, critic = rsl_model_cfgs(a.policy)
+    return {
+        "num_steps_per_env": a.num_steps_per_env,
+        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+        "algorithm": {
+            "class_name": PPO, "learning_rate": a.learning_rate, "num_learning_epochs": a.num_learning_epochs,
+            "num_mini_batches": a.num_mini_batches, "clip_param": a.clip_param, "gamma": a.gamma, "lam": a.lam,
+            "value_loss_coef": a.value_loss_coef, "entropy_coef": a.entropy_coef, "max_grad_norm": a.max_grad_norm,
+            "schedule": a.schedule, "desired_kl": a.desired_kl,
+        },
+        "actor": actor,
+        "critic": critic,
+        "multi_gpu": None,
+    }
+
+
+class PPOTrainer:
+    """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
+
+    def __init__(self, cfg: TrainConfig, task: str, raw_cfg: DictConfig, *, run_dir: str | Path | None = None,
+                 quiet: bool = False) -> None:
+        self.cfg, self.task, self.quiet = cfg, task, quiet
+        torch.set_num_threads(cfg.torch_threads)
+        torch.manual_seed(cfg.seed)
+        self.core = make(task, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed, config=cfg.task)
+        self.env = RslRlVecEnv(self.core)
+        self.device = self.core.device
+        self.config_dict = {**to_container(raw_cfg), "algo_name": "ppo"}
+        self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
+        (self.run_dir / "task.txt").write_text(task + "\n")
+        self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_train_cfg(cfg), str(self.device)) \
+            if not quiet else self._construct_quietly()
+        self.iteration = 0
+        self.writer = None
+
+    def _construct_quietly(self) -> PPO:
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks
+            return PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_train_cfg(self.cfg),
+                                           str(self.device))
+
+    # --- checkpoints -------------------------------------------------------------------------------------------
+    def checkpoint(self) -> Path:
+        """Write ``model_<iteration>.pt`` atomically."""
+        payload = {
+            "iteration": self.iteration,
+            "task": self.task,
+            "horde_version": horde.__version__,
+            "config": self.config_dict,
+            "obs_dim": self.core.obs_dim,
+            "num_actions": self.core.num_actions,
+            "learning_rate": float(self.alg.learning_rate),
+            "torch_rng": torch.get_rng_state(),
+            "env_rng": self.core.get_rng_state().cpu(),
+            **self.alg.save(),
+        }
+        return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
+
+    # --- the loop ----------------------------------------------------------------------------------------------
+    def learn(self) -> dict:
+        """Train for ``cfg.max_iterations`` iterations; returns the run's summary figures."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        cfg, alg, env = self.cfg, self.alg, self.env
+        self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10)
+        steps_per_iter = cfg.algo.num_steps_per_env * cfg.num_envs
+        timer = PhaseTimer(self.device)
+        bar = tqdm(total=cfg.max_iterations, desc=f"train {self.task}", unit="it", dynamic_ncols=True,
+                   disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
+        obs = env.get_observations()
+        alg.train_mode()
+        totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
+        last_stats: dict = {}
+        t_start = time.perf_counter()
+        for it in range(self.iteration, cfg.max_iterations):
+            t_iter = time.perf_counter()
+            timer.start()
+            with torch.inference_mode():
+                for _ in range(cfg.algo.num_steps_per_env):
+                    actions = alg.act(obs)
+                    timer.mark("inference")
+                    obs, rewards, dones, extras = env.step(actions)
+                    timer.mark("sim")
+                    alg.process_env_step(obs, rewards, dones, extras)
+                    timer.mark("other")
+                alg.compute_returns(obs)
+                timer.mark("learn")
+            losses = alg.update()
+            timer.mark("learn")
+            split = timer.collect()
+            self.iteration = it + 1
+            iter_s = time.perf_counter() - t_iter
+            split["other"] += max(iter_s - sum(split.values()), 0.0)
+            for k in totals:
+                totals[k] += split[k]
+            stats = self.core.pop_episode_stats()
+            if stats["episodes"] > 0:
+                last_stats = stats
+            self._log(it, stats, losses, split, steps_per_iter, iter_s)
+            if bar.disable and not self.quiet and (it % cfg.log_interval == 0 or it + 1 == cfg.max_iterations):
+                print(self._progress_line(it, last_stats, steps_per_iter / iter_s, t_start), flush=True)
+            bar.set_postfix_str(self._postfix(last_stats, steps_per_iter / iter_s), refresh=False)
+            bar.update(1)
+            if self.iteration % cfg.save_interval == 0:
+                self.checkpoint()
+        bar.close()
+        ckpt = self.checkpoint()
+        self.writer.close()
+        wall = time.perf_counter() - t_start
+        env_steps = steps_per_iter * cfg.max_iterations
+        share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
+        summary = {
+            "task": self.task, "run_dir": str(self.run_dir), "checkpoint": str(ckpt), "iterations": self.iteration,
+            "num_envs": cfg.num_envs, "device": str(self.device), "env_steps": env_steps,
+            "train_seconds": wall, "env_steps_per_s": env_steps / max(wall, 1e-9),
+            "sim_env_steps_per_s": env_steps / max(totals["sim"], 1e-9),
+            "time_share": share, "last_train_episodes": last_stats,
+        }
+        (self.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
+        if not self.quiet:
+            print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
+        return summary
+
+    # --- logging -----------------------------------------------------------------------------------------------
+    def _log(self, it: int, stats: dict, losses: dict, split: dict, steps: int, iter_s: float) -> None:
+        w = self.writer
+        for k, v in losses.items():
+            w.add_scalar(f"Loss/{k}", v, it)
+        w.add_scalar("Loss/learning_rate", self.alg.learning_rate, it)
+        w.add_scalar("Policy/mean_noise_std", float(self.alg.get_policy().output_std.mean()), it)
+        w.add_scalar("Perf/env_steps_per_s", steps / iter_s, it)
+        for k, v in split.items():
+            w.add_scalar(f"Perf/time_{k}_s", v, it)
+            w.add_scalar(f"Perf/share_{k}", v / iter_s, it)
+        if stats["episodes"] > 0:
+            w.add_scalar("Train/mean_return", stats["return_mean"], it)
+            w.add_scalar("Train/mean_episode_length", stats["length_mean"], it)
+            w.add_scalar("Train/termination_rate", stats["termination_rate"], it)
+            for k, v in stats.items():
+                if k.startswith("reward/"):
+                    w.add_scalar(f"Reward/{k[7:]}", v, it)
+
+    @staticmethod
+    def _postfix(stats: dict, sps: float) -> str:
+        if not stats:
+            return f"{sps:,.0f} steps/s"
+        return f"return {stats['return_mean']:.1f} len {stats['length_mean']:.0f} {sps:,.0f} steps/s"
+
+    def _progress_line(self, it: int, stats: dict, sps: float, t_start: float) -> str:
+        elapsed = time.perf_counter() - t_start
+        done = it + 1 - 0
+        eta = elapsed / max(done, 1) * (self.cfg.max_iterations - done)
+        return f"[{self.task}] it {it + 1}/{self.cfg.max_iterations} {self._postfix(stats, sps)} " \
+               f"elapsed {elapsed:.0f}s eta {eta:.0f}s"
