@@ -172,6 +172,8 @@ class CartpoleEnv(WarpTaskEnv):
     action_names = ("cart_force",)
     state_names = CARTPOLE_STATE
     term_names = TERMS
+    action_type = "force"
+    action_unit = "N"
 
     def __init__(self, cfg: CartpoleConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         self.physics = physics_params(cfg)
@@ -186,6 +188,9 @@ class CartpoleEnv(WarpTaskEnv):
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     step_kernels = (cartpole_advance, cartpole_post_step)
+
+    def action_scale(self) -> list[float]:
+        return [self.cfg.max_force]
 
     def _launch_step(self) -> None:
         n, d = self.num_envs, self.dev.warp

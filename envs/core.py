@@ -71,6 +71,10 @@ class WarpTaskEnv:
     """Name of each reward term, in order; ``cfg.reward_scales`` must have exactly these keys."""
     step_kernels: ClassVar[tuple]
     """Every kernel ``_launch_step`` launches (compiled before the step is recorded)."""
+    action_type: ClassVar[str] = "force"
+    """What an action commands: force, torque, position_target, ..."""
+    action_unit: ClassVar[str] = ""
+    """Physical unit of ``action_scale``."""
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         if num_envs < 1:
@@ -201,11 +205,18 @@ class WarpTaskEnv:
             "action_names": list(self.action_names),
             "state_names": list(self.state_names),
             "reward_terms": list(self.term_names),
+            "action_scale": self.action_scale(),
+            "action_unit": self.action_unit,
+            "action_type": self.action_type,
             "control_dt": self.cfg.control_dt,
             "decimation": self.cfg.decimation,
             "episode_length": self.cfg.episode_length,
             "config": dataclasses.asdict(self.cfg),
         }
+
+    def action_scale(self) -> list[float]:
+        """Physical command at action +1, per action column (the env clips actions to [-1, 1] first)."""
+        return [1.0] * self.num_actions
 
     # --- task hooks --------------------------------------------------------------------------------------------
     def _launch_step(self) -> None:

@@ -141,6 +141,8 @@ class PendulumEnv(WarpTaskEnv):
     action_names = ("torque",)
     state_names = PENDULUM_STATE
     term_names = TERMS
+    action_type = "torque"
+    action_unit = "N m"
 
     def __init__(self, cfg: PendulumConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         self.physics = physics_params(cfg)
@@ -151,6 +153,9 @@ class PendulumEnv(WarpTaskEnv):
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     step_kernels = (pendulum_advance, pendulum_post_step)
+
+    def action_scale(self) -> list[float]:
+        return [self.cfg.max_torque]
 
     def _launch_step(self) -> None:
         n, d = self.num_envs, self.dev.warp

@@ -7,7 +7,9 @@ atomic checkpoints, a run directory with the resolved config, and a progress bar
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import json
 import sys
 import time
@@ -71,18 +73,15 @@ class PPOTrainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
         (self.run_dir / "task.txt").write_text(task + "\n")
-        self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_train_cfg(cfg), str(self.device)) \
-            if not quiet else self._construct_quietly()
+        with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
+            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_train_cfg(cfg),
+                                               str(self.device))
         self.iteration = 0
         self.writer = None
-
-    def _construct_quietly(self) -> PPO:
-        import contextlib
-        import io
-
-        with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks
-            return PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_train_cfg(self.cfg),
-                                           str(self.device))
+        if not quiet:
+            n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
+            print(f"[{task}] {cfg.num_envs} envs on {self.device}, PPO actor {cfg.algo.policy.actor_hidden_dims} "
+                  f"({n_params} parameters), {cfg.max_iterations} iterations -> {self.run_dir}", flush=True)
 
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Path:
@@ -152,6 +151,7 @@ class PPOTrainer:
         ckpt = self.checkpoint()
         self.writer.close()
         wall = time.perf_counter() - t_start
+        totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)  # logging, saving
         env_steps = steps_per_iter * cfg.max_iterations
         share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
         summary = {
@@ -172,7 +172,7 @@ class PPOTrainer:
         for k, v in losses.items():
             w.add_scalar(f"Loss/{k}", v, it)
         w.add_scalar("Loss/learning_rate", self.alg.learning_rate, it)
-        w.add_scalar("Policy/mean_noise_std", float(self.alg.get_policy().output_std.mean()), it)
+        w.add_scalar("Policy/mean_noise_std", float(self.alg.get_policy().output_std.detach().mean()), it)
         w.add_scalar("Perf/env_steps_per_s", steps / iter_s, it)
         for k, v in split.items():
             w.add_scalar(f"Perf/time_{k}_s", v, it)

@@ -1,0 +1,51 @@
+# horde: the two commands a new user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+TORCH_CPU_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
+.PHONY: demo test bench install clean help
+
+help:
+	@echo "make demo   - create .venv, train cartpole on CPU, evaluate, export to ONNX and verify"
+	@echo "make test   - create .venv with test extras and run the test suite"
+	@echo "make bench  - run the benchmark scripts (DEVICE=cpu|cuda:0)"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# On a machine without an NVIDIA driver, install a CPU build of torch *before* horde, so the plain `torch`
+# requirement is already satisfied and pip never pulls a multi-GB CUDA build. A local wheel (find-links) is
+# tried first, then PyTorch's CPU index; a GPU machine skips this and gets CUDA torch from the plain install.
+$(VENV)/.torch: | $(PY)
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "NVIDIA GPU found: torch comes from the plain install (CUDA build)"; \
+	elif $(PY) -c "import torch" >/dev/null 2>&1; then \
+	  echo "torch already installed: $$($(PY) -c 'import torch; print(torch.__version__)')"; \
+	else \
+	  $(PIP) install -q --no-index --no-deps "torch==$(TORCH_CPU_VERSION)" 2>/dev/null \
+	  || $(PIP) install -q --no-deps --retries 1 --timeout 20 --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_CPU_VERSION)" \
+	  || echo "no CPU build of torch found; the plain install will choose one"; \
+	fi
+	@touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.torch
+	$(PIP) install -q -e ".[test]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import horde.envs, horde.train, horde.deploy, pytest" && touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/horde demo
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/run_all.py --device $(or $(DEVICE),cpu)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,15 @@
+"""Run the ``horde`` command line in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_cli(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``horde <args>`` in ``cwd``; returns the finished process with text stdout and stderr."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, "-m", "horde.train.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,23 @@
+"""Shared fixtures: one torch thread (the machines are 2-core and shared), a small trained cartpole run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from clihelp import run_cli
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A 3-iteration cartpole run made through the CLI (not trained to competence; for plumbing tests)."""
+    root = tmp_path_factory.mktemp("runs")
+    proc = run_cli("train", "task=cartpole", "num_envs=32", "max_iterations=3", "save_interval=2",
+                   f"run_root={root}", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = list((root / "cartpole").iterdir())
+    assert len(runs) == 1
+    return runs[0]

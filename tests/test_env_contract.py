@@ -1,0 +1,112 @@
+"""The contract every registered task keeps (run on CPU for each name in the registry)."""
+
+import numpy as np
+import pytest
+import torch
+
+from horde.envs import GymVectorEnv, RslRlVecEnv, get_task, make, task_names
+
+N = 16
+
+
+def _random_actions(env, g):
+    return torch.rand(env.num_envs, env.num_actions, generator=g) * 2 - 1
+
+
+@pytest.fixture(params=task_names())
+def task(request):
+    return request.param
+
+
+def test_spaces_and_shapes(task):
+    env = make(task, num_envs=N)
+    gym_env = GymVectorEnv(env)
+    assert gym_env.single_observation_space.shape == (env.obs_dim,)
+    assert gym_env.single_action_space.shape == (env.num_actions,)
+    assert gym_env.observation_space.shape == (N, env.obs_dim)
+    obs, info = gym_env.reset(seed=0)
+    assert obs.shape == (N, env.obs_dim) and obs.dtype == torch.float32
+    obs, rew, term, trunc, info = gym_env.step(gym_env.action_space.sample())
+    assert rew.shape == (N,) and term.dtype == torch.bool and trunc.dtype == torch.bool
+    assert info["final_obs"].shape == (N, env.obs_dim)
+    rsl = RslRlVecEnv(env)
+    td = rsl.get_observations()
+    assert td["policy"].shape == (N, env.obs_dim)
+    _, rew, dones, extras = rsl.step(torch.zeros(N, env.num_actions))
+    assert rew.shape == (N,) and dones.shape == (N,) and extras["time_outs"].shape == (N,)
+    assert rsl.max_episode_length == env.cfg.episode_length
+    with pytest.raises(ValueError, match="actions must have shape"):
+        env.step(torch.zeros(N + 1, env.num_actions))
+
+
+def test_same_seed_same_trajectory_and_different_seed_differs(task):
+    def rollout(seed):
+        env = make(task, num_envs=N, seed=seed)
+        g = torch.Generator().manual_seed(1)
+        return torch.stack([env.step(_random_actions(env, g)).obs.clone() for _ in range(600)])
+
+    a, b, c = rollout(3), rollout(3), rollout(4)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_finite_under_random_actions(task):
+    env = make(task, num_envs=64, seed=0)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(1000):
+        r = env.step(_random_actions(env, g) * 3)  # out-of-range actions must be clipped, not blow up
+        assert torch.isfinite(r.obs).all() and torch.isfinite(r.reward).all()
+    stats = env.pop_episode_stats()
+    assert stats["episodes"] > 0 and np.isfinite(stats["return_mean"])
+
+
+def test_observations_are_not_aliased_between_steps(task):
+    env = make(task, num_envs=N)
+    for iface in (GymVectorEnv(env), RslRlVecEnv(env)):
+        first = iface.step(torch.ones(N, env.num_actions))[0]
+        first = first["policy"] if not isinstance(first, torch.Tensor) else first
+        kept = first.clone()
+        iface.step(-torch.ones(N, env.num_actions))
+        assert torch.equal(first, kept)
+
+
+def test_reset_randomizes_and_masks(task):
+    env = make(task, num_envs=N, seed=0)
+    first = env.obs.clone()
+    assert not torch.allclose(first[0], first[1]), "envs must start from different states"
+    env.reset()
+    assert not torch.equal(env.obs, first), "a second reset must draw new states"
+    for _ in range(3):
+        env.step(torch.zeros(N, env.num_actions))
+    before = env.obs.clone()
+    mask = torch.zeros(N, dtype=torch.bool)
+    mask[::2] = True
+    env.reset(mask)
+    assert torch.equal(env.obs[1::2], before[1::2]), "unmasked envs must be untouched"
+    assert not torch.equal(env.obs[::2], before[::2])
+    assert (env.episode_length[::2] == 0).all() and (env.episode_length[1::2] == 3).all()
+
+
+def test_time_outs_are_separate_from_terminations(task):
+    base = get_task(task).config
+    cfg = type(base)(**{**base.__dict__, "episode_length": 7})
+    env = make(task, num_envs=64, seed=0, config=cfg)
+    g = torch.Generator().manual_seed(0)
+    saw_timeout = False
+    for t in range(1, 30):
+        r = env.step(_random_actions(env, g))
+        assert not (r.terminated & r.truncated).any(), "an env is either terminated or truncated, never both"
+        assert torch.equal(r.dones, r.terminated | r.truncated)
+        saw_timeout |= bool(r.truncated.any())
+        assert (env.episode_length < 7).all()
+    assert saw_timeout
+    stats = env.pop_episode_stats()
+    assert stats["length_mean"] <= 7
+
+
+def test_gym_reset_seed_is_reproducible(task):
+    a = GymVectorEnv(make(task, num_envs=N, seed=0))
+    b = GymVectorEnv(make(task, num_envs=N, seed=99))
+    oa, _ = a.reset(seed=11)
+    ob, _ = b.reset(seed=11)
+    assert torch.equal(oa, ob)

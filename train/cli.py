@@ -1,0 +1,129 @@
+"""The ``horde`` command line: train, play, export, demo, tasks.
+
+    horde train task=cartpole num_envs=4096 device=cpu seed=3 max_iterations=100 algo.learning_rate=3e-4
+    horde play run=runs/cartpole/<stamp> [episodes=100]
+    horde export run=runs/cartpole/<stamp>
+    horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
+    horde tasks                     # registered tasks
+
+Bad input (unknown task, key, run directory, corrupt checkpoint) ends with one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+USAGE = __doc__
+
+
+class UsageError(ValueError):
+    """Bad command-line input; one line."""
+
+
+def _kv(args: list[str], allowed: dict[str, type], command: str) -> dict:
+    out = {}
+    for a in args:
+        key, sep, value = a.partition("=")
+        if not sep:
+            raise UsageError(f"'{a}' is not key=value; {command} takes: {', '.join(f'{k}=' for k in allowed)}")
+        if key not in allowed:
+            raise UsageError(f"unknown key '{key}' for {command}; valid keys: {', '.join(allowed)}")
+        try:
+            out[key] = allowed[key](value)
+        except ValueError:
+            raise UsageError(f"{key}={value}: expected {allowed[key].__name__}") from None
+    return out
+
+
+def cmd_train(args: list[str]) -> dict:
+    from horde.train.config import compose
+    from horde.train.ppo import PPOTrainer
+
+    cfg, task, raw = compose(args)
+    return PPOTrainer(cfg, task, raw).learn()
+
+
+def cmd_play(args: list[str]) -> dict:
+    from horde.deploy import load_policy
+    from horde.train.evaluate import evaluate
+
+    kv = _kv(args, {"run": str, "episodes": int, "device": str, "seed": int}, "play")
+    if "run" not in kv:
+        raise UsageError("play needs run=<run dir or checkpoint>")
+    policy, ckpt, cfg, path = load_policy(kv["run"])
+    res = evaluate(policy, ckpt["task"], cfg.task, episodes=kv.get("episodes", 100),
+                   device=kv.get("device", "cpu"), seed=kv.get("seed", 12345)).summary()
+    print(f"{ckpt['task']} {path.name} over {res['episodes']} deterministic episodes: "
+          f"return {res['mean_return']:.2f} +- {res['std_return']:.2f}, "
+          f"length {res['mean_episode_length']:.1f} +- {res['std_episode_length']:.1f}")
+    return res
+
+
+def cmd_export(args: list[str]) -> dict:
+    from horde.deploy import export_run
+    from horde.deploy.onnx_export import report_dict
+
+    kv = _kv(args, {"run": str, "out": str, "tolerance": float}, "export")
+    if "run" not in kv:
+        raise UsageError("export needs run=<run dir or checkpoint>")
+    report = export_run(kv["run"], out_dir=kv.get("out"), tolerance=kv.get("tolerance", 1e-5))
+    print(f"wrote {report.onnx_path} and {Path(report.json_path).name}; onnxruntime vs torch on "
+          f"{report.parity_samples} recorded observations: max abs error {report.onnx_max_abs_err:.2e} "
+          f"(<= {report.tolerance:g}): PASS")
+    return report_dict(report)
+
+
+def cmd_demo(args: list[str]) -> dict:
+    from horde.train.demo import run_demo
+
+    return run_demo(args)
+
+
+def cmd_tasks(args: list[str]) -> dict:
+    from horde.envs import TASKS
+
+    for name in sorted(TASKS):
+        spec = TASKS[name]
+        tag = " [differentiable]" if spec.differentiable else ""
+        print(f"{name:<18} {spec.description}{tag}")
+    return {}
+
+
+COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "demo": cmd_demo, "tasks": cmd_tasks}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from horde.deploy.onnx_export import ExportError
+    from horde.envs.registry import UnknownTaskError
+    from horde.train.checkpoint import CheckpointError
+    from horde.train.config import ConfigError
+    from horde.train.demo import DemoError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"horde: unknown command '{command}'; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        COMMANDS[command](rest)
+    except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError) as exc:
+        print(f"horde {command}: error: {exc}", file=sys.stderr)
+        return 2 if not isinstance(exc, (ExportError, DemoError)) else 1
+    except KeyboardInterrupt:
+        print(f"horde {command}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def print_json(data: dict) -> None:
+    """Pretty JSON on stdout."""
+    print(json.dumps(data, indent=2))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
