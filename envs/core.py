@@ -179,6 +179,25 @@ class WarpTaskEnv:
         """Restore per-env random streams saved by :meth:`get_rng_state`."""
         self._rng_t.copy_(rng_state.to(self.device))
 
+    def _resumable(self) -> dict[str, torch.Tensor]:
+        return {
+            "state": self.state, "obs": self.obs, "episode_length": self.episode_length, "rng": self._rng_t,
+            "episode_return": wp.to_torch(self._episode_return), "episode_sums": wp.to_torch(self._episode_sums),
+            "stats": wp.to_torch(self._stats),
+        }
+
+    def get_env_state(self) -> dict[str, torch.Tensor]:
+        """Everything needed to continue these envs exactly (physics, episodes, random streams), on the CPU."""
+        return {k: v.detach().cpu().clone() for k, v in self._resumable().items()}
+
+    def set_env_state(self, saved: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`get_env_state`; shapes must match this env (same task and num_envs)."""
+        for k, dst in self._resumable().items():
+            src = saved[k]
+            if tuple(src.shape) != tuple(dst.shape):
+                raise ValueError(f"saved env state '{k}' has shape {tuple(src.shape)}, this env {tuple(dst.shape)}")
+            dst.copy_(src.to(self.device))
+
     # --- statistics (host side, once per iteration) ------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:
         """Statistics of episodes finished since the last call, then clear them. Syncs with the device."""

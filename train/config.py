@@ -79,6 +79,18 @@ class TrainConfig:
     """torch CPU threads (1 is fastest for small networks on a shared machine)."""
     log_interval: int = 10
     """Print a progress line every this many iterations when no terminal shows a progress bar."""
+    resume: str | None = None
+    """Continue exactly from a run directory (its latest checkpoint) or a checkpoint file."""
+    deterministic: bool = False
+    """Seeded and deterministic torch kernels; CPU runs with the same seed then repeat bit for bit."""
+    distributed: bool = False
+    """Data-parallel over torch.distributed (launch with torchrun); each rank steps num_envs / world_size envs."""
+    dist_backend: str | None = None
+    """torch.distributed backend; None picks nccl on CUDA and gloo on CPU."""
+
+
+RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "resume")
+"""Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 
 ALGORITHMS: dict[str, type] = {"ppo": PPOConfig}
@@ -145,6 +157,9 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as exc:  # noqa: BLE001 - hydra's grammar errors are multi-line
         raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    resume = [ov for ov in parsed if ov.key_or_group == "resume"]
+    if resume and resume[0].value() not in (None, "null"):
+        return _compose_resumed(str(resume[0].value()), parsed)
     groups = {"task": task_names(), "algo": sorted(ALGORITHMS)}
     group_overrides, value_overrides = [], []
     for ov in parsed:
@@ -174,6 +189,24 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(_first_line(exc)) from None
     return typed, task_name, cfg
+
+
+def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictConfig]:
+    """The saved config of the checkpoint to resume, with only run-length and logging keys overridable."""
+    from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
+
+    path = resolve_checkpoint(resume)
+    ckpt = load_checkpoint(path)
+    bad = [ov.key_or_group for ov in parsed if ov.key_or_group not in RESUMABLE_OVERRIDES]
+    if bad:
+        raise ConfigError(f"resume continues {path}'s saved config; only {', '.join(RESUMABLE_OVERRIDES[:-1])} can "
+                          f"change (got {', '.join(bad)})")
+    data = {k: v for k, v in ckpt["config"].items() if k != "algo_name"}
+    for ov in parsed:
+        data[ov.key_or_group] = ov.value()
+    data["resume"] = str(path)
+    typed = from_container({**data, "algo_name": ckpt["config"].get("algo_name", "ppo")}, ckpt["task"])
+    return typed, ckpt["task"], OmegaConf.create(data)
 
 
 def to_container(cfg: DictConfig) -> dict:

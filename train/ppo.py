@@ -23,8 +23,18 @@ from tqdm import tqdm
 import horde
 from horde.envs import RslRlVecEnv, make
 from horde.policies import rsl_model_cfgs
-from horde.train.checkpoint import save_checkpoint
-from horde.train.config import TrainConfig, to_container
+from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
+from horde.train.config import ConfigError, TrainConfig, to_container
+from horde.train.session import (
+    DistInfo,
+    PreemptionGuard,
+    all_ranks_agree,
+    any_rank,
+    broadcast_object,
+    parameters_digest,
+    seed_everything,
+    setup_distributed,
+)
 from horde.train.timing import PhaseTimer
 
 
@@ -62,26 +72,51 @@ class PPOTrainer:
 
     def __init__(self, cfg: TrainConfig, task: str, raw_cfg: DictConfig, *, run_dir: str | Path | None = None,
                  quiet: bool = False) -> None:
-        self.cfg, self.task, self.quiet = cfg, task, quiet
+        self.cfg, self.task = cfg, task
+        self.dist, device = setup_distributed(cfg.device, cfg.dist_backend) if cfg.distributed else (DistInfo(), cfg.device)
+        self.quiet = quiet or not self.dist.is_main
+        num_envs = cfg.num_envs // self.dist.world_size
+        if num_envs < 1:
+            raise ConfigError(f"num_envs={cfg.num_envs} cannot be split over {self.dist.world_size} ranks")
         torch.set_num_threads(cfg.torch_threads)
-        torch.manual_seed(cfg.seed)
-        self.core = make(task, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed, config=cfg.task)
+        seed = cfg.seed + self.dist.rank  # every rank explores differently
+        seed_everything(seed, deterministic=cfg.deterministic)
+        self.core = make(task, num_envs=num_envs, device=device, seed=seed, config=cfg.task)
         self.env = RslRlVecEnv(self.core)
         self.device = self.core.device
         self.config_dict = {**to_container(raw_cfg), "algo_name": "ppo"}
-        self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
-        (self.run_dir / "task.txt").write_text(task + "\n")
+        resume_ckpt = load_checkpoint(resolve_checkpoint(cfg.resume)) if cfg.resume else None
+        if run_dir is None and resume_ckpt is not None:
+            run_dir = resolve_checkpoint(cfg.resume).parent  # a resumed run keeps writing where it was
+        if self.dist.is_main:
+            self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
+        self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
+        train_cfg = rsl_train_cfg(cfg)
+        train_cfg["multi_gpu"] = self.dist.rsl_multi_gpu_cfg()
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
-            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_train_cfg(cfg),
-                                               str(self.device))
+            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
         self.iteration = 0
         self.writer = None
-        if not quiet:
+        if resume_ckpt is not None:
+            self._restore(resume_ckpt)
+        if not self.quiet:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
-            print(f"[{task}] {cfg.num_envs} envs on {self.device}, PPO actor {cfg.algo.policy.actor_hidden_dims} "
-                  f"({n_params} parameters), {cfg.max_iterations} iterations -> {self.run_dir}", flush=True)
+            ranks = f" x {self.dist.world_size} ranks" if self.dist.enabled else ""
+            start = f", resuming at iteration {self.iteration}" if resume_ckpt is not None else ""
+            print(f"[{task}] {num_envs} envs{ranks} on {self.device}, PPO actor {cfg.algo.policy.actor_hidden_dims} "
+                  f"({n_params} parameters), {cfg.max_iterations} iterations{start} -> {self.run_dir}", flush=True)
+
+    def _restore(self, ckpt: dict) -> None:
+        if ckpt["task"] != self.task:
+            raise ConfigError(f"checkpoint is for task '{ckpt['task']}', not '{self.task}'")
+        self.alg.load(ckpt, None, strict=True)
+        self.alg.learning_rate = float(ckpt["learning_rate"])
+        self.iteration = int(ckpt["iteration"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        if "env_state" in ckpt and not self.dist.enabled:
+            self.core.set_env_state(ckpt["env_state"])
 
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Path:
@@ -95,7 +130,7 @@ class PPOTrainer:
             "num_actions": self.core.num_actions,
             "learning_rate": float(self.alg.learning_rate),
             "torch_rng": torch.get_rng_state(),
-            "env_rng": self.core.get_rng_state().cpu(),
+            "env_state": self.core.get_env_state(),
             **self.alg.save(),
         }
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
@@ -106,11 +141,17 @@ class PPOTrainer:
         from torch.utils.tensorboard import SummaryWriter
 
         cfg, alg, env = self.cfg, self.alg, self.env
-        self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10)
-        steps_per_iter = cfg.algo.num_steps_per_env * cfg.num_envs
+        main = self.dist.is_main
+        self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10) if main else None
+        steps_per_iter = cfg.algo.num_steps_per_env * self.core.num_envs * self.dist.world_size
+        if self.dist.enabled:
+            alg.broadcast_parameters()
+        start_iteration = self._first_iteration = self.iteration
         timer = PhaseTimer(self.device)
-        bar = tqdm(total=cfg.max_iterations, desc=f"train {self.task}", unit="it", dynamic_ncols=True,
-                   disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
+        bar = tqdm(total=cfg.max_iterations, initial=self.iteration, desc=f"train {self.task}", unit="it",
+                   dynamic_ncols=True, disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
+        guard = PreemptionGuard().__enter__()
+        preempted = False
         obs = env.get_observations()
         alg.train_mode()
         totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
@@ -140,28 +181,40 @@ class PPOTrainer:
             stats = self.core.pop_episode_stats()
             if stats["episodes"] > 0:
                 last_stats = stats
-            self._log(it, stats, losses, split, steps_per_iter, iter_s)
+            if main:
+                self._log(it, stats, losses, split, steps_per_iter, iter_s)
             if bar.disable and not self.quiet and (it % cfg.log_interval == 0 or it + 1 == cfg.max_iterations):
                 print(self._progress_line(it, last_stats, steps_per_iter / iter_s, t_start), flush=True)
             bar.set_postfix_str(self._postfix(last_stats, steps_per_iter / iter_s), refresh=False)
             bar.update(1)
-            if self.iteration % cfg.save_interval == 0:
+            if any_rank(guard.requested, self.dist):  # every rank stops after the same iteration
+                preempted = True
+                break
+            if main and self.iteration % cfg.save_interval == 0:
                 self.checkpoint()
+        guard.__exit__(None, None, None)
         bar.close()
-        ckpt = self.checkpoint()
-        self.writer.close()
+        ckpt = self.checkpoint() if main else None
+        if preempted and not self.quiet:
+            print(f"[{self.task}] preempted (signal {guard.signum}): saved {ckpt} at iteration {self.iteration}; "
+                  f"continue with `horde train resume={self.run_dir}`", flush=True)
+        in_sync = all_ranks_agree(parameters_digest(alg.get_policy()), self.dist)
+        if self.writer is not None:
+            self.writer.close()
         wall = time.perf_counter() - t_start
         totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)  # logging, saving
-        env_steps = steps_per_iter * cfg.max_iterations
+        env_steps = steps_per_iter * (self.iteration - start_iteration)
         share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
         summary = {
             "task": self.task, "run_dir": str(self.run_dir), "checkpoint": str(ckpt), "iterations": self.iteration,
             "num_envs": cfg.num_envs, "device": str(self.device), "env_steps": env_steps,
             "train_seconds": wall, "env_steps_per_s": env_steps / max(wall, 1e-9),
             "sim_env_steps_per_s": env_steps / max(totals["sim"], 1e-9),
-            "time_share": share, "last_train_episodes": last_stats,
+            "time_share": share, "last_train_episodes": last_stats, "preempted": preempted,
+            "world_size": self.dist.world_size, "ranks_in_sync": in_sync,
         }
-        (self.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
+        if main:
+            (self.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
         if not self.quiet:
             print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
         return summary
@@ -193,7 +246,7 @@ class PPOTrainer:
 
     def _progress_line(self, it: int, stats: dict, sps: float, t_start: float) -> str:
         elapsed = time.perf_counter() - t_start
-        done = it + 1 - 0
-        eta = elapsed / max(done, 1) * (self.cfg.max_iterations - done)
+        done = it + 1
+        eta = elapsed / max(done - self._first_iteration, 1) * (self.cfg.max_iterations - done)
         return f"[{self.task}] it {it + 1}/{self.cfg.max_iterations} {self._postfix(stats, sps)} " \
                f"elapsed {elapsed:.0f}s eta {eta:.0f}s"
