@@ -1,8 +1,12 @@
 """The ``horde`` command line: train, play, export, demo, tasks.
 
     horde train task=cartpole num_envs=4096 device=cpu seed=3 max_iterations=100 algo.learning_rate=3e-4
+    horde train -m seed=0,1,2 task=cartpole,pendulum   # sweep: one run per combination, in turn
+    horde train resume=runs/cartpole/<stamp> max_iterations=200   # continue exactly
     horde play run=runs/cartpole/<stamp> [episodes=100]
     horde export run=runs/cartpole/<stamp>
+    horde play run=<dir> video=true [envs=4] [steps=N]   # mp4 of the policy, rendered headless
+    horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
     horde tasks                     # registered tasks
 
@@ -81,6 +85,34 @@ def cmd_demo(args: list[str]) -> dict:
     return run_demo(args)
 
 
+def cmd_video(args: list[str]) -> dict:
+    from horde.train.video import record_video
+
+    kv = _kv(args, {"run": str, "video": str, "envs": int, "steps": int, "out": str}, "play video")
+    if "run" not in kv:
+        raise UsageError("video needs run=<run dir or checkpoint>")
+    path, frames = record_video(kv["run"], envs=kv.get("envs", 4), steps=kv.get("steps"), out=kv.get("out"))
+    print(f"wrote {path} ({frames} frames)")
+    return {"video": str(path), "frames": frames}
+
+
+def cmd_plot(args: list[str]) -> dict:
+    from horde.train.checkpoint import CheckpointError
+    from horde.train.plots import plot_run
+
+    kv = _kv(args, {"run": str, "out": str}, "plot")
+    if "run" not in kv:
+        raise UsageError("plot needs run=<run dir>")
+    if not Path(kv["run"]).is_dir():
+        raise CheckpointError(f"{kv['run']}: no such run directory")
+    try:
+        path, panels = plot_run(kv["run"], kv.get("out"))
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {path} ({', '.join(f'{k}: {len(v)} series' for k, v in panels.items())})")
+    return {"plot": str(path)}
+
+
 def cmd_tasks(args: list[str]) -> dict:
     from horde.envs import TASKS
 
@@ -91,7 +123,8 @@ def cmd_tasks(args: list[str]) -> dict:
     return {}
 
 
-COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "demo": cmd_demo, "tasks": cmd_tasks}
+COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "demo": cmd_demo, "tasks": cmd_tasks,
+            "plot": cmd_plot, "video": cmd_video}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,11 +139,25 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    if command == "play" and any(a.partition("=")[0] == "video" and a.partition("=")[2].lower() in ("true", "1", "yes")
+                                 for a in rest):
+        command = "video"  # `horde play run=<dir> video=true` records instead of scoring
+    sweep = command == "train" and any(a in ("-m", "--multirun") for a in rest)
+    if sweep:
+        rest = [a for a in rest if a not in ("-m", "--multirun")]
     if command not in COMMANDS:
         print(f"horde: unknown command '{command}'; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     try:
-        COMMANDS[command](rest)
+        if sweep:
+            from horde.train.config import expand_sweep
+
+            runs = expand_sweep(rest)
+            for k, overrides in enumerate(runs, 1):
+                print(f"== sweep run {k}/{len(runs)}: {' '.join(overrides)}", flush=True)
+                COMMANDS[command](overrides)
+        else:
+            COMMANDS[command](rest)
     except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, (ExportError, DemoError)) else 1

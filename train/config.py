@@ -209,6 +209,25 @@ def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictC
     return typed, ckpt["task"], OmegaConf.create(data)
 
 
+def expand_sweep(overrides: list[str]) -> list[list[str]]:
+    """Hydra sweep syntax (``seed=0,1,2 task=cartpole,pendulum``) -> one override list per run (cartesian product)."""
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    choices = []
+    for ov in parsed:
+        if ov.is_sweep_override():
+            choices.append([f"{ov.get_key_element()}={v}" for v in ov.sweep_string_iterator()])
+        else:
+            choices.append([ov.input_line])
+    return [list(combo) for combo in itertools.product(*choices)]
+
+
 def to_container(cfg: DictConfig) -> dict:
     """Plain, resolved dict of a composed config (what runs and checkpoints store)."""
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

@@ -1,0 +1,45 @@
+"""Videos and plots: rendered headless on a machine with no display and no GPU."""
+
+import imageio.v2 as imageio
+import numpy as np
+from clihelp import run_cli
+
+from horde.train.plots import plot_run
+from horde.train.video import record_video
+
+
+def test_video_has_the_expected_frames_and_motion(tiny_run, tmp_path):
+    path, frames = record_video(tiny_run, envs=4, steps=40, out=tmp_path / "v.mp4")
+    reader = imageio.get_reader(str(path))
+    got = [f for f in reader]
+    reader.close()
+    assert frames == 41 and len(got) == 41
+    assert got[0].ndim == 3 and got[0].shape[2] == 3
+    assert got[0].std() > 10, "a frame shows a scene, not a flat colour"
+    assert np.abs(got[-1].astype(int) - got[0].astype(int)).mean() > 0.5, "the robot moves between frames"
+
+
+def test_play_video_true_through_the_cli(tiny_run):
+    proc = run_cli("play", f"run={tiny_run}", "video=true", "envs=2", "steps=10", cwd=tiny_run)
+    assert proc.returncode == 0, proc.stderr
+    assert list((tiny_run / "videos").glob("*.mp4"))
+
+
+def test_plot_has_the_expected_curves(tiny_run):
+    path, panels = plot_run(tiny_run)
+    assert panels["Episode return"] == ["Train/mean_return"]
+    assert panels["Episode length [steps]"] == ["Train/mean_episode_length"]
+    assert "Reward/alive" in panels["Reward terms (per episode, scaled)"]
+    assert "Reward/upright" not in panels["Reward terms (per episode, scaled)"], "zero-scale terms are left out"
+    assert panels["Wall-time share"] == ["Perf/share_sim", "Perf/share_inference", "Perf/share_learn",
+                                         "Perf/share_other"]
+    img = imageio.imread(path)
+    assert img.shape[0] >= 600 and img.shape[1] >= 900 and img.std() > 5
+
+
+def test_sweep_runs_each_combination(tmp_path):
+    proc = run_cli("train", "-m", "seed=0,1", "task=cartpole", "num_envs=16", "max_iterations=1",
+                   f"run_root={tmp_path}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("== sweep run") == 2
+    assert len(list((tmp_path / "cartpole").iterdir())) == 2
