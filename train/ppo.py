@@ -13,6 +13,7 @@ import io
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -136,8 +137,11 @@ class PPOTrainer:
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
 
     # --- the loop ----------------------------------------------------------------------------------------------
-    def learn(self) -> dict:
-        """Train for ``cfg.max_iterations`` iterations; returns the run's summary figures."""
+    def learn(self, on_iteration: Callable[[PPOTrainer], bool] | None = None) -> dict:
+        """Train for ``cfg.max_iterations`` iterations; returns the run's summary figures.
+
+        ``on_iteration(trainer)`` runs after every iteration (evaluation, early stopping); returning True stops.
+        """
         from torch.utils.tensorboard import SummaryWriter
 
         cfg, alg, env = self.cfg, self.alg, self.env
@@ -189,6 +193,8 @@ class PPOTrainer:
             bar.update(1)
             if any_rank(guard.requested, self.dist):  # every rank stops after the same iteration
                 preempted = True
+                break
+            if on_iteration is not None and on_iteration(self):
                 break
             if main and self.iteration % cfg.save_interval == 0:
                 self.checkpoint()

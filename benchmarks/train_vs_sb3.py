@@ -1,0 +1,198 @@
+"""Training wall time to a return threshold: horde vs Stable-Baselines3, same machine, same process, same seeds.
+
+    python benchmarks/train_vs_sb3.py [--json] [--quick] [--seeds 0 1 2] [--tasks cartpole pendulum]
+
+- cartpole: horde PPO on `cartpole` vs SB3 PPO on gymnasium `CartPole-v1`; threshold: deterministic evaluation
+  mean return >= 475 (horde: 100 episodes of 500 steps, reward ~1 per step; CartPole-v1: 10 episodes).
+- pendulum: horde PPO (and SHAC when `horde.train.shac` is present) on `pendulum` vs SB3 PPO on `Pendulum-v1`
+  (same dynamics constants: g=10, m=1, l=1, 2 N m, 8 rad/s, 50 ms, 200 steps); threshold: deterministic mean
+  return >= -300 (horde: 100 episodes, Pendulum-v1: 10 episodes).
+
+Each learner uses its library's recommended hyperparameters for the task (horde: configs/tuned/; SB3: the
+rl-baselines3-zoo values, printed below). Evaluation time is excluded from the clock. Needs the `bench` extra
+(`pip install -e ".[bench]"`, i.e. stable-baselines3). One torch thread for everyone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+
+SB3_ZOO = {
+    "CartPole-v1": dict(n_envs=8, policy="MlpPolicy", n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
+                        n_epochs=20, ent_coef=0.0, learning_rate="lin_0.001", clip_range="lin_0.2"),
+    "Pendulum-v1": dict(n_envs=4, policy="MlpPolicy", n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10,
+                        ent_coef=0.0, learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4),
+}
+THRESHOLD = {"cartpole": 475.0, "pendulum": -300.0}
+GYM_ID = {"cartpole": "CartPole-v1", "pendulum": "Pendulum-v1"}
+BUDGET_S = {"cartpole": 300.0, "pendulum": 400.0}
+
+
+def _linear(start: float):
+    return lambda progress: progress * start
+
+
+def run_sb3(task: str, seed: int, *, budget_s: float, eval_every: int) -> dict:
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    params = dict(SB3_ZOO[GYM_ID[task]])
+    n_envs = params.pop("n_envs")
+    for k in ("learning_rate", "clip_range"):
+        if isinstance(params[k], str):
+            params[k] = _linear(float(params[k][4:]))
+    env = make_vec_env(GYM_ID[task], n_envs=n_envs, seed=seed)
+    eval_env = make_vec_env(GYM_ID[task], n_envs=1, seed=seed + 1000)
+    model = PPO(env=env, seed=seed, verbose=0, device="cpu", **params)
+
+    class Clock(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.t0 = time.perf_counter()
+            self.eval_s = 0.0
+            self.curve: list[tuple[float, int, float]] = []
+            self.reached: tuple[float, int] | None = None
+
+        def _on_step(self) -> bool:
+            if self.n_calls % max(eval_every // n_envs, 1):
+                return True
+            t = time.perf_counter()
+            mean, _ = evaluate_policy(self.model, eval_env, n_eval_episodes=10, deterministic=True)
+            self.eval_s += time.perf_counter() - t
+            train_s = time.perf_counter() - self.t0 - self.eval_s
+            self.curve.append((train_s, self.num_timesteps, float(mean)))
+            if mean >= THRESHOLD[task]:
+                self.reached = (train_s, self.num_timesteps)
+                return False
+            return train_s < budget_s
+
+    clock = Clock()
+    model.learn(total_timesteps=10_000_000, callback=clock)
+    return _result("sb3-ppo", GYM_ID[task], seed, clock.reached, clock.curve)
+
+
+def run_horde(task: str, algo: str, seed: int, *, budget_s: float, eval_every_iters: int) -> dict:
+    from horde.policies import InferencePolicy
+    from horde.train.config import compose
+    from horde.train.evaluate import evaluate
+
+    root = tempfile.mkdtemp(prefix="horde-bench-")
+    cfg, name, raw = compose([f"task={task}", f"algo={algo}", f"seed={seed}", "max_iterations=100000",
+                              "save_interval=100000", f"run_root={root}"])
+    if algo == "ppo":
+        from horde.train.ppo import PPOTrainer as Trainer
+    else:
+        from horde.train.shac import SHACTrainer as Trainer
+    trainer = Trainer(cfg, name, raw, quiet=True)
+    state = {"t0": time.perf_counter(), "eval_s": 0.0, "curve": [], "reached": None, "steps": 0}
+    steps_per_iter = cfg.num_envs * (getattr(cfg.algo, "num_steps_per_env", None) or cfg.algo.horizon)
+
+    def on_iteration(tr) -> bool:
+        state["steps"] += steps_per_iter
+        if tr.iteration % eval_every_iters:
+            return False
+        t = time.perf_counter()
+        policy = InferencePolicy(tr.alg.get_policy() if hasattr(tr, "alg") else tr.actor)
+        mean = evaluate(policy, name, cfg.task, episodes=100, device=cfg.device).summary()["mean_return"]
+        state["eval_s"] += time.perf_counter() - t
+        train_s = time.perf_counter() - state["t0"] - state["eval_s"]
+        state["curve"].append((train_s, state["steps"], float(mean)))
+        if mean >= THRESHOLD[task]:
+            state["reached"] = (train_s, state["steps"])
+            return True
+        return train_s >= budget_s
+
+    trainer.learn(on_iteration=on_iteration)
+    return _result(f"horde-{algo}", task, seed, state["reached"], state["curve"])
+
+
+def _result(learner: str, env: str, seed: int, reached, curve) -> dict:
+    return {"learner": learner, "env": env, "seed": seed, "reached": reached is not None,
+            "seconds_to_threshold": reached[0] if reached else None,
+            "env_steps_to_threshold": reached[1] if reached else None,
+            "final_eval_return": curve[-1][2] if curve else None, "curve": curve}
+
+
+def _median(rows: list[dict], key: str) -> tuple[float | None, float | None, float | None]:
+    vals = [r[key] for r in rows if r[key] is not None]
+    if len(vals) < len(rows) or not vals:
+        return None, None, None
+    return statistics.median(vals), min(vals), max(vals)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="cartpole, one seed, horde only unless SB3 is installed")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--tasks", nargs="+", default=["cartpole", "pendulum"])
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    try:
+        import stable_baselines3  # noqa: F401
+        have_sb3 = True
+    except ImportError:
+        have_sb3 = False
+        print("stable-baselines3 not installed (pip install -e '.[bench]'): horde only", file=sys.stderr)
+    seeds, tasks = (args.seeds[:1], ["cartpole"]) if args.quick else (args.seeds, args.tasks)
+    try:
+        import horde.train.shac  # noqa: F401
+        have_shac = True
+    except ImportError:
+        have_shac = False
+    rows = []
+    for task in tasks:
+        learners = [("horde", "ppo")] + ([("horde", "shac")] if task == "pendulum" and have_shac else [])
+        learners += [("sb3", "ppo")] if have_sb3 and not args.quick else []
+        if not args.json:
+            print(f"# {task}: threshold {THRESHOLD[task]} (deterministic eval); SB3 zoo hyperparameters for "
+                  f"{GYM_ID[task]}: {SB3_ZOO[GYM_ID[task]]}", flush=True)
+        for lib, algo in learners:
+            for seed in seeds:
+                if lib == "sb3":
+                    r = run_sb3(task, seed, budget_s=BUDGET_S[task], eval_every=4096 if task == "cartpole" else 8192)
+                else:
+                    r = run_horde(task, algo, seed, budget_s=BUDGET_S[task],
+                                  eval_every_iters=5 if task == "cartpole" else 10)
+                r["task"] = task
+                rows.append(r)
+                line = {k: v for k, v in r.items() if k != "curve"}
+                print(json.dumps(line) if args.json else
+                      f"  {r['learner']:<11} seed {seed}: " + (
+                          f"{r['seconds_to_threshold']:.1f} s, {r['env_steps_to_threshold']:,} env steps"
+                          if r["reached"] else f"not reached (last eval {r['final_eval_return']})"), flush=True)
+    summary = []
+    for task in tasks:
+        by = {}
+        for r in rows:
+            if r["task"] == task:
+                by.setdefault(r["learner"], []).append(r)
+        for learner, rs in by.items():
+            med, lo, hi = _median(rs, "seconds_to_threshold")
+            smed, _, _ = _median(rs, "env_steps_to_threshold")
+            summary.append({"task": task, "learner": learner, "env": rs[0]["env"], "seeds": len(rs),
+                            "median_seconds": med, "min_seconds": lo, "max_seconds": hi, "median_env_steps": smed,
+                            "threshold": THRESHOLD[task]})
+        h = next((s for s in summary if s["task"] == task and s["learner"] == "horde-ppo"), None)
+        b = next((s for s in summary if s["task"] == task and s["learner"] == "sb3-ppo"), None)
+        if h and b and h["median_seconds"] and b["median_seconds"]:
+            summary.append({"task": task, "learner": "ratio:sb3-ppo/horde-ppo", "wall_time_ratio":
+                            b["median_seconds"] / h["median_seconds"]})
+    for s in summary:
+        print(json.dumps({"summary": True, **s}) if args.json else "  " + json.dumps(s))
+    if args.json:
+        print(json.dumps({"curves": [{k: r[k] for k in ("task", "learner", "seed", "curve")} for r in rows]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
