@@ -44,7 +44,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
-bench: $(VENV)/.installed
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PIP) install -q -e ".[test,bench]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import stable_baselines3" && touch $@
+
+bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run_all.py --device $(or $(DEVICE),cpu)
 
 clean:

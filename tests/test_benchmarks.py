@@ -19,3 +19,24 @@ def test_sim_throughput_quick_json():
         if "env_steps_per_s" in r:
             assert {"task", "impl", "device", "num_envs", "env_steps_per_s"} <= set(r) and r["env_steps_per_s"] > 0
     assert {r["num_envs"] for r in rows} == {64, 4096}
+
+
+def test_train_vs_sb3_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "train_vs_sb3.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    runs = [r for r in rows if "seed" in r and "summary" not in r]
+    assert runs and runs[0]["learner"] == "horde-ppo" and runs[0]["reached"] is True
+    assert runs[0]["seconds_to_threshold"] > 0 and runs[0]["env_steps_to_threshold"] > 0
+    assert any(r.get("summary") for r in rows) and any("curves" in r for r in rows)
+
+
+def test_run_all_writes_json_table_and_plots(tmp_path):
+    proc = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick", "--only", "sim_throughput",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(next(tmp_path.glob("*_quick.json")).read_text())
+    assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
+    assert data["results"]["sim_throughput"]["status"] == "ok"
+    assert list(tmp_path.glob("*_throughput.png"))
