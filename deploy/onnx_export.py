@@ -1,54 +1,42 @@
-"""``horde export``: checkpoint -> ``exported/policy.onnx`` + ``exported/policy.json``, then a parity check.
+"""The ONNX graph of a deterministic policy, and the checks every exported file must pass.
 
-The ONNX graph is the deterministic policy (observation normalizer -> MLP -> action mean -> clip to [-1, 1]) with
-input ``obs`` [batch, obs_dim] and output ``actions`` [batch, num_actions], a symbolic batch axis, opset 18, IR
-version 9 (readable by onnxruntime >= 1.16), all weights inside the one file, and horde's metadata embedded.
+The graph is normalizer -> [GRU/LSTM] -> MLP -> action mean -> clip to [-1, 1], with input ``obs``
+[batch, obs_dim] and output ``actions`` [batch, num_actions]; a recurrent policy adds its state as explicit
+inputs and outputs (``h_in``/``h_out``, and ``c_in``/``c_out`` for an LSTM), each [batch, num_layers, hidden_dim].
+Every input and output is float32 with a symbolic batch axis 0 (an fp16 graph casts inside, after the
+normalizer), opset 18, IR version 9 (readable by onnxruntime >= 1.16), all weights inside the one file, and
+horde's metadata embedded. The bundle around it is :mod:`horde.deploy.bundle`.
 """
 
 from __future__ import annotations
 
 import json
-import platform
-from dataclasses import asdict, dataclass
+import logging
+import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
+from torch import nn
 
-import horde
-from horde.policies import InferencePolicy, build_actor
-from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, sha256
+from horde.policies import InferencePolicy, RecurrentInferencePolicy, build_actor, make_inference_policy
+from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
 from horde.train.config import from_container
 
 OPSET = 18
 IR_VERSION = 9
-POLICY_JSON_SCHEMA = 1
+EXAMPLE_BATCH = 4
+"""Batch of the example inputs: >= 2, or the exporter may specialise the batch axis (recurrent models) to 1."""
+
+Policy = InferencePolicy | RecurrentInferencePolicy
 
 
 class ExportError(RuntimeError):
     """Export or verification failed; the message is one line."""
 
 
-@dataclass
-class ExportReport:
-    """What ``horde export`` wrote and measured."""
-
-    onnx_path: str
-    json_path: str
-    checkpoint: str
-    parity_samples: int
-    onnx_max_abs_err: float
-    tolerance: float
-
-    @property
-    def passed(self) -> bool:
-        """Parity within tolerance."""
-        return self.onnx_max_abs_err <= self.tolerance
-
-
-def load_policy(run: str | Path) -> tuple[InferencePolicy, dict, object, Path]:
+def load_policy(run: str | Path, *, precision: str = "fp32") -> tuple[Policy, dict, object, Path]:
     """The deterministic policy of a run's latest checkpoint (or of a checkpoint file), its checkpoint dict,
-    the typed run config and the checkpoint path."""
+    the typed run config and the checkpoint path. Recurrent actors give a :class:`RecurrentInferencePolicy`."""
     path = resolve_checkpoint(run)
     ckpt = load_checkpoint(path)
     cfg = from_container(ckpt["config"], ckpt["task"])
@@ -56,24 +44,64 @@ def load_policy(run: str | Path) -> tuple[InferencePolicy, dict, object, Path]:
     try:
         actor.load_state_dict(ckpt["actor_state_dict"])
     except RuntimeError as exc:
-        raise ExportError(f"{path}: actor weights do not fit the configured network: {str(exc).splitlines()[0]}") from None
-    return InferencePolicy(actor), ckpt, cfg, path
+        reason = str(exc).splitlines()[0]
+        raise ExportError(f"{path}: actor weights do not fit the configured network: {reason}") from None
+    return make_inference_policy(actor, precision), ckpt, cfg, path
 
 
-def _export_onnx(policy: InferencePolicy, path: Path, metadata: dict) -> None:
-    import logging
-    import warnings
+def io_spec(policy: Policy, num_actions: int) -> dict:
+    """Names, shapes and dtypes of the graph's inputs and outputs, and how recurrent state pairs them."""
+    state = []
+    if policy.is_recurrent:
+        for name in policy.state_names:
+            state.append({"input": f"{name}_in", "output": f"{name}_out",
+                          "shape": ["batch", policy.num_layers, policy.hidden_dim], "dtype": "float32",
+                          "initial_value": 0.0})
+    inputs = [{"name": "obs", "shape": ["batch", policy.obs_dim], "dtype": "float32"}]
+    outputs = [{"name": "actions", "shape": ["batch", num_actions], "dtype": "float32"}]
+    inputs += [{"name": s["input"], "shape": s["shape"], "dtype": "float32"} for s in state]
+    outputs += [{"name": s["output"], "shape": s["shape"], "dtype": "float32"} for s in state]
+    return {"inputs": inputs, "outputs": outputs, "state": state}
 
+
+class _GRUGraph(nn.Module):
+    """Fixed-arity view of a GRU policy for the exporter: ``(obs, h_in) -> (actions, h_out)``."""
+
+    def __init__(self, policy: RecurrentInferencePolicy) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, obs: torch.Tensor, h_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.policy(obs, h_in)
+
+
+class _LSTMGraph(nn.Module):
+    """Fixed-arity view of an LSTM policy: ``(obs, h_in, c_in) -> (actions, h_out, c_out)``."""
+
+    def __init__(self, policy: RecurrentInferencePolicy) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, obs: torch.Tensor, h_in: torch.Tensor, c_in: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.policy(obs, h_in, c_in)
+
+
+def export_onnx(policy: Policy, path: Path, io: dict, metadata: dict) -> None:
+    """Write ``policy`` to ``path`` as one ONNX file and check it (:func:`check_onnx`)."""
     import onnx
 
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # torchvision-op registration chatter
-    example = torch.zeros(4, policy.obs_dim)  # batch >= 2 so the exporter cannot specialise the batch to 1
+    module: nn.Module = policy
+    if policy.is_recurrent:
+        module = _LSTMGraph(policy) if policy.rnn_type == "lstm" else _GRUGraph(policy)
+    example = (torch.zeros(EXAMPLE_BATCH, policy.obs_dim), *policy.initial_state(EXAMPLE_BATCH))
     batch = torch.export.Dim("batch", min=1, max=1 << 16)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore")  # FutureWarning/UserWarning chatter of the dynamo exporter
         program = torch.onnx.export(
-            policy, (example,), input_names=["obs"], output_names=["actions"], opset_version=OPSET, dynamo=True,
-            dynamic_shapes=({0: batch},), external_data=False, verbose=False,
+            module, example, input_names=[i["name"] for i in io["inputs"]],
+            output_names=[o["name"] for o in io["outputs"]], opset_version=OPSET, dynamo=True,
+            dynamic_shapes=tuple({0: batch} for _ in example), external_data=False, verbose=False,
         )
     model = program.model_proto
     model.ir_version = min(model.ir_version, IR_VERSION)
@@ -84,99 +112,40 @@ def _export_onnx(policy: InferencePolicy, path: Path, metadata: dict) -> None:
     onnx.checker.check_model(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save_model(model, str(path), save_as_external_data=False)
-    dims = onnx.load(str(path)).graph.input[0].type.tensor_type.shape.dim
-    if not dims or not dims[0].dim_param or dims[0].HasField("dim_value"):
-        raise ExportError(f"{path}: batch axis of input 'obs' is not symbolic after export ({dims[0] if dims else None})")
+    check_onnx(path, io)
 
 
-@torch.inference_mode()
-def record_observations(policy: InferencePolicy, task: str, cfg, *, num_envs: int, steps: int,
-                        seed: int = 777) -> np.ndarray:
-    """Observations met by ``policy`` in closed loop, [steps, num_envs, obs_dim] float32."""
-    from horde.envs import make
-
-    core = make(task, num_envs=num_envs, device="cpu", seed=seed, config=cfg.task)
-    out = np.empty((steps, num_envs, core.obs_dim), dtype=np.float32)
-    obs = core.obs
-    for t in range(steps):
-        out[t] = obs.numpy()
-        obs = core.step(policy(obs)).obs
-    return out
-
-
-def onnx_parity(onnx_path: Path, policy: InferencePolicy, observations: np.ndarray) -> float:
-    """Max |onnxruntime - torch| over every recorded step (batched), plus batch-1 calls on the first step."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
-    err = 0.0
-    with torch.inference_mode():
-        for batch in observations:
-            ref = policy(torch.from_numpy(batch)).numpy()
-            got = sess.run(["actions"], {"obs": batch})[0]
-            err = max(err, float(np.max(np.abs(got - ref))))
-        for row in observations[0][:8]:
-            ref = policy(torch.from_numpy(row[None])).numpy()
-            got = sess.run(["actions"], {"obs": row[None]})[0]
-            err = max(err, float(np.max(np.abs(got - ref))))
-    return err
-
-
-def export_run(run: str | Path, *, out_dir: str | Path | None = None, tolerance: float = 1e-5,
-               parity_envs: int = 16, parity_steps: int = 200) -> ExportReport:
-    """Export a run's latest checkpoint and verify it; raises :class:`ExportError` on a failed check."""
+def check_onnx(path: Path, io: dict) -> None:
+    """Raise :class:`ExportError` unless ``path`` is one self-contained opset-18, IR<=9 file whose inputs and
+    outputs are exactly ``io``'s, float32, with one symbolic batch axis 0 shared by all of them."""
     import onnx
-    import onnxruntime
 
-    from horde.envs import make
-
-    policy, ckpt, cfg, ckpt_path = load_policy(run)
-    task = ckpt["task"]
-    run_dir = ckpt_path.parent
-    out = Path(out_dir) if out_dir else run_dir / "exported"
-    layout = make(task, num_envs=1, device="cpu", config=cfg.task).describe()
-    ckpt_sha = sha256(ckpt_path)
-    meta = {
-        "horde_version": horde.__version__, "task": task, "obs_names": layout["obs_names"],
-        "action_names": layout["action_names"], "control_dt": layout["control_dt"],
-        "checkpoint_sha256": ckpt_sha, "checkpoint_iteration": int(ckpt["iteration"]),
-    }
-    onnx_path = out / "policy.onnx"
-    _export_onnx(policy, onnx_path, meta)
-    observations = record_observations(policy, task, cfg, num_envs=parity_envs, steps=parity_steps)
-    err = onnx_parity(onnx_path, policy, observations)
-    np.savez_compressed(out / "parity_obs.npz", obs=observations)
-    info = {
-        "schema_version": POLICY_JSON_SCHEMA,
-        "task": task,
-        "onnx": {"file": onnx_path.name, "sha256": sha256(onnx_path), "opset": OPSET, "ir_version": IR_VERSION,
-                 "input": {"name": "obs", "shape": ["batch", len(layout["obs_names"])], "dtype": "float32"},
-                 "output": {"name": "actions", "shape": ["batch", len(layout["action_names"])], "dtype": "float32"}},
-        "observation": {"names": layout["obs_names"],
-                        "slices": {n: [i, i + 1] for i, n in enumerate(layout["obs_names"])},
-                        "normalizer": policy.normalizer_stats(), "normalizer_in_graph": True},
-        "action": {"names": layout["action_names"], "clip": [-1.0, 1.0], "scale": layout["action_scale"],
-                   "unit": layout["action_unit"], "type": layout["action_type"]},
-        "control_dt": layout["control_dt"],
-        "decimation": layout["decimation"],
-        "episode_length": layout["episode_length"],
-        "task_config": layout["config"],
-        "checkpoint": {"file": str(ckpt_path), "iteration": int(ckpt["iteration"]), "sha256": ckpt_sha},
-        "parity": {"onnxruntime_max_abs_err": err, "tolerance": tolerance, "samples": int(observations.shape[0] *
-                   observations.shape[1]), "recorded": "parity_obs.npz"},
-        "versions": {"horde": horde.__version__, "torch": torch.__version__, "onnx": onnx.__version__,
-                     "onnxruntime": onnxruntime.__version__, "python": platform.python_version()},
-    }
-    json_path = out / "policy.json"
-    json_path.write_text(json.dumps(info, indent=2))
-    report = ExportReport(str(onnx_path), str(json_path), str(ckpt_path), info["parity"]["samples"], err, tolerance)
-    if not report.passed:
-        raise ExportError(f"{onnx_path}: onnxruntime differs from torch by {err:.3g} > {tolerance:g}")
-    return report
-
-
-def report_dict(report: ExportReport) -> dict:
-    """JSON-ready form of a report."""
-    return {**asdict(report), "passed": report.passed}
+    model = onnx.load(str(path), load_external_data=False)
+    if model.ir_version > IR_VERSION:
+        raise ExportError(f"{path}: IR version {model.ir_version} > {IR_VERSION} (onnxruntime < 1.18 rejects it)")
+    opset = {o.domain: o.version for o in model.opset_import}.get("", None)
+    if opset != OPSET:
+        raise ExportError(f"{path}: default-domain opset {opset}, expected {OPSET}")
+    external = [t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    if external or any(p.name != path.name and p.name.startswith(path.name) for p in path.parent.iterdir()):
+        raise ExportError(f"{path}: weights stored outside the file ({external[:3]}); a robot given only "
+                          f"{path.name} could not load it")
+    batch_names = set()
+    for kind, got, want in (("input", model.graph.input, io["inputs"]), ("output", model.graph.output, io["outputs"])):
+        if [v.name for v in got] != [w["name"] for w in want]:
+            raise ExportError(f"{path}: {kind}s {[v.name for v in got]}, expected {[w['name'] for w in want]}")
+        for v, w in zip(got, want):
+            t = v.type.tensor_type
+            if t.elem_type != onnx.TensorProto.FLOAT:
+                raise ExportError(f"{path}: {kind} '{v.name}' is {onnx.TensorProto.DataType.Name(t.elem_type)}, "
+                                  f"expected FLOAT")
+            dims = t.shape.dim
+            if len(dims) != len(w["shape"]) or not dims[0].dim_param or dims[0].HasField("dim_value"):
+                raise ExportError(f"{path}: batch axis of {kind} '{v.name}' is not symbolic after export "
+                                  f"({dims[0] if dims else None})")
+            fixed = [d.dim_value for d in dims[1:]]
+            if fixed != list(w["shape"][1:]):
+                raise ExportError(f"{path}: {kind} '{v.name}' has shape [batch, {fixed}], expected {w['shape']}")
+            batch_names.add(dims[0].dim_param)
+    if len(batch_names) != 1:
+        raise ExportError(f"{path}: inputs and outputs use different batch axes {sorted(batch_names)}")

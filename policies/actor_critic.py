@@ -1,21 +1,25 @@
-"""Actor-critic networks: rsl-rl's ``MLPModel`` with a Gaussian head, configured from one typed dataclass."""
+"""Actor-critic networks: rsl-rl's ``MLPModel`` (or ``RNNModel`` for a GRU/LSTM policy) with a Gaussian head,
+configured from one typed dataclass."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import torch
-from rsl_rl.models import MLPModel
+from rsl_rl.models import MLPModel, RNNModel
 from rsl_rl.modules.distribution import GaussianDistribution
 from tensordict import TensorDict
 
 OBS_GROUP = "policy"
 """The single observation group horde's tasks expose to rsl-rl."""
 
+RNN_TYPES = ("none", "gru", "lstm")
+"""Valid values of :attr:`ActorCriticConfig.rnn_type`."""
+
 
 @dataclass(kw_only=True)
 class ActorCriticConfig:
-    """Network shapes, activation, exploration noise and observation normalization."""
+    """Network shapes, activation, exploration noise, observation normalization and the optional recurrent core."""
 
     actor_hidden_dims: list[int] = field(default_factory=lambda: [64, 64])
     """Hidden layer widths of the actor MLP."""
@@ -27,23 +31,52 @@ class ActorCriticConfig:
     """Initial standard deviation of the Gaussian action noise."""
     obs_normalization: bool = True
     """Normalize observations with running mean and std (baked into the exported policy)."""
+    rnn_type: str = "none"
+    """Recurrent core before both MLPs: none (feed-forward), gru or lstm."""
+    rnn_hidden_dim: int = 64
+    """Width of the recurrent hidden state (ignored when rnn_type=none)."""
+    rnn_num_layers: int = 1
+    """Stacked recurrent layers (ignored when rnn_type=none)."""
+
+    @property
+    def is_recurrent(self) -> bool:
+        """True when the actor and critic carry a hidden state."""
+        return self.rnn_type != "none"
+
+
+def _check(cfg: ActorCriticConfig) -> None:
+    if cfg.rnn_type not in RNN_TYPES:
+        raise ValueError(f"rnn_type '{cfg.rnn_type}' is not one of {', '.join(RNN_TYPES)}")
+    if cfg.is_recurrent and (cfg.rnn_hidden_dim < 1 or cfg.rnn_num_layers < 1):
+        raise ValueError(f"rnn_hidden_dim and rnn_num_layers must be >= 1, got {cfg.rnn_hidden_dim}, "
+                         f"{cfg.rnn_num_layers}")
 
 
 def rsl_model_cfgs(cfg: ActorCriticConfig) -> tuple[dict, dict]:
-    """rsl-rl 5.x ``actor`` and ``critic`` blocks for ``cfg`` (classes passed directly, not by name)."""
+    """rsl-rl 5.x ``actor`` and ``critic`` blocks for ``cfg`` (classes passed directly, not by name).
+
+    A recurrent config makes both actor and critic ``RNNModel`` s, each with its own hidden state, as rsl-rl's
+    recurrent actor-critic does; PPO then samples whole trajectories for its mini-batches.
+    """
+    _check(cfg)
+    rnn = {"rnn_type": cfg.rnn_type, "rnn_hidden_dim": cfg.rnn_hidden_dim, "rnn_num_layers": cfg.rnn_num_layers}
+    model_cls = RNNModel if cfg.is_recurrent else MLPModel
     actor = {
-        "class_name": MLPModel,
+        "class_name": model_cls,
         "hidden_dims": list(cfg.actor_hidden_dims),
         "activation": cfg.activation,
         "obs_normalization": cfg.obs_normalization,
         "distribution_cfg": {"class_name": GaussianDistribution, "init_std": cfg.init_noise_std, "std_type": "scalar"},
     }
     critic = {
-        "class_name": MLPModel,
+        "class_name": model_cls,
         "hidden_dims": list(cfg.critic_hidden_dims),
         "activation": cfg.activation,
         "obs_normalization": cfg.obs_normalization,
     }
+    if cfg.is_recurrent:
+        actor.update(rnn)
+        critic.update(rnn)
     return actor, critic
 
 
@@ -53,9 +86,10 @@ def example_obs(obs_dim: int, batch: int = 2, device: torch.device | str = "cpu"
 
 
 def build_actor(cfg: ActorCriticConfig, obs_dim: int, num_actions: int) -> MLPModel:
-    """An untrained actor with the same structure (and state-dict keys) as the one PPO trains."""
+    """An untrained actor with the same structure (and state-dict keys) as the one PPO trains
+    (an ``RNNModel``, a subclass of ``MLPModel``, when ``cfg`` is recurrent)."""
     actor_cfg, _ = rsl_model_cfgs(cfg)
     actor_cfg = dict(actor_cfg)
-    actor_cfg.pop("class_name")
+    model_cls = actor_cfg.pop("class_name")
     groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
-    return MLPModel(example_obs(obs_dim), groups, "actor", num_actions, **actor_cfg)
+    return model_cls(example_obs(obs_dim), groups, "actor", num_actions, **actor_cfg)

@@ -1,34 +1,129 @@
-"""The deterministic policy used by play, evaluation and export: normalizer -> MLP -> action mean -> clip."""
+"""The deterministic policies used by play, evaluation and export: normalizer -> [GRU/LSTM] -> MLP -> action mean
+-> clip.
+
+Feed-forward actors become :class:`InferencePolicy` (``obs -> actions``); recurrent ones become
+:class:`RecurrentInferencePolicy` with the hidden state as explicit inputs and outputs
+(``(obs, *state) -> (actions, *next_state)``), so one graph serves every env and an exported ONNX needs no hidden
+buffers. State tensors are batch-first, ``[batch, num_layers, hidden_dim]``, so that every input and output of an
+exported policy has the batch on axis 0 and the rows of one env are contiguous (a reset zeroes one row).
+"""
 
 from __future__ import annotations
 
 import copy
 
 import torch
-from rsl_rl.models import MLPModel
+from rsl_rl.models import MLPModel, RNNModel
 from torch import nn
 
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16}
+"""Compute precisions an inference policy can run its network in (the normalizer always runs in float32)."""
 
-class InferencePolicy(nn.Module):
+
+class _DeterministicPolicy(nn.Module):
+    """What feed-forward and recurrent inference policies share: the frozen normalizer, the MLP and its head."""
+
+    is_recurrent = False
+    state_names: tuple[str, ...] = ()
+    """Name of each recurrent state tensor, in argument order (empty for feed-forward policies)."""
+
+    def __init__(self, actor: MLPModel, precision: str = "fp32") -> None:
+        super().__init__()
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision '{precision}' is not one of {', '.join(PRECISIONS)}")
+        self.precision = precision
+        self.dtype = PRECISIONS[precision]
+        self.obs_normalizer = copy.deepcopy(actor.obs_normalizer).float()
+        self.mlp = copy.deepcopy(actor.mlp).to(self.dtype)
+        self.head = actor.distribution.as_deterministic_output_module() if actor.distribution else nn.Identity()
+        self.obs_dim = int(actor.obs_dim)
+        self.eval()
+
+    def _act(self, latent: torch.Tensor) -> torch.Tensor:
+        """MLP -> action mean -> float32 -> clip to [-1, 1]; [B, latent] -> [B, num_actions]."""
+        return torch.clamp(self.head(self.mlp(latent)).float(), -1.0, 1.0)
+
+    def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        """Raw float32 observations [B, obs_dim] -> normalized, in the compute precision."""
+        return self.obs_normalizer(obs).to(self.dtype)
+
+    def normalizer_stats(self) -> dict[str, list[float]] | None:
+        """Mean, std and eps of the observation normalizer, or None when observations are not normalized.
+
+        The normalizer computes ``(obs - mean) / (std + eps)``.
+        """
+        norm = self.obs_normalizer
+        if not hasattr(norm, "_mean"):
+            return None
+        return {"mean": norm.mean.tolist(), "std": norm.std.tolist(), "eps": float(norm.eps)}
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, ...]:
+        """Recurrent state at an episode start (empty for feed-forward policies)."""
+        return ()
+
+
+class InferencePolicy(_DeterministicPolicy):
     """``obs [B, obs_dim] -> actions [B, num_actions]`` in [-1, 1], with no sampling and no hidden state.
 
     The observation normalizer is frozen inside, so an exported graph needs raw observations only.
     """
 
-    def __init__(self, actor: MLPModel) -> None:
-        super().__init__()
-        self.obs_normalizer = copy.deepcopy(actor.obs_normalizer)
-        self.mlp = copy.deepcopy(actor.mlp)
-        self.head = actor.distribution.as_deterministic_output_module() if actor.distribution else nn.Identity()
-        self.obs_dim = actor.obs_dim
-        self.eval()
+    def __init__(self, actor: MLPModel, precision: str = "fp32") -> None:
+        if getattr(actor, "is_recurrent", False):
+            raise TypeError("InferencePolicy is for feed-forward actors; use RecurrentInferencePolicy (or "
+                            "make_inference_policy) for a recurrent one")
+        super().__init__(actor, precision)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(self.head(self.mlp(self.obs_normalizer(obs))), -1.0, 1.0)
+        return self._act(self._normalize(obs))
 
-    def normalizer_stats(self) -> dict[str, list[float]] | None:
-        """Mean, std and eps of the observation normalizer, or None when observations are not normalized."""
-        norm = self.obs_normalizer
-        if not hasattr(norm, "_mean"):
-            return None
-        return {"mean": norm.mean.tolist(), "std": norm.std.tolist(), "eps": float(norm.eps)}
+
+class RecurrentInferencePolicy(_DeterministicPolicy):
+    """``(obs [B, obs_dim], *state) -> (actions [B, num_actions], *next_state)`` for a GRU or LSTM actor.
+
+    ``state`` is ``(h,)`` for a GRU and ``(h, c)`` for an LSTM, each float32 ``[B, num_layers, hidden_dim]``,
+    zero at an episode start (:meth:`initial_state`, :func:`reset_state`).
+    """
+
+    is_recurrent = True
+
+    def __init__(self, actor: RNNModel, precision: str = "fp32") -> None:
+        super().__init__(actor, precision)
+        self.rnn = copy.deepcopy(actor.rnn.rnn).to(self.dtype)  # the bare nn.GRU/nn.LSTM, not rsl-rl's stateful wrapper
+        self.rnn_type = "lstm" if isinstance(self.rnn, nn.LSTM) else "gru"
+        self.hidden_dim = int(self.rnn.hidden_size)
+        self.num_layers = int(self.rnn.num_layers)
+        self.state_names = ("h", "c") if self.rnn_type == "lstm" else ("h",)
+
+    def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        # torch's RNNs want [layers, B, H]; the policy's interface is batch-first.
+        x = self._normalize(obs).unsqueeze(0)
+        s = [t.transpose(0, 1).to(self.dtype) for t in state]
+        if self.rnn_type == "lstm":
+            out, (h, c) = self.rnn(x, (s[0], s[1]))
+            nxt = (h, c)
+        else:
+            out, h = self.rnn(x, s[0])
+            nxt = (h,)
+        return (self._act(out.squeeze(0)), *(t.transpose(0, 1).float() for t in nxt))
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, ...]:
+        return tuple(torch.zeros(batch, self.num_layers, self.hidden_dim, device=device) for _ in self.state_names)
+
+    def recurrent_spec(self) -> dict:
+        """The recurrent core as an exported policy describes it."""
+        return {"type": self.rnn_type, "hidden_dim": self.hidden_dim, "num_layers": self.num_layers,
+                "state_names": list(self.state_names)}
+
+
+def make_inference_policy(actor: MLPModel, precision: str = "fp32") -> InferencePolicy | RecurrentInferencePolicy:
+    """The deterministic policy of a trained actor: recurrent when the actor is."""
+    if getattr(actor, "is_recurrent", False):
+        return RecurrentInferencePolicy(actor, precision)
+    return InferencePolicy(actor, precision)
+
+
+def reset_state(state: tuple[torch.Tensor, ...], dones: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Zero the state rows of envs whose episode just ended (``dones`` bool [B]); out of place."""
+    done = dones.to(dtype=torch.bool).view(-1, 1, 1)
+    return tuple(torch.where(done, torch.zeros((), dtype=s.dtype, device=s.device), s) for s in state)

@@ -9,7 +9,7 @@ import torch
 
 from horde.envs import make
 from horde.envs.core import TaskConfig
-from horde.policies import InferencePolicy
+from horde.policies import reset_state
 
 
 @dataclass(frozen=True)
@@ -35,24 +35,36 @@ class EvalResult:
 
 @torch.inference_mode()
 def evaluate(
-    policy: torch.nn.Module, task: str, task_cfg: TaskConfig, *, episodes: int = 100, device: str = "cpu",
-    seed: int = 12345,
+    policy, task: str, task_cfg: TaskConfig, *, episodes: int = 100, device: str = "cpu", seed: int = 12345,
 ) -> EvalResult:
     """Run ``episodes`` envs in parallel for one full episode each; the policy sees raw observations.
 
-    Every env finishes within ``episode_length`` steps, so the loop has a fixed length and never syncs.
+    ``policy`` maps ``obs [N, obs_dim] -> actions [N, num_actions]``, or, when its ``is_recurrent`` is True,
+    ``(obs, *state) -> (actions, *next_state)`` with ``initial_state(N, device)`` giving the episode-start state;
+    the state of each env is zeroed when its episode ends (the env auto-resets inside ``step``). Any callable
+    with that interface works, e.g. an onnxruntime session wrapper. Every env finishes within ``episode_length``
+    steps, so the loop has a fixed length and never syncs.
     """
     core = make(task, num_envs=episodes, device=device, seed=seed, config=task_cfg)
-    policy = policy.to(core.device)
+    if isinstance(policy, torch.nn.Module):
+        policy = policy.to(core.device)
+    recurrent = bool(getattr(policy, "is_recurrent", False))
+    state = policy.initial_state(episodes, core.device) if recurrent else ()
     alive = torch.ones(episodes, dtype=torch.bool, device=core.device)
     returns = torch.zeros(episodes, dtype=torch.float64, device=core.device)
     lengths = torch.zeros(episodes, dtype=torch.int64, device=core.device)
     obs = core.obs
     for _ in range(core.max_episode_length):
-        r = core.step(policy(obs))
+        if recurrent:
+            actions, *state = policy(obs, *state)
+        else:
+            actions = policy(obs)
+        r = core.step(actions)
         returns += r.reward.double() * alive
         lengths += alive.long()
         alive &= ~r.dones
+        if recurrent:
+            state = reset_state(tuple(state), r.dones)
         obs = r.obs
     return EvalResult(returns.cpu(), lengths.cpu())
 

@@ -1,0 +1,232 @@
+"""``horde export`` and ``horde verify``: a checkpoint becomes a robot-ready bundle, with proof it behaves the same.
+
+    <run>/exported/<name>/
+        policy.onnx          the deterministic policy (normalizer and action head inside, state as explicit I/O)
+        policy.json          observation/action layout, control period, recurrent spec, provenance, tolerances
+        golden_io.npz        torch's closed-loop recording: observations, resets, states and actions
+        parity_report.json   the verification ladder's figures
+        run_policy.py        robot-side runner and self-test (numpy + onnxruntime or TensorRT only)
+        build_engine.py      builds a TensorRT engine on the target (engines are never shipped)
+
+The bundle is assembled in a staging directory and moved into place only after the ladder
+(:mod:`horde.deploy.verify`) and the runner's self-test pass; a failing export (an fp16 graph that drifts, say)
+writes no bundle, only ``<name>.rejected.json`` with the figures, and raises :class:`ExportError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from horde.deploy import verify
+from horde.deploy.onnx_export import IR_VERSION, OPSET, ExportError, export_onnx, io_spec, load_policy
+from horde.deploy.robot import build_engine as _build_engine_module
+from horde.deploy.robot import run_policy as _run_policy_module
+from horde.deploy.spec import policy_json
+from horde.train.checkpoint import sha256
+
+ROBOT_FILES = {"run_policy.py": _run_policy_module, "build_engine.py": _build_engine_module}
+"""Robot-side modules copied verbatim into every bundle."""
+
+
+@dataclass
+class ExportReport:
+    """What ``horde export`` wrote and measured."""
+
+    bundle_dir: str
+    onnx_path: str
+    json_path: str
+    checkpoint: str
+    precision: str
+    parity_samples: int
+    """Observations (steps x envs) replayed through onnxruntime in rung 1."""
+    onnx_max_abs_err: float
+    """Rung 1's max |onnxruntime - torch| over every action."""
+    tolerance: float
+    """Rung 1's limit: max abs error (fp32) or error relative to the action std (fp16)."""
+    ladder: dict
+    selftest: dict
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Every rung and the runner's self-test passed."""
+        return bool(self.ladder["passed"] and self.selftest.get("passed"))
+
+
+def report_dict(report: ExportReport) -> dict:
+    """JSON-ready form of a report."""
+    return {**asdict(report), "passed": report.passed}
+
+
+def _metadata(task: str, precision: str, layout: dict, policy, ckpt: dict, ckpt_sha: str) -> dict:
+    """What the ONNX file itself carries (policy.json has more, and the ONNX sha256)."""
+    return {
+        "horde_version": __import__("horde").__version__, "task": task, "precision": precision,
+        "obs_names": layout["obs_names"], "action_names": layout["action_names"],
+        "action_scale": layout["action_scale"], "action_type": layout["action_type"],
+        "control_dt": layout["control_dt"], "decimation": layout["decimation"],
+        "recurrent": policy.recurrent_spec() if policy.is_recurrent else None,
+        "checkpoint_sha256": ckpt_sha, "checkpoint_iteration": int(ckpt["iteration"]),
+        "policy_json_schema": _run_policy_module.BUNDLE_SCHEMA,
+    }
+
+
+def runner_selftest(bundle: Path, *, timeout: float = 120.0) -> dict:
+    """``python -I -B run_policy.py --selftest`` in the bundle: isolated mode, so neither horde nor the current
+    directory is importable; the runner must stand on numpy and onnxruntime alone."""
+    proc = subprocess.run([sys.executable, "-I", "-B", str(bundle / "run_policy.py"), "--selftest"],
+                          cwd=bundle, capture_output=True, text=True, timeout=timeout)
+    text = (proc.stdout.strip() or proc.stderr.strip()).splitlines()
+    return {"passed": proc.returncode == 0, "returncode": proc.returncode, "output": text[-1] if text else ""}
+
+
+def default_name(task: str, iteration: int, precision: str) -> str:
+    """``<task>_it<iteration>_<precision>``, e.g. ``cartpole_it100_fp32``."""
+    return f"{task}_it{iteration}_{precision}"
+
+
+def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str | None = None,
+               precision: str = "fp32", parity_envs: int = 16, parity_steps: int = 200, episodes: int = 64,
+               tolerance: float | None = None) -> ExportReport:
+    """Export a run's latest checkpoint (or a checkpoint file) to a verified bundle.
+
+    The bundle goes to ``out_dir`` when given, else ``<run dir>/exported/<name>``. ``tolerance`` overrides rung
+    1's limit (fp32: max abs error; fp16: error relative to action std). Raises :class:`ExportError` and writes
+    no bundle when a check fails.
+    """
+    from horde.envs import make
+
+    if parity_steps < 200 or episodes < 64:
+        raise ExportError(f"the ladder needs >= 200 parity steps and >= 64 closed-loop episodes, got "
+                          f"{parity_steps} and {episodes}")
+    reference, ckpt, cfg, ckpt_path = load_policy(run)  # fp32 torch: the reference for every rung
+    graph_policy = reference if precision == "fp32" else load_policy(ckpt_path, precision=precision)[0]
+    task, iteration = ckpt["task"], int(ckpt["iteration"])
+    name = name or default_name(task, iteration, precision)
+    final = Path(out_dir) if out_dir else ckpt_path.parent / "exported" / name
+    if final.exists() and any(final.iterdir()) and not (final / "policy.json").is_file():
+        raise ExportError(f"{final}: exists and is not a policy bundle; choose another out= or name=")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    env = make(task, num_envs=1, device="cpu", config=cfg.task)
+    layout = env.describe()
+    ckpt_sha = sha256(ckpt_path)
+    io = io_spec(graph_policy, len(layout["action_names"]))
+
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-", dir=final.parent))
+    try:
+        onnx_path = stage / "policy.onnx"
+        export_onnx(graph_policy, onnx_path, io, _metadata(task, precision, layout, graph_policy, ckpt, ckpt_sha))
+        golden = verify.record_golden(reference, task, cfg.task, io, num_envs=parity_envs, steps=parity_steps)
+        ladder = verify.run_ladder(onnx_path, golden, reference, task, cfg.task, io, precision, episodes=episodes,
+                                   limit=tolerance)
+        np.savez_compressed(stage / "golden_io.npz", **golden)
+        info = policy_json(
+            name=name, task=task, precision=precision, env=env, layout=layout, policy=graph_policy, io=io,
+            onnx_info={"file": onnx_path.name, "sha256": sha256(onnx_path), "opset": OPSET, "ir_version": IR_VERSION},
+            checkpoint={"file": str(ckpt_path.resolve()), "iteration": iteration, "sha256": ckpt_sha},
+            golden={"file": "golden_io.npz", "steps": parity_steps, "envs": parity_envs,
+                    **verify.golden_tolerances(golden, io, precision)},
+        )
+        (stage / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
+        for fname, module in ROBOT_FILES.items():
+            shutil.copyfile(module.__file__, stage / fname)
+        selftest = runner_selftest(stage) if ladder.passed else {"passed": False, "output": "not run: ladder failed"}
+        report_doc = {"name": name, "precision": precision, "created_utc": _now(),
+                      "onnx_sha256": info["onnx"]["sha256"],
+                      "checkpoint_sha256": ckpt_sha, "runtime": f"onnxruntime {info['versions']['onnxruntime']}",
+                      **ladder.to_dict(), "runner_selftest": selftest}
+        report_doc["passed"] = bool(ladder.passed and selftest["passed"])
+        (stage / "parity_report.json").write_text(json.dumps(report_doc, indent=2) + "\n")
+        lines = ladder.lines() + [f"runner self-test (python -I run_policy.py --selftest): {selftest['output']}"]
+        if not report_doc["passed"]:
+            rejected = final.parent / f"{final.name}.rejected.json"
+            rejected.write_text(json.dumps(report_doc, indent=2) + "\n")
+            failing = [ln for ln in lines if "FAIL" in ln or "error" in ln] or lines
+            raise ExportError(f"refusing to write the {precision} bundle {final}: " + " | ".join(failing) +
+                              f" (figures in {rejected})")
+        if final.exists():
+            shutil.rmtree(final)
+        stage.rename(final)
+        (final.parent / f"{final.name}.rejected.json").unlink(missing_ok=True)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+    return ExportReport(
+        bundle_dir=str(final), onnx_path=str(final / "policy.onnx"), json_path=str(final / "policy.json"),
+        checkpoint=str(ckpt_path), precision=precision, parity_samples=parity_steps * parity_envs,
+        onnx_max_abs_err=ladder.parity.max_abs_err, tolerance=ladder.parity.limit_value, ladder=ladder.to_dict(),
+        selftest=selftest,
+        lines=lines,
+    )
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# --- horde verify --------------------------------------------------------------------------------------------------
+@dataclass
+class VerifyReport:
+    """``horde verify`` on one bundle."""
+
+    bundle_dir: str
+    precision: str
+    golden_matches_checkpoint: float
+    """Max |torch now - golden actions|: the recording still belongs to the checkpoint."""
+    ladder: dict
+    selftest: dict
+    lines: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.ladder["passed"] and self.selftest["passed"] and
+                    self.golden_matches_checkpoint <= verify.FP32_ABS_TOL)
+
+
+def find_bundles(run: str | Path) -> list[Path]:
+    """A bundle directory itself, or every bundle under ``<run>/exported/``."""
+    run = Path(run)
+    if (run / "policy.json").is_file():
+        return [run]
+    found = sorted(p.parent for p in (run / "exported").glob("*/policy.json"))
+    if not found:
+        raise ExportError(f"{run}: no policy bundle here or under {run / 'exported'}; run horde export first")
+    return found
+
+
+def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | Path | None = None) -> VerifyReport:
+    """Re-run the ladder on a written bundle against its checkpoint, and the runner's self-test in isolation."""
+    bundle = Path(bundle)
+    try:
+        spec = _run_policy_module.load_spec(bundle)
+    except _run_policy_module.BundleError as exc:
+        raise ExportError(str(exc)) from None
+    ckpt_path = Path(checkpoint) if checkpoint else Path(spec["checkpoint"]["file"])
+    if not ckpt_path.is_file():
+        raise ExportError(f"{bundle}: its checkpoint {ckpt_path} is gone; pass checkpoint=<file>")
+    if sha256(ckpt_path) != spec["checkpoint"]["sha256"]:
+        raise ExportError(f"{ckpt_path}: sha256 differs from the one {bundle.name}/policy.json was exported from")
+    reference, _, cfg, _ = load_policy(ckpt_path)
+    io = {"inputs": spec["onnx"]["inputs"], "outputs": spec["onnx"]["outputs"],
+          "state": (spec.get("recurrent") or {}).get("state", [])}
+    with np.load(bundle / spec["golden"]["file"]) as g:
+        golden = {k: g[k] for k in g.files}
+    replay = verify.torch_replay(reference, golden, io)
+    golden_err = float(np.abs(replay["actions"] - golden["actions"]).max())
+    ladder = verify.run_ladder(bundle / spec["onnx"]["file"], golden, reference, spec["task"], cfg.task, io,
+                               spec["precision"], episodes=episodes)
+    selftest = runner_selftest(bundle)
+    lines = [f"[0/3] golden_io.npz vs the checkpoint's torch policy now: max abs err {golden_err:.2e} <= "
+             f"{verify.FP32_ABS_TOL:g}: {'PASS' if golden_err <= verify.FP32_ABS_TOL else 'FAIL'}",
+             *ladder.lines(), f"runner self-test (python -I run_policy.py --selftest): {selftest['output']}"]
+    return VerifyReport(str(bundle), spec["precision"], golden_err, ladder.to_dict(), selftest, lines)

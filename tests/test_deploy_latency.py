@@ -1,0 +1,23 @@
+"""benchmarks/policy_latency.py runs in quick mode, prints its documented JSON lines and meets the 3x target."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "policy_latency.py"
+
+
+def test_policy_latency_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--json"], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    timed = [r for r in rows if "median_us" in r]
+    assert {(r["policy"], r["impl"]) for r in timed} >= {
+        (p, i) for p in ("mlp", "gru") for i in ("torch-eager", "onnxruntime", "onnxruntime-iobinding")}
+    for r in timed:
+        assert r["batch"] == 1 and r["calls"] >= 10_000 and 0 < r["median_us"] <= r["p99_us"]
+    (ratio,) = [r for r in rows if r["impl"] == "ratio:torch-eager/onnxruntime-iobinding"]
+    assert ratio["policy"] == "mlp" and ratio["target"] == 3.0
+    assert ratio["value"] >= 3.0 and ratio["passed"], ratio

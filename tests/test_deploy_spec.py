@@ -1,0 +1,38 @@
+"""policy.json's action and robot sections, from hand-written task layouts (no simulator needed)."""
+
+from horde.deploy.spec import action_spec, observation_spec, robot_spec
+
+
+def _layout(**config):
+    return {"action_names": ["hip", "knee"], "action_type": "position_target", "action_unit": "rad",
+            "action_scale": [0.5, 0.25], "obs_names": ["q_hip", "q_knee", "qd_hip"], "config": config}
+
+
+def test_pd_actions_are_offsets_around_default_positions_with_gains():
+    layout = _layout(action_mode="pd", default_joint_pos=[0.1, -0.8], joint_stiffness=[20.0, 30.0],
+                     joint_damping=[1.0, 1.5], effort_limit=[15.0, 10.0])
+    a = action_spec(object(), layout)
+    assert a["offset"] == [0.1, -0.8] and a["default_joint_pos"] == [0.1, -0.8] and a["scale"] == [0.5, 0.25]
+    # hand-worked: command = offset + scale * a for a = (1, -1)
+    assert [o + s * x for o, s, x in zip(a["offset"], a["scale"], (1.0, -1.0))] == [0.6, -1.05]
+    r = robot_spec(layout)
+    assert r["pd_gains"]["kp"] == [20.0, 30.0] and r["pd_gains"]["kd"] == [1.0, 1.5]
+    assert r["effort_limits"] == [15.0, 10.0]
+
+
+def test_torque_actions_have_no_offset_and_no_gains():
+    layout = _layout(action_mode="torque", default_joint_pos=[0.1, -0.8], joint_stiffness=[20.0, 30.0],
+                     joint_damping=[1.0, 1.5], effort_limit=[15.0, 10.0])
+    assert action_spec(object(), layout)["offset"] == [0.0, 0.0]
+    r = robot_spec(layout)
+    assert r["pd_gains"]["kp"] is None and r["pd_gains"]["kd"] is None and r["effort_limits"] == [15.0, 10.0]
+
+
+def test_observation_terms_take_declared_units_else_null():
+    class Declares:
+        obs_units = ("rad", "rad", "rad/s")
+
+    terms = observation_spec(Declares(), _layout(), None)["terms"]
+    assert [t["unit"] for t in terms] == ["rad", "rad", "rad/s"] and terms[2]["slice"] == [2, 3]
+    terms = observation_spec(object(), _layout(), {"mean": [0.0] * 3, "std": [1.0] * 3, "eps": 0.01})["terms"]
+    assert [t["unit"] for t in terms] == [None] * 3 and all(t["scale"] == 1.0 and t["clip"] is None for t in terms)
