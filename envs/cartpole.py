@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
@@ -243,3 +244,59 @@ register_task("cartpole-swingup", TaskSpec(
     description="swing the pole up from hanging and balance it; fails only past the cart limit",
     differentiable=True,
 ))
+
+
+# --- differentiable model: torch mirrors of the kernels above, for horde.sim.diff and SHAC ----------------------
+def obs_from_state(state: torch.Tensor) -> torch.Tensor:
+    """Observations [N, 5] (cart pos [m], cart vel [m/s], pole cos, pole sin, pole rate [rad/s]) of states [N, 4]."""
+    theta = state[:, 2]
+    return torch.stack((state[:, 0], state[:, 1], torch.cos(theta), torch.sin(theta), state[:, 3]), dim=-1)
+
+
+def failed_from_state(state: torch.Tensor, cfg: CartpoleConfig) -> torch.Tensor:
+    """Failure, bool [N], of post-step states [N, 4]: non-finite, cart past its limit, or pole past its limit."""
+    angle = torch.remainder(state[:, 2] + torch.pi, 2.0 * torch.pi) - torch.pi
+    failed = ~torch.isfinite(state).all(dim=-1) | (state[:, 0].abs() > cfg.cart_limit)
+    if cfg.pole_limit > 0.0:
+        failed = failed | (angle.abs() > cfg.pole_limit)
+    return failed
+
+
+def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: CartpoleConfig) -> dict[str, torch.Tensor]:
+    """Unscaled reward terms, each [N], of post-step states [N, 4] and actions [N, 1] (``cartpole_post_step``)."""
+    x, x_dot, theta_dot = state[:, 0], state[:, 1], state[:, 3]
+    angle = torch.remainder(state[:, 2] + torch.pi, 2.0 * torch.pi) - torch.pi
+    fail = failed_from_state(state.detach(), cfg).to(state.dtype)
+    a = torch.clamp(actions[:, 0], -1.0, 1.0)
+    return {
+        "alive": 1.0 - fail, "upright": 0.5 * (torch.cos(angle) + 1.0), "pole_angle": angle * angle,
+        "cart_pos": x * x, "cart_vel": x_dot * x_dot, "pole_vel": theta_dot * theta_dot, "action": a * a,
+        "terminated": fail,
+    }
+
+
+def reward_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: CartpoleConfig) -> torch.Tensor:
+    """Reward [N] = sum of ``cfg.reward_scales`` x terms, as the env computes it."""
+    terms = reward_terms_from_state(state, actions, cfg)
+    return sum(cfg.reward_scales[k] * v for k, v in terms.items())
+
+
+def sample_states(cfg: CartpoleConfig, num_envs: int, generator: torch.Generator,
+                  device: torch.device | str = "cpu") -> torch.Tensor:
+    """Initial states [num_envs, 4] from the env's reset distribution (drawn with torch, not Warp's streams)."""
+    u = torch.rand(num_envs, 4, generator=generator, device=device) * 2.0 - 1.0
+    half = torch.tensor([cfg.init_cart_pos_range, cfg.init_vel_range, cfg.init_pole_angle_range, cfg.init_vel_range],
+                        device=device)
+    return u * half + torch.tensor([0.0, 0.0, cfg.init_pole_angle, 0.0], device=device)
+
+
+def diff_task(cfg: CartpoleConfig, device: str = "cpu"):
+    """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`)."""
+    from horde.sim.diff import DiffRollout, DiffTask
+
+    rollout = DiffRollout(physics_params(cfg), decimation=cfg.decimation, device=device)
+    return DiffTask(
+        rollout=rollout, obs=obs_from_state, reward_terms=lambda s, a: reward_terms_from_state(s, a, cfg),
+        reward_scales=dict(cfg.reward_scales), failed=lambda s: failed_from_state(s, cfg),
+        sample_state=lambda n, g: sample_states(cfg, n, g, rollout.device), episode_length=cfg.episode_length,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
@@ -198,3 +199,47 @@ register_task("pendulum", TaskSpec(
     description="swing a torque-limited pendulum up and hold it (Pendulum-v1 dynamics)",
     differentiable=True,
 ))
+
+
+# --- differentiable model: torch mirrors of the kernels above, for horde.sim.diff and SHAC ----------------------
+def obs_from_state(state: torch.Tensor) -> torch.Tensor:
+    """Observations [N, 3] (cos, sin of the angle, angular velocity [rad/s]) of states [N, 2], as the env writes them."""
+    theta, theta_dot = state[:, 0], state[:, 1]
+    return torch.stack((torch.cos(theta), torch.sin(theta), theta_dot), dim=-1)
+
+
+def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Unscaled reward terms, each [N], of post-step states [N, 2] and actions [N, 1] (``pendulum_post_step``)."""
+    angle = torch.remainder(state[:, 0] + torch.pi, 2.0 * torch.pi) - torch.pi
+    a = torch.clamp(actions[:, 0], -1.0, 1.0)
+    return {"angle": angle * angle, "velocity": state[:, 1] * state[:, 1], "torque": a * a}
+
+
+def reward_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: PendulumConfig) -> torch.Tensor:
+    """Reward [N] = sum of ``cfg.reward_scales`` x terms, as the env computes it."""
+    terms = reward_terms_from_state(state, actions)
+    return sum(cfg.reward_scales[k] * v for k, v in terms.items())
+
+
+def failed_from_state(state: torch.Tensor, cfg: PendulumConfig) -> torch.Tensor:
+    """Failure, bool [N]: only a non-finite state ends a pendulum episode early."""
+    return ~torch.isfinite(state).all(dim=-1)
+
+
+def sample_states(cfg: PendulumConfig, num_envs: int, generator: torch.Generator,
+                  device: torch.device | str = "cpu") -> torch.Tensor:
+    """Initial states [num_envs, 2] from the env's reset distribution (drawn with torch, not Warp's streams)."""
+    u = torch.rand(num_envs, 2, generator=generator, device=device) * 2.0 - 1.0
+    return u * torch.tensor([cfg.init_angle_range, cfg.init_vel_range], device=device)
+
+
+def diff_task(cfg: PendulumConfig, device: str = "cpu"):
+    """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`)."""
+    from horde.sim.diff import DiffRollout, DiffTask
+
+    rollout = DiffRollout(physics_params(cfg), decimation=cfg.decimation, device=device)
+    return DiffTask(
+        rollout=rollout, obs=obs_from_state, reward_terms=reward_terms_from_state,
+        reward_scales=dict(cfg.reward_scales), failed=lambda s: failed_from_state(s, cfg),
+        sample_state=lambda n, g: sample_states(cfg, n, g, rollout.device), episode_length=cfg.episode_length,
+    )

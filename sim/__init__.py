@@ -1,6 +1,25 @@
-"""Batched worlds on Warp: devices, graph-replayed steps, and hand-written classic-control dynamics."""
+"""Batched worlds on Warp: devices, graph-replayed steps, hand-written classic-control dynamics, and
+differentiable control steps into torch."""
 
 from horde.sim.device import Device, resolve_device
+from horde.sim.diff import (
+    DiffRollout,
+    DiffTask,
+    NotDifferentiableError,
+    ZeroGradientError,
+    make_diff_task,
+    register_diff_task,
+)
 from horde.sim.graph import StepGraph
 
-__all__ = ["Device", "StepGraph", "resolve_device"]
+__all__ = [
+    "DiffRollout",
+    "DiffTask",
+    "Device",
+    "NotDifferentiableError",
+    "StepGraph",
+    "ZeroGradientError",
+    "make_diff_task",
+    "register_diff_task",
+    "resolve_device",
+]

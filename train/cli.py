@@ -1,10 +1,11 @@
-"""The ``horde`` command line: train, play, export, demo, tasks.
+"""The ``horde`` command line: train, play, export, verify, demo, tasks.
 
     horde train task=cartpole num_envs=4096 device=cpu seed=3 max_iterations=100 algo.learning_rate=3e-4
     horde train -m seed=0,1,2 task=cartpole,pendulum   # sweep: one run per combination, in turn
     horde train resume=runs/cartpole/<stamp> max_iterations=200   # continue exactly
     horde play run=runs/cartpole/<stamp> [episodes=100]
-    horde export run=runs/cartpole/<stamp>
+    horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>]
+    horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
     horde play run=<dir> video=true [envs=4] [steps=N]   # mp4 of the policy, rendered headless
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
@@ -44,9 +45,11 @@ def _kv(args: list[str], allowed: dict[str, type], command: str) -> dict:
 def cmd_train(args: list[str]) -> dict:
     from horde.train.config import compose
     from horde.train.ppo import PPOTrainer
+    from horde.train.shac import SHACConfig, SHACTrainer
 
     cfg, task, raw = compose(args)
-    return PPOTrainer(cfg, task, raw).learn()
+    trainer_cls = SHACTrainer if isinstance(cfg.algo, SHACConfig) else PPOTrainer
+    return trainer_cls(cfg, task, raw).learn()
 
 
 def cmd_play(args: list[str]) -> dict:
@@ -66,17 +69,41 @@ def cmd_play(args: list[str]) -> dict:
 
 
 def cmd_export(args: list[str]) -> dict:
-    from horde.deploy import export_run
-    from horde.deploy.onnx_export import report_dict
+    from horde.deploy import export_run, report_dict
 
-    kv = _kv(args, {"run": str, "out": str, "tolerance": float}, "export")
+    kv = _kv(args, {"run": str, "precision": str, "name": str, "out": str, "tolerance": float, "episodes": int},
+             "export")
     if "run" not in kv:
         raise UsageError("export needs run=<run dir or checkpoint>")
-    report = export_run(kv["run"], out_dir=kv.get("out"), tolerance=kv.get("tolerance", 1e-5))
-    print(f"wrote {report.onnx_path} and {Path(report.json_path).name}; onnxruntime vs torch on "
-          f"{report.parity_samples} recorded observations: max abs error {report.onnx_max_abs_err:.2e} "
-          f"(<= {report.tolerance:g}): PASS")
+    if kv.get("precision", "fp32") not in ("fp32", "fp16"):
+        raise UsageError(f"precision={kv['precision']}: valid values: fp32, fp16")
+    report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision", "fp32"),
+                        tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64))
+    for line in report.lines:
+        print(line)
+    files = ", ".join(sorted(p.name for p in Path(report.bundle_dir).iterdir()))
+    print(f"wrote {report.bundle_dir}/ ({files}): PASS")
     return report_dict(report)
+
+
+def cmd_verify(args: list[str]) -> dict:
+    from horde.deploy import ExportError, find_bundles, verify_bundle
+
+    kv = _kv(args, {"run": str, "checkpoint": str, "episodes": int}, "verify")
+    if "run" not in kv:
+        raise UsageError("verify needs run=<run dir, or one bundle dir under <run>/exported/>")
+    results, failed = {}, []
+    for bundle in find_bundles(kv["run"]):
+        rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"))
+        print(f"== {bundle}")
+        for line in rep.lines:
+            print(f"  {line}")
+        results[str(bundle)] = {"passed": rep.passed, "ladder": rep.ladder, "selftest": rep.selftest}
+        if not rep.passed:
+            failed.append(bundle.name)
+    if failed:
+        raise ExportError(f"verification failed for {', '.join(failed)}")
+    return results
 
 
 def cmd_demo(args: list[str]) -> dict:
@@ -123,8 +150,8 @@ def cmd_tasks(args: list[str]) -> dict:
     return {}
 
 
-COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "demo": cmd_demo, "tasks": cmd_tasks,
-            "plot": cmd_plot, "video": cmd_video}
+COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify": cmd_verify, "demo": cmd_demo,
+            "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video}
 
 
 def main(argv: list[str] | None = None) -> int:

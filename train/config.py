@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from horde.policies.actor_critic import ActorCriticConfig
+from horde.train.shac import SHACConfig
 
 SCHEMA_VERSION = 1
 """Version of the saved config and checkpoint layout; older ones go through :func:`horde.train.checkpoint.migrate`."""
@@ -93,7 +94,7 @@ RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "resum
 """Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 
-ALGORITHMS: dict[str, type] = {"ppo": PPOConfig}
+ALGORITHMS: dict[str, type] = {"ppo": PPOConfig, "shac": SHACConfig}
 """Learner configs by name, selectable with ``algo=<name>``."""
 
 

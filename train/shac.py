@@ -1,0 +1,473 @@
+"""SHAC (Xu et al., ICLR 2022): short-horizon actor-critic, with the actor's gradient taken through the simulator.
+
+One iteration rolls ``horizon`` control steps of ``num_envs`` worlds through :mod:`horde.sim.diff`, sampling
+actions from the Gaussian actor by reparameterization (``mean + std * noise``), and minimizes
+
+    actor loss = -1 / (H N) * sum over envs and segments of [ sum_t gamma^t r_t + gamma^len V'(s_end) ]
+
+by backpropagating through the physics. A segment ends at the horizon or at an episode end; ``V'`` is the target
+critic, zero after a failure. The critic then regresses TD(lambda) targets over the same rollout (detached), and
+the target critic follows it slowly (Polyak averaging). Gradients are clipped by norm; observations are normalized
+with running statistics inside the actor and the critic, as PPO's are.
+
+The actor is the same rsl-rl ``MLPModel`` with a Gaussian head that PPO trains (:func:`horde.policies.build_actor`)
+and is saved under the same checkpoint keys, so ``horde play`` and ``horde export`` work on SHAC runs unchanged.
+Episodes run on a batch of states held here in torch (the RL env core has no tape): resets are drawn with a torch
+generator from the task's reset distribution, and no gradient crosses an episode boundary.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from rsl_rl.models import MLPModel
+
+from horde.policies.actor_critic import OBS_GROUP, ActorCriticConfig, build_actor, example_obs, rsl_model_cfgs
+from horde.train.timing import PhaseTimer
+
+# horde.train.config imports this module to register SHACConfig, so what imports horde.train.config back
+# (checkpoint, ppo, session) is imported inside the trainer's methods.
+
+STAT_KEYS = ("episodes", "return", "return_sq", "length", "length_sq", "terminations", "time_outs")
+"""Layout of the first entries of the episode-statistics accumulator; per-term episode sums follow."""
+
+
+def _shac_policy() -> ActorCriticConfig:
+    return ActorCriticConfig(init_noise_std=0.5)
+
+
+@dataclass(kw_only=True)
+class SHACConfig:
+    """SHAC hyperparameters (short-horizon actor-critic through the differentiable simulator) and the networks."""
+
+    horizon: int = 32
+    """Control steps per iteration that the actor's gradient flows back through (the short horizon)."""
+    actor_learning_rate: float = 2e-3
+    """Initial Adam learning rate of the actor."""
+    critic_learning_rate: float = 2e-3
+    """Initial Adam learning rate of the critic."""
+    lr_schedule: str = "linear"
+    """Learning-rate schedule of both optimizers: linear (decay to min_learning_rate at max_iterations) or fixed."""
+    min_learning_rate: float = 1e-5
+    """Learning rate reached at the last iteration under the linear schedule."""
+    adam_betas: list[float] = field(default_factory=lambda: [0.7, 0.95])
+    """Adam's (beta1, beta2) for both optimizers."""
+    gamma: float = 0.99
+    """Discount factor."""
+    lam: float = 0.95
+    """TD(lambda) lambda of the critic's targets."""
+    critic_iterations: int = 16
+    """Passes over each rollout's value targets."""
+    critic_mini_batches: int = 4
+    """Mini-batches per critic pass."""
+    target_critic_tau: float = 0.2
+    """Weight of the old target critic in each Polyak update: target <- tau * target + (1 - tau) * critic."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip of the actor and the critic."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this inside the learner (logged returns stay in the task's units)."""
+    policy: ActorCriticConfig = field(default_factory=_shac_policy)
+    """Actor and critic networks (feed-forward only)."""
+
+
+# --- the maths, as free functions over [T, N] tensors ------------------------------------------------------------
+def td_lambda_targets(rewards: torch.Tensor, next_values: torch.Tensor, ends: torch.Tensor, gamma: float,
+                      lam: float) -> torch.Tensor:
+    """TD(lambda) returns G [T, N] of one rollout.
+
+    ``rewards`` [T, N] are r_t; ``next_values`` [T, N] are V'(s_{t+1}) of the state reached by step t (before any
+    reset; zero where the episode failed); ``ends`` bool [T, N] marks steps after which the episode ended. With
+    G_T = V'(s_T) at the horizon, G_t = r_t + gamma * ((1 - lam) V'(s_{t+1}) + lam G_{t+1}), and at an episode end
+    G_t = r_t + gamma V'(s_{t+1}) (nothing flows back across it).
+    """
+    horizon = rewards.shape[0]
+    out = torch.empty_like(rewards)
+    nxt = next_values[-1]
+    for t in reversed(range(horizon)):
+        if t == horizon - 1:
+            blend = next_values[t]
+        else:
+            blend = torch.where(ends[t], next_values[t], (1.0 - lam) * next_values[t] + lam * nxt)
+        nxt = rewards[t] + gamma * blend
+        out[t] = nxt
+    return out
+
+
+@torch.no_grad()
+def polyak_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
+    """``target <- tau * target + (1 - tau) * source`` for parameters; buffers (normalizer statistics) are copied."""
+    for pt, ps in zip(target.parameters(), source.parameters(), strict=True):
+        pt.mul_(tau).add_(ps, alpha=1.0 - tau)
+    for bt, bs in zip(target.buffers(), source.buffers(), strict=True):
+        bt.copy_(bs)
+
+
+def linear_lr(start: float, end: float, iteration: int, max_iterations: int) -> float:
+    """Learning rate decayed linearly from ``start`` at iteration 0 to ``end`` at ``max_iterations``."""
+    return start + (end - start) * min(iteration / max(max_iterations, 1), 1.0)
+
+
+def _value(critic: MLPModel, obs: torch.Tensor) -> torch.Tensor:
+    """V(obs) [N] of raw observations [N, obs_dim] (normalized inside the critic)."""
+    return critic.mlp(critic.obs_normalizer(obs)).squeeze(-1)
+
+
+class SHACTrainer:
+    """One SHAC run: differentiable task model + actor, critic and target critic + logging; same surface as PPO's.
+
+    ``learn()`` runs it; ``checkpoint()`` saves it; ``iterate()`` runs one iteration and returns its losses.
+    """
+
+    def __init__(self, cfg, task: str, raw_cfg, *, run_dir: str | Path | None = None, quiet: bool = False) -> None:
+        from omegaconf import OmegaConf
+
+        from horde.sim import NotDifferentiableError, make_diff_task
+        from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
+        from horde.train.config import ConfigError, to_container
+        from horde.train.ppo import new_run_dir
+        from horde.train.session import seed_everything
+
+        a = cfg.algo
+        if getattr(cfg, "distributed", False):
+            raise ConfigError("algo=shac runs in one process: distributed=true is for PPO")
+        if getattr(a.policy, "rnn_type", "none") != "none":
+            raise ConfigError("algo=shac trains a feed-forward actor: set algo.policy.rnn_type=none")
+        if a.lr_schedule not in ("linear", "fixed"):
+            raise ConfigError(f"algo.lr_schedule '{a.lr_schedule}' is not one of linear, fixed")
+        if a.horizon < 1 or a.critic_mini_batches < 1 or len(a.adam_betas) != 2:
+            raise ConfigError("algo.horizon and algo.critic_mini_batches must be >= 1 and algo.adam_betas two numbers")
+        self.cfg, self.task, self.quiet = cfg, task, quiet
+        torch.set_num_threads(cfg.torch_threads)
+        seed_everything(cfg.seed, deterministic=getattr(cfg, "deterministic", False))
+        try:
+            self.model = make_diff_task(task, config=cfg.task, device=cfg.device)
+        except NotDifferentiableError as exc:
+            raise ConfigError(f"algo=shac needs a differentiable task: {exc}") from None
+        self.device = self.model.rollout.device
+        self.num_envs = n = cfg.num_envs
+        self.gen = torch.Generator(device=self.device).manual_seed(cfg.seed)
+
+        # Networks: the actor is exactly what PPO trains and play/export rebuild; the critic is PPO's critic.
+        probe = self.model.obs(self.model.sample_state(2, torch.Generator(device=self.device).manual_seed(0)))
+        self.obs_dim, self.num_actions = probe.shape[1], self.model.rollout.action_dim
+        self.actor = build_actor(a.policy, self.obs_dim, self.num_actions).to(self.device)
+        _, critic_cfg = rsl_model_cfgs(a.policy)
+        critic_cfg = {k: v for k, v in critic_cfg.items() if k != "class_name"}
+        groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
+        self.critic = MLPModel(example_obs(self.obs_dim), groups, "critic", 1, **critic_cfg).to(self.device)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        betas = tuple(a.adam_betas)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=a.actor_learning_rate, betas=betas)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=a.critic_learning_rate, betas=betas)
+        self.actor.train()
+        self.critic.train()
+
+        # Episode state of the batch, and preallocated rollout buffers [T, N, ...].
+        t_steps, k = a.horizon, len(self.model.reward_scales)
+        self.state = self.model.sample_state(n, self.gen)
+        self.episode_length = torch.zeros(n, dtype=torch.int32, device=self.device)
+        self.episode_return = torch.zeros(n, device=self.device)
+        self.episode_sums = torch.zeros(n, k, device=self.device)
+        self._stats = torch.zeros(len(STAT_KEYS) + k, dtype=torch.float64, device=self.device)
+        self._obs_buf = torch.zeros(t_steps, n, self.obs_dim, device=self.device)
+        self._rew_buf = torch.zeros(t_steps, n, device=self.device)
+        self._next_value_buf = torch.zeros(t_steps, n, device=self.device)
+        self._end_buf = torch.zeros(t_steps, n, dtype=torch.bool, device=self.device)
+        self._scales = torch.tensor(list(self.model.reward_scales.values()), device=self.device)
+
+        self.config_dict = {**to_container(raw_cfg), "algo_name": "shac"}
+        self.iteration = 0
+        self.writer = None
+        self.timer = PhaseTimer(self.device)
+        resume = getattr(cfg, "resume", None)
+        resume_ckpt = load_checkpoint(resolve_checkpoint(resume)) if resume else None
+        if run_dir is None and resume_ckpt is not None:
+            run_dir = resolve_checkpoint(resume).parent
+        self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
+        if resume_ckpt is not None:
+            self._restore(resume_ckpt)
+        if not quiet:
+            n_params = sum(p.numel() for p in self.actor.parameters())
+            start = f", resuming at iteration {self.iteration}" if resume_ckpt is not None else ""
+            print(f"[{task}] {n} envs on {self.device}, SHAC horizon {a.horizon}, actor {a.policy.actor_hidden_dims} "
+                  f"({n_params} parameters), {cfg.max_iterations} iterations{start} -> {self.run_dir}", flush=True)
+
+    # --- one iteration -----------------------------------------------------------------------------------------
+    def _rollout(self) -> torch.Tensor:
+        """Roll ``horizon`` steps through the differentiable simulator; returns the actor loss (with its graph)."""
+        a, m, timer = self.cfg.algo, self.model, self.timer
+        n, gamma = self.num_envs, a.gamma
+        std = self.actor.distribution.std_param.clamp(*self.actor.distribution.std_range)
+        state = self.state
+        rew_acc = torch.zeros(n, device=self.device)
+        disc = torch.ones(n, device=self.device)
+        loss = torch.zeros((), device=self.device)
+        for t in range(a.horizon):
+            obs = m.obs(state)
+            self._obs_buf[t] = obs.detach()
+            noise = torch.randn(n, self.num_actions, generator=self.gen, device=self.device)
+            actions = self.actor.mlp(self.actor.obs_normalizer(obs)) + std * noise
+            timer.mark("inference")
+            nxt = m.rollout.step(state, actions)
+            timer.mark("sim")
+            terms = torch.stack(list(m.reward_terms(nxt, actions).values()), dim=-1)  # [N, K]
+            reward = (terms * self._scales).sum(-1)
+            failed = m.failed(nxt.detach())
+            length = self.episode_length + 1
+            timed_out = (length >= m.episode_length) & ~failed
+            done = failed | timed_out
+            next_value = torch.where(failed, 0.0, _value(self.target_critic, m.obs(nxt)))
+            rew_acc = rew_acc + disc * (a.reward_scale * reward)
+            disc = disc * gamma
+            # A segment closes at an episode end, and every env's at the horizon: add its bootstrapped return.
+            end = done if t < a.horizon - 1 else torch.ones_like(done)
+            loss = loss - torch.where(end, rew_acc + disc * next_value, 0.0).sum()
+            rew_acc = torch.where(done, 0.0, rew_acc)
+            disc = torch.where(done, 1.0, disc)
+            self._rew_buf[t] = a.reward_scale * reward.detach()
+            self._next_value_buf[t] = next_value.detach()
+            self._end_buf[t] = done
+            self._record(reward.detach(), terms.detach() * self._scales, length, done, failed, timed_out)
+            state = torch.where(done[:, None], m.sample_state(n, self.gen), nxt)
+            timer.mark("other")
+        self.state = state.detach()
+        return loss / (a.horizon * n)
+
+    def _record(self, reward, scaled_terms, length, done, failed, timed_out) -> None:
+        """Episode bookkeeping on the device (no host sync): finished episodes go to the statistics."""
+        ret = self.episode_return + reward
+        sums = self.episode_sums + scaled_terms
+        d = done.double()
+        lf, rf = length.double(), ret.double()
+        self._stats[: len(STAT_KEYS)] += torch.stack((
+            d.sum(), (rf * d).sum(), (rf * rf * d).sum(), (lf * d).sum(), (lf * lf * d).sum(),
+            (failed & done).double().sum(), timed_out.double().sum()))
+        self._stats[len(STAT_KEYS):] += (sums.double() * d[:, None]).sum(0)
+        self.episode_return = torch.where(done, 0.0, ret)
+        self.episode_sums = torch.where(done[:, None], 0.0, sums)
+        self.episode_length = torch.where(done, 0, length).to(torch.int32)
+
+    def _train_critic(self) -> torch.Tensor:
+        """Regress TD(lambda) targets of the last rollout; returns the mean loss of the last pass (a tensor)."""
+        a = self.cfg.algo
+        targets = td_lambda_targets(self._rew_buf, self._next_value_buf, self._end_buf, a.gamma, a.lam).view(-1)
+        obs = self._obs_buf.view(-1, self.obs_dim)
+        total = torch.zeros((), device=self.device)
+        for _ in range(a.critic_iterations):
+            total = torch.zeros((), device=self.device)
+            perm = torch.randperm(obs.shape[0], generator=self.gen, device=self.device)
+            for idx in perm.chunk(a.critic_mini_batches):
+                loss = (_value(self.critic, obs[idx]) - targets[idx]).square().mean()
+                self.critic_opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.critic.parameters(), a.max_grad_norm)
+                self.critic_opt.step()
+                total = total + loss.detach()
+        return total / a.critic_mini_batches
+
+    def iterate(self) -> dict[str, float]:
+        """One SHAC iteration: rollout and actor step, observation statistics, critic fit, target update."""
+        a = self.cfg.algo
+        if a.lr_schedule == "linear":
+            lr_a = linear_lr(a.actor_learning_rate, a.min_learning_rate, self.iteration, self.cfg.max_iterations)
+            lr_c = linear_lr(a.critic_learning_rate, a.min_learning_rate, self.iteration, self.cfg.max_iterations)
+            for g in self.actor_opt.param_groups:
+                g["lr"] = lr_a
+            for g in self.critic_opt.param_groups:
+                g["lr"] = lr_c
+        actor_loss = self._rollout()
+        self.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.timer.mark("learn")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.actor.parameters(), a.max_grad_norm)
+        skipped = not bool(torch.isfinite(grad_norm))  # one sync per iteration: a blown-up rollout is not applied
+        if not skipped:
+            self.actor_opt.step()
+        with torch.no_grad():  # normalizers learn from this rollout after the step that used them
+            obs = self._obs_buf.view(-1, self.obs_dim)
+            if self.actor.obs_normalization:
+                self.actor.obs_normalizer.update(obs)
+            if self.critic.obs_normalization:
+                self.critic.obs_normalizer.update(obs)
+        critic_loss = self._train_critic()
+        polyak_update(self.target_critic, self.critic, a.target_critic_tau)
+        self.timer.mark("learn")
+        self.iteration += 1
+        return {"actor": float(actor_loss.detach()), "critic": float(critic_loss), "grad_norm": float(grad_norm),
+                "skipped_steps": float(skipped)}
+
+    # --- statistics and checkpoints ----------------------------------------------------------------------------
+    def pop_episode_stats(self) -> dict[str, float]:
+        """Statistics of episodes finished since the last call (same keys as the env core's), then clear them."""
+        s = self._stats.cpu().tolist()
+        self._stats.zero_()
+        n = s[0]
+        out = {"episodes": float(n)}
+        if n > 0:
+            mean_r, mean_l = s[1] / n, s[3] / n
+            out["return_mean"] = mean_r
+            out["return_std"] = max(s[2] / n - mean_r**2, 0.0) ** 0.5
+            out["length_mean"] = mean_l
+            out["length_std"] = max(s[4] / n - mean_l**2, 0.0) ** 0.5
+            out["termination_rate"] = s[5] / n
+            for k, name in enumerate(self.model.reward_scales):
+                out[f"reward/{name}"] = s[len(STAT_KEYS) + k] / n
+        return out
+
+    @property
+    def learning_rate(self) -> float:
+        """Current learning rate of the actor."""
+        return float(self.actor_opt.param_groups[0]["lr"])
+
+    def checkpoint(self) -> Path:
+        """Write ``model_<iteration>.pt`` atomically, with PPO's keys for the actor (play and export read them)."""
+        import horde
+        from horde.train.checkpoint import save_checkpoint
+
+        payload = {
+            "iteration": self.iteration,
+            "task": self.task,
+            "horde_version": horde.__version__,
+            "config": self.config_dict,
+            "obs_dim": self.obs_dim,
+            "num_actions": self.num_actions,
+            "learning_rate": self.learning_rate,
+            "torch_rng": torch.get_rng_state(),
+            "actor_state_dict": self.actor.state_dict(),
+            "critic_state_dict": self.critic.state_dict(),
+            "target_critic_state_dict": self.target_critic.state_dict(),
+            "optimizer_state_dict": self.actor_opt.state_dict(),
+            "critic_optimizer_state_dict": self.critic_opt.state_dict(),
+            "generator_state": self.gen.get_state(),
+            "env_state": {"state": self.state.cpu(), "episode_length": self.episode_length.cpu(),
+                          "episode_return": self.episode_return.cpu(), "episode_sums": self.episode_sums.cpu()},
+        }
+        return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
+
+    def _restore(self, ckpt: dict) -> None:
+        from horde.train.config import ConfigError
+
+        if ckpt["task"] != self.task or ckpt["config"].get("algo_name") != "shac":
+            raise ConfigError(f"checkpoint is a {ckpt['config'].get('algo_name', 'ppo')} run of '{ckpt['task']}', "
+                              f"not a shac run of '{self.task}'")
+        self.actor.load_state_dict(ckpt["actor_state_dict"])
+        self.critic.load_state_dict(ckpt["critic_state_dict"])
+        self.target_critic.load_state_dict(ckpt["target_critic_state_dict"])
+        self.actor_opt.load_state_dict(ckpt["optimizer_state_dict"])
+        self.critic_opt.load_state_dict(ckpt["critic_optimizer_state_dict"])
+        self.gen.set_state(ckpt["generator_state"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        self.iteration = int(ckpt["iteration"])
+        env = ckpt["env_state"]
+        self.state = env["state"].to(self.device)
+        self.episode_length = env["episode_length"].to(self.device)
+        self.episode_return = env["episode_return"].to(self.device)
+        self.episode_sums = env["episode_sums"].to(self.device)
+
+    # --- the loop ----------------------------------------------------------------------------------------------
+    def learn(self, on_iteration: Callable[[SHACTrainer], bool] | None = None) -> dict:
+        """Train for ``cfg.max_iterations`` iterations; returns the run's summary figures (PPO's keys).
+
+        ``on_iteration(trainer)`` runs after every iteration (evaluation, early stopping); returning True stops.
+        """
+        from torch.utils.tensorboard import SummaryWriter
+        from tqdm import tqdm
+
+        from horde.train.session import PreemptionGuard
+
+        cfg = self.cfg
+        self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10)
+        steps_per_iter = cfg.algo.horizon * self.num_envs
+        start_iteration = self.iteration
+        bar = tqdm(total=cfg.max_iterations, initial=self.iteration, desc=f"train {self.task} (shac)", unit="it",
+                   dynamic_ncols=True, disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
+        guard = PreemptionGuard().__enter__()
+        preempted = False
+        totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
+        last_stats: dict = {}
+        t_start = time.perf_counter()
+        while self.iteration < cfg.max_iterations:
+            it = self.iteration
+            t_iter = time.perf_counter()
+            self.timer.start()
+            losses = self.iterate()
+            split = self.timer.collect()
+            iter_s = time.perf_counter() - t_iter
+            split["other"] += max(iter_s - sum(split.values()), 0.0)
+            for k in totals:
+                totals[k] += split[k]
+            stats = self.pop_episode_stats()
+            if stats["episodes"] > 0:
+                last_stats = stats
+            self._log(it, stats, losses, split, steps_per_iter, iter_s)
+            sps = steps_per_iter / iter_s
+            if bar.disable and not self.quiet and (it % cfg.log_interval == 0 or it + 1 == cfg.max_iterations):
+                elapsed = time.perf_counter() - t_start
+                print(f"[{self.task}] it {it + 1}/{cfg.max_iterations} {self._postfix(last_stats, sps)} "
+                      f"elapsed {elapsed:.0f}s", flush=True)
+            bar.set_postfix_str(self._postfix(last_stats, sps), refresh=False)
+            bar.update(1)
+            if guard.requested:
+                preempted = True
+                break
+            if on_iteration is not None and on_iteration(self):
+                break
+            if self.iteration % cfg.save_interval == 0:
+                self.checkpoint()
+        guard.__exit__(None, None, None)
+        bar.close()
+        ckpt = self.checkpoint()
+        if preempted and not self.quiet:
+            print(f"[{self.task}] preempted (signal {guard.signum}): saved {ckpt} at iteration {self.iteration}; "
+                  f"continue with `horde train resume={self.run_dir}`", flush=True)
+        self.writer.close()
+        wall = time.perf_counter() - t_start
+        totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)
+        env_steps = steps_per_iter * (self.iteration - start_iteration)
+        share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
+        summary = {
+            "task": self.task, "run_dir": str(self.run_dir), "checkpoint": str(ckpt), "iterations": self.iteration,
+            "num_envs": self.num_envs, "device": str(self.device), "env_steps": env_steps,
+            "train_seconds": wall, "env_steps_per_s": env_steps / max(wall, 1e-9),
+            "sim_env_steps_per_s": env_steps / max(totals["sim"], 1e-9),
+            "time_share": share, "last_train_episodes": last_stats, "preempted": preempted,
+            "world_size": 1, "ranks_in_sync": True,
+        }
+        (self.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
+        if not self.quiet:
+            print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
+        return summary
+
+    # --- logging -----------------------------------------------------------------------------------------------
+    def _log(self, it: int, stats: dict, losses: dict, split: dict, steps: int, iter_s: float) -> None:
+        w = self.writer
+        for k, v in losses.items():
+            w.add_scalar(f"Loss/{k}", v, it)
+        w.add_scalar("Loss/learning_rate", self.learning_rate, it)
+        w.add_scalar("Policy/mean_noise_std", float(self.actor.distribution.std_param.detach().mean()), it)
+        w.add_scalar("Perf/env_steps_per_s", steps / iter_s, it)
+        for k, v in split.items():
+            w.add_scalar(f"Perf/time_{k}_s", v, it)
+            w.add_scalar(f"Perf/share_{k}", v / iter_s, it)
+        if stats["episodes"] > 0:
+            w.add_scalar("Train/mean_return", stats["return_mean"], it)
+            w.add_scalar("Train/mean_episode_length", stats["length_mean"], it)
+            w.add_scalar("Train/termination_rate", stats["termination_rate"], it)
+            for k, v in stats.items():
+                if k.startswith("reward/"):
+                    w.add_scalar(f"Reward/{k[7:]}", v, it)
+
+    @staticmethod
+    def _postfix(stats: dict, sps: float) -> str:
+        if not stats:
+            return f"{sps:,.0f} steps/s"
+        return f"return {stats['return_mean']:.1f} len {stats['length_mean']:.0f} {sps:,.0f} steps/s"
