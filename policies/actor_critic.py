@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+from torch import nn
 from rsl_rl.models import MLPModel, RNNModel
 from rsl_rl.modules.distribution import GaussianDistribution
 from tensordict import TensorDict
@@ -37,6 +38,8 @@ class ActorCriticConfig:
     """Width of the recurrent hidden state (ignored when rnn_type=none)."""
     rnn_num_layers: int = 1
     """Stacked recurrent layers (ignored when rnn_type=none)."""
+    action_squash: str = "clip"
+    """How the actor's mean reaches [-1, 1]: clip (linear head; the env clips) or tanh (a Tanh after the head)."""
 
     @property
     def is_recurrent(self) -> bool:
@@ -92,4 +95,14 @@ def build_actor(cfg: ActorCriticConfig, obs_dim: int, num_actions: int) -> MLPMo
     actor_cfg = dict(actor_cfg)
     model_cls = actor_cfg.pop("class_name")
     groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
-    return model_cls(example_obs(obs_dim), groups, "actor", num_actions, **actor_cfg)
+    return squash_actions(model_cls(example_obs(obs_dim), groups, "actor", num_actions, **actor_cfg), cfg)
+
+
+def squash_actions(actor: MLPModel, cfg: ActorCriticConfig) -> MLPModel:
+    """Append a Tanh to the actor's MLP when ``cfg.action_squash == "tanh"`` (no parameters: state dicts are
+    unchanged, and every consumer of ``actor.mlp`` (training, play, export) sees the same squashed mean)."""
+    if cfg.action_squash not in ("clip", "tanh"):
+        raise ValueError(f"action_squash={cfg.action_squash!r}: valid values: clip, tanh")
+    if cfg.action_squash == "tanh" and not isinstance(actor.mlp[-1], nn.Tanh):
+        actor.mlp.append(nn.Tanh())
+    return actor

@@ -97,19 +97,20 @@ def test_shac_run_through_the_cli_plays_and_exports(tmp_path):
 
 
 @pytest.mark.slow
-def test_shac_improves_the_pendulum(tmp_path):
+def test_shac_learns_the_cartpole_swingup(tmp_path):
     from horde.policies import InferencePolicy
     from horde.train.evaluate import evaluate
 
-    cfg, task, raw = compose(["task=pendulum", "algo=shac", "seed=0", "algo.horizon=64", "max_iterations=60",
-                              "algo.lr_schedule=fixed", f"run_root={tmp_path}"])
+    cfg, task, raw = compose(["task=cartpole-swingup", "algo=shac", "seed=1", "max_iterations=40",
+                              f"run_root={tmp_path}"])
     trainer = SHACTrainer(cfg, task, raw, quiet=True)
-    start = evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32).summary()["mean_return"]
+    start = evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32, seed=999).summary()["mean_return"]
     summary = trainer.learn()
-    end = evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32).summary()["mean_return"]
-    # SHAC does not solve the pendulum (see benchmarks/diff_vs_ppo.py): it leaves the random policy's level
-    # (about -1200 to -1400 here) for a swing that does not hold the pole up (about -700).
-    assert end > start + 250, (start, end)
+    end = evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32, seed=999).summary()["mean_return"]
+    # Hanging still scores about 0 and a swing-up that holds the pole about 300-450; seed 1 with the tuned
+    # config passes 200 after about 28 iterations (14k env steps) on CPU.
+    assert start < 100 and end > 150, (start, end)
+    assert summary["env_steps"] == 40 * 16 * 32
     assert summary["train_seconds"] < 60, summary["train_seconds"]
 
 

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 import horde
 from horde.envs import RslRlVecEnv, make
-from horde.policies import rsl_model_cfgs
+from horde.policies.actor_critic import rsl_model_cfgs, squash_actions
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from horde.train.config import ConfigError, TrainConfig, to_container
 from horde.train.session import (
@@ -98,6 +98,7 @@ class PPOTrainer:
         train_cfg["multi_gpu"] = self.dist.rsl_multi_gpu_cfg()
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
+        squash_actions(self.alg.actor, cfg.algo.policy)
         self.iteration = 0
         self.writer = None
         if resume_ckpt is not None:

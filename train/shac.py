@@ -40,7 +40,8 @@ STAT_KEYS = ("episodes", "return", "return_sq", "length", "length_sq", "terminat
 
 
 def _shac_policy() -> ActorCriticConfig:
-    return ActorCriticConfig(init_noise_std=0.5)
+    # tanh squashing as in Xu et al.: a clipped action has zero gradient, and swing-up optima sit at the torque limit
+    return ActorCriticConfig(init_noise_std=0.5, action_squash="tanh")
 
 
 @dataclass(kw_only=True)
@@ -158,6 +159,8 @@ class SHACTrainer:
         probe = self.model.obs(self.model.sample_state(2, torch.Generator(device=self.device).manual_seed(0)))
         self.obs_dim, self.num_actions = probe.shape[1], self.model.rollout.action_dim
         self.actor = build_actor(a.policy, self.obs_dim, self.num_actions).to(self.device)
+        self._tanh = a.policy.action_squash == "tanh"
+        self._pre_squash = list(self.actor.mlp)[:-1]  # the actor's layers before its Tanh
         _, critic_cfg = rsl_model_cfgs(a.policy)
         critic_cfg = {k: v for k, v in critic_cfg.items() if k != "class_name"}
         groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
@@ -215,7 +218,14 @@ class SHACTrainer:
             obs = m.obs(state)
             self._obs_buf[t] = obs.detach()
             noise = torch.randn(n, self.num_actions, generator=self.gen, device=self.device)
-            actions = self.actor.mlp(self.actor.obs_normalizer(obs)) + std * noise
+            latent = self.actor.obs_normalizer(obs)
+            if self._tanh:  # sample before the squash: a = tanh(mu + std * eps), deterministic a = tanh(mu)
+                pre = latent
+                for layer in self._pre_squash:
+                    pre = layer(pre)
+                actions = torch.tanh(pre + std * noise)
+            else:
+                actions = self.actor.mlp(latent) + std * noise
             timer.mark("inference")
             nxt = m.rollout.step(state, actions)
             timer.mark("sim")
