@@ -14,7 +14,7 @@ def test_tasks_lists_the_registry(tmp_path):
 
 def test_unknown_command_task_and_key_fail_in_one_line(tmp_path):
     for args, expected in [(("fly",), "valid commands: train"),
-                           (("train", "task=cartpol"), "valid choices: cartpole, cartpole-swingup, pendulum"),
+                           (("train", "task=cartpol"), "valid choices: ant, cartpole, cartpole-swingup, pendulum, reach"),
                            (("train", "nmu_envs=3"), "valid keys there:"),
                            (("play",), "play needs run="),
                            (("play", "run=/nonexistent/run"), "no such run directory"),

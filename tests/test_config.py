@@ -22,9 +22,9 @@ def test_task_switch_takes_its_tuned_values():
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    (["task=cartpol"], "valid choices: cartpole, cartpole-swingup, pendulum"),
+    (["task=cartpol"], "valid choices: ant, cartpole, cartpole-swingup, pendulum, reach"),
     (["algo=sac"], "valid choices: ppo"),
-    (["num_env=4"], "valid keys there: algo, device"),
+    (["num_env=4"], "valid keys there: algo, deterministic, device"),
     (["task.max_forse=3"], "max_force"),
     (["algo.policy.width=3"], "actor_hidden_dims"),
     (["num_envs=many"], "num_envs"),

@@ -244,6 +244,9 @@ class PPOTrainer:
             for k, v in stats.items():
                 if k.startswith("reward/"):
                     w.add_scalar(f"Reward/{k[7:]}", v, it)
+        for k, v in stats.items():
+            if k.startswith("sim/"):  # e.g. sim/unstable_resets from the physics health check
+                w.add_scalar(k, v, it)
 
     @staticmethod
     def _postfix(stats: dict, sps: float) -> str:

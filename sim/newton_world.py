@@ -1,0 +1,443 @@
+"""Batched articulated worlds on Newton: one robot replicated ``num_envs`` times, stepped as a recordable graph.
+
+Model -> State/Control -> Solver, as Newton lays it out:
+
+* :func:`build_model` replicates one robot builder into ``world_count`` separate worlds (optionally over a ground
+  plane) and finalizes the model on the device;
+* :class:`NewtonWorld` owns the two swapped states, the control, the solver and (for solvers that need it) the
+  collision pipeline, and exposes zero-copy ``[num_envs, ...]`` views of them;
+* :meth:`NewtonWorld.simulate` launches ``substeps`` x (actuation kernel, collision, solver step) on fixed arrays
+  with no allocation, host sync or branch on device values, so a task records it inside its step graph;
+* :meth:`NewtonWorld.inspect` is the per-control-step health check (non-finite or out-of-bounds worlds are flagged
+  and counted) and also writes base-frame root velocities;
+* :meth:`NewtonWorld.reset` re-samples the joint state of masked worlds and runs forward kinematics on them.
+
+Vocabulary: Newton's ``world_count``/``body_count`` stay inside this module; the views it hands out are shaped
+``[num_envs, ...]`` with one world per env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+import torch
+import warp as wp
+
+if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
+    import newton
+
+__all__ = ["ACTION_MODES", "SOLVERS", "Actuation", "NewtonWorld", "SimConfig", "build_model", "load_mjcf",
+           "make_solver", "set_joint_positions", "site_frame"]
+
+SOLVERS = ("mujoco", "xpbd", "featherstone")
+"""Solver names accepted by ``SimConfig.solver``."""
+
+MAXIMAL_SOLVERS = ("xpbd",)
+"""Solvers that advance body_q/body_qd only; joint_q/joint_qd are refreshed with ``eval_ik`` after each substep."""
+
+ACTION_MODES = ("pd", "torque")
+"""``pd``: actions are joint position targets tracked by a PD law; ``torque``: actions are joint torques."""
+
+_PD, _TORQUE = 0, 1
+
+
+@dataclass(kw_only=True)
+class SimConfig:
+    """Newton world settings of an articulated task (``task.sim.<field>=...`` on the command line)."""
+
+    solver: str = "mujoco"
+    """Newton solver: mujoco (MuJoCo-Warp), xpbd or featherstone."""
+    solver_iterations: int = 0
+    """Constraint-solver iterations per substep; 0 keeps the solver's (or the MJCF option's) default."""
+    contact_ke: float = 1.0e4
+    """Contact stiffness of every shape [N/m] (used by xpbd and featherstone; MuJoCo uses its own soft contacts)."""
+    max_distance: float = 1.0e3
+    """Health check: a world whose body is farther than this from the origin is reset [m]."""
+    max_lin_vel: float = 100.0
+    """Health check: a world with a body faster than this is reset [m/s]."""
+    max_ang_vel: float = 1.0e3
+    """Health check: a world with a body spinning faster than this is reset [rad/s]."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Actuation:
+    """How actions in [-1, 1] become joint torques, per actuated joint (arrays of length ``num_actions``)."""
+
+    mode: str
+    """``pd`` or ``torque`` (see :data:`ACTION_MODES`)."""
+    scale: Sequence[float]
+    """pd: target offset at action +1 [rad]; torque: torque at action +1 [N m]."""
+    offset: Sequence[float]
+    """pd: target at action 0 [rad] (the default joint position); unused for torque."""
+    stiffness: Sequence[float]
+    """PD stiffness [N m/rad] (pd only)."""
+    damping: Sequence[float]
+    """PD damping [N m s/rad] (pd only)."""
+    effort_limit: Sequence[float]
+    """Torques are clipped to +- this [N m]."""
+
+
+# --- kernels -------------------------------------------------------------------------------------------------------
+@wp.kernel(enable_backward=False)
+def actuate_joints(
+    mode: int,
+    actions: wp.array2d(dtype=float),
+    q_index: wp.array(dtype=int),
+    qd_index: wp.array(dtype=int),
+    scale: wp.array(dtype=float),
+    offset: wp.array(dtype=float),
+    stiffness: wp.array(dtype=float),
+    damping: wp.array(dtype=float),
+    effort: wp.array(dtype=float),
+    lower: wp.array(dtype=float),
+    upper: wp.array(dtype=float),
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    joint_f: wp.array2d(dtype=float),
+):
+    """Torque of actuated joint k of env i: clip(a) x scale, or a PD law towards offset + clip(a) x scale."""
+    i, k = wp.tid()
+    a = wp.clamp(actions[i, k], -1.0, 1.0)
+    qi = q_index[k]
+    di = qd_index[k]
+    tau = a * scale[k]
+    if mode == _PD:
+        target = wp.clamp(offset[k] + a * scale[k], lower[k], upper[k])
+        tau = stiffness[k] * (target - joint_q[i, qi]) - damping[k] * joint_qd[i, di]
+    joint_f[i, di] = wp.clamp(tau, -effort[k], effort[k])
+
+
+@wp.func
+def _vec_finite(v: wp.vec3) -> bool:
+    return wp.isfinite(v[0]) and wp.isfinite(v[1]) and wp.isfinite(v[2])
+
+
+@wp.kernel(enable_backward=False)
+def inspect_worlds(
+    root: int,
+    max_distance: float,
+    max_lin_vel: float,
+    max_ang_vel: float,
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    body_q: wp.array2d(dtype=wp.transform),
+    body_qd: wp.array2d(dtype=wp.spatial_vector),
+    unstable_count: wp.array(dtype=wp.float64),
+    unstable: wp.array(dtype=wp.bool),
+    root_vel_base: wp.array2d(dtype=float),
+):
+    """Health check of world i (non-finite or out of bounds -> ``unstable``, counted) and its base-frame root twist."""
+    i = wp.tid()
+    ok = bool(True)
+    for k in range(joint_q.shape[1]):
+        ok = ok and wp.isfinite(joint_q[i, k])
+    for k in range(joint_qd.shape[1]):
+        ok = ok and wp.isfinite(joint_qd[i, k])
+    for b in range(body_q.shape[1]):
+        p = wp.transform_get_translation(body_q[i, b])
+        r = wp.transform_get_rotation(body_q[i, b])
+        v = wp.spatial_top(body_qd[i, b])
+        w = wp.spatial_bottom(body_qd[i, b])
+        finite = _vec_finite(p) and _vec_finite(v) and _vec_finite(w) and wp.isfinite(r[3])
+        ok = ok and finite and wp.length(p) < max_distance and wp.length(v) < max_lin_vel
+        ok = ok and wp.length(w) < max_ang_vel
+    unstable[i] = not ok
+    if not ok:
+        wp.atomic_add(unstable_count, 0, wp.float64(1.0))
+        for k in range(6):
+            root_vel_base[i, k] = 0.0
+    else:
+        rot = wp.transform_get_rotation(body_q[i, root])
+        v = wp.quat_rotate_inv(rot, wp.spatial_top(body_qd[i, root]))
+        w = wp.quat_rotate_inv(rot, wp.spatial_bottom(body_qd[i, root]))
+        for k in range(3):
+            root_vel_base[i, k] = v[k]
+            root_vel_base[i, 3 + k] = w[k]
+
+
+@wp.kernel(enable_backward=False)
+def reset_joint_state(
+    mask: wp.array(dtype=wp.bool),
+    default_q: wp.array(dtype=float),
+    default_qd: wp.array(dtype=float),
+    q_noise: wp.array(dtype=float),
+    qd_noise: wp.array(dtype=float),
+    lower: wp.array(dtype=float),
+    upper: wp.array(dtype=float),
+    rng: wp.array(dtype=wp.uint32),
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    joint_f: wp.array2d(dtype=float),
+):
+    """Masked worlds get default coordinates + U(-q_noise, q_noise) (clipped to limits) and U(-qd_noise, qd_noise)."""
+    i = wp.tid()
+    if mask[i]:
+        s = rng[i]
+        for k in range(joint_q.shape[1]):
+            q = default_q[k] + wp.randf(s, -1.0, 1.0) * q_noise[k]
+            joint_q[i, k] = wp.clamp(q, lower[k], upper[k])
+        for k in range(joint_qd.shape[1]):
+            joint_qd[i, k] = default_qd[k] + wp.randf(s, -1.0, 1.0) * qd_noise[k]
+            joint_f[i, k] = 0.0
+        rng[i] = s
+
+
+# --- model ---------------------------------------------------------------------------------------------------------
+def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | None = None) -> newton.ModelBuilder:
+    """A builder holding one robot from an MJCF file (its floor geoms ignored) with horde's contact stiffness."""
+    import newton
+
+    b = newton.ModelBuilder()
+    if solver == "mujoco":
+        newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.default_shape_cfg.ke = contact_ke
+    b.add_mjcf(path, ignore_names=["floor", "ground"], floating=floating)
+    return b
+
+
+def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, solver: str, ground: bool,
+                contact_ke: float) -> newton.Model:
+    """``world_count`` separate copies of ``robot`` (no spacing: worlds never collide), finalized on ``device``."""
+    import newton
+
+    scene = newton.ModelBuilder()
+    if solver == "mujoco":
+        newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
+    scene.default_shape_cfg.ke = contact_ke
+    if ground:
+        scene.add_ground_plane()
+    scene.replicate(robot, world_count)
+    # horde computes joint torques itself (effort limits, one PD law for every solver): no solver-side drives.
+    scene.joint_target_ke = [0.0] * len(scene.joint_target_ke)
+    scene.joint_target_kd = [0.0] * len(scene.joint_target_kd)
+    return scene.finalize(device=device)
+
+
+def make_solver(model: newton.Model, name: str, *, iterations: int = 0):
+    """The Newton solver called ``name`` (one of :data:`SOLVERS`), failing with the valid names."""
+    import newton
+
+    if name == "mujoco":
+        kw = {"iterations": iterations} if iterations > 0 else {}
+        # nconmax/njmax are per world: an ant has at most a few dozen contacts and constraint rows.
+        return newton.solvers.SolverMuJoCo(model, njmax=100, nconmax=40, **kw)
+    if name == "xpbd":
+        return newton.solvers.SolverXPBD(model, iterations=iterations if iterations > 0 else 2)
+    if name == "featherstone":
+        return newton.solvers.SolverFeatherstone(model)
+    raise ValueError(f"unknown solver '{name}'; valid solvers: {', '.join(SOLVERS)}")
+
+
+def joint_dof_layout(builder: newton.ModelBuilder, joint_names: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Coordinate and dof index (within one world) of each named single-dof joint, matched by label suffix."""
+    q_idx, qd_idx = [], []
+    for name in joint_names:
+        hits = [j for j, lbl in enumerate(builder.joint_label) if lbl.split("/")[-1] == name]
+        if len(hits) != 1:
+            raise ValueError(f"joint '{name}' matches {len(hits)} joints; joints: "
+                             f"{', '.join(lbl.split('/')[-1] for lbl in builder.joint_label)}")
+        j = hits[0]
+        q_idx.append(builder.joint_q_start[j])
+        qd_idx.append(builder.joint_qd_start[j])
+    return q_idx, qd_idx
+
+
+def set_joint_positions(builder: newton.ModelBuilder, joint_names: Sequence[str], values: Sequence[float]) -> None:
+    """Write the default (initial) coordinate of each named single-dof joint into ``builder``."""
+    if len(values) != len(joint_names):
+        raise ValueError(f"{len(values)} default joint positions for {len(joint_names)} joints")
+    q_idx, _ = joint_dof_layout(builder, joint_names)
+    for qi, v in zip(q_idx, values):
+        builder.joint_q[qi] = float(v)
+
+
+def site_frame(builder: newton.ModelBuilder, name: str) -> tuple[int, tuple[float, float, float]]:
+    """(body index, position in that body's frame [m]) of the MJCF site (or shape) labelled ``name``."""
+    hits = [s for s, lbl in enumerate(builder.shape_label) if lbl.split("/")[-1] == name]
+    if len(hits) != 1:
+        raise ValueError(f"site '{name}' matches {len(hits)} shapes")
+    s = hits[0]
+    p = wp.transform_get_translation(builder.shape_transform[s])
+    return builder.shape_body[s], (float(p[0]), float(p[1]), float(p[2]))
+
+
+class NewtonWorld:
+    """``num_envs`` copies of one robot on a Newton solver, with the step split into recordable launches.
+
+    Views (zero-copy torch, one world per env; valid for the life of the world):
+    ``joint_q`` [num_envs, coords] (root position [m] and quaternion xyzw first for a floating base, then joint
+    angles [rad]), ``joint_qd`` [num_envs, dofs] (root linear [m/s] and angular [rad/s] velocity first, then joint
+    rates [rad/s]), ``body_pose`` [num_envs, bodies, 7] (position [m], quaternion xyzw, world frame),
+    ``body_vel`` [num_envs, bodies, 6] (COM linear [m/s], angular [rad/s], world frame), ``root_pose`` [num_envs, 7],
+    ``root_vel`` [num_envs, 6] (world frame), ``root_vel_base`` [num_envs, 6] (base frame, written by
+    :meth:`inspect`), ``joint_f`` [num_envs, dofs] (applied joint torques [N m]), ``unstable`` bool [num_envs].
+    """
+
+    def __init__(self, robot: newton.ModelBuilder, *, num_envs: int, device: str, sim: SimConfig, sim_dt: float,
+                 substeps: int, ground: bool, actuated_joints: Sequence[str], actuation: Actuation,
+                 root_body: int = 0, q_noise: Sequence[float] | None = None,
+                 qd_noise: Sequence[float] | None = None) -> None:
+        import newton
+
+        if sim.solver not in SOLVERS:
+            raise ValueError(f"unknown solver '{sim.solver}'; valid solvers: {', '.join(SOLVERS)}")
+        if actuation.mode not in ACTION_MODES:
+            raise ValueError(f"unknown action mode '{actuation.mode}'; valid modes: {', '.join(ACTION_MODES)}")
+        n = num_envs
+        self.num_envs, self.device, self.sim, self.sim_dt, self.substeps = n, device, sim, sim_dt, substeps
+        self.maximal = sim.solver in MAXIMAL_SOLVERS
+        self.coords, self.dofs, self.bodies = robot.joint_coord_count, robot.joint_dof_count, robot.body_count
+        self.root_body = root_body
+        q_idx, qd_idx = joint_dof_layout(robot, actuated_joints)
+        a = len(actuated_joints)
+        for key in ("scale", "offset", "stiffness", "damping", "effort_limit"):
+            if len(getattr(actuation, key)) != a:
+                raise ValueError(f"actuation.{key} has {len(getattr(actuation, key))} values for {a} joints")
+        lower = [robot.joint_limit_lower[d] for d in qd_idx]
+        upper = [robot.joint_limit_upper[d] for d in qd_idx]
+        default_q = list(robot.joint_q)
+        # Coordinate limits for resets: hinge coordinates share their dof's limits; others are unbounded.
+        q_lower, q_upper = [-1.0e9] * self.coords, [1.0e9] * self.coords
+        for qi, di in zip(q_idx, qd_idx):
+            q_lower[qi], q_upper[qi] = robot.joint_limit_lower[di], robot.joint_limit_upper[di]
+
+        self.model = build_model(robot, world_count=n, device=device, solver=sim.solver, ground=ground,
+                                 contact_ke=sim.contact_ke)
+        self.solver = make_solver(self.model, sim.solver, iterations=sim.solver_iterations)
+        self.state_0, self.state_1 = self.model.state(), self.model.state()
+        self.control = self.model.control()
+        newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
+        if sim.solver == "mujoco":  # MuJoCo-Warp detects contacts itself
+            self.collision, self.contacts = None, None
+        else:
+            self.collision = newton.CollisionPipeline(self.model)
+            self.contacts = self.collision.contacts()
+
+        s = self.state_0
+        self._joint_q = s.joint_q.reshape((n, self.coords))
+        self._joint_qd = s.joint_qd.reshape((n, self.dofs))
+        self._body_q = s.body_q.reshape((n, self.bodies))
+        self._body_qd = s.body_qd.reshape((n, self.bodies))
+        self._joint_f = self.control.joint_f.reshape((n, self.dofs))
+        # the same 2-D views of the scratch state, for the actuation kernel of odd substeps
+        self._joint_q_1 = self.state_1.joint_q.reshape((n, self.coords))
+        self._joint_qd_1 = self.state_1.joint_qd.reshape((n, self.dofs))
+
+        with wp.ScopedDevice(device):
+            self._mode = _PD if actuation.mode == "pd" else _TORQUE
+            self._q_index = wp.array(q_idx, dtype=int)
+            self._qd_index = wp.array(qd_idx, dtype=int)
+            self._scale = wp.array(actuation.scale, dtype=float)
+            self._offset = wp.array(actuation.offset, dtype=float)
+            self._stiffness = wp.array(actuation.stiffness, dtype=float)
+            self._damping = wp.array(actuation.damping, dtype=float)
+            self._effort = wp.array(actuation.effort_limit, dtype=float)
+            self._lower = wp.array(lower, dtype=float)
+            self._upper = wp.array(upper, dtype=float)
+            self._default_q = wp.array(default_q, dtype=float)
+            self._default_qd = wp.zeros(self.dofs, dtype=float)
+            self._q_noise = wp.array(list(q_noise) if q_noise is not None else [0.0] * self.coords, dtype=float)
+            self._qd_noise = wp.array(list(qd_noise) if qd_noise is not None else [0.0] * self.dofs, dtype=float)
+            self._q_lower = wp.array(q_lower, dtype=float)
+            self._q_upper = wp.array(q_upper, dtype=float)
+            self._unstable = wp.zeros(n, dtype=wp.bool)
+            self._unstable_count = wp.zeros(1, dtype=wp.float64)
+            self._root_vel_base = wp.zeros((n, 6), dtype=float)
+        if len(self._q_noise) != self.coords or len(self._qd_noise) != self.dofs:
+            raise ValueError(f"q_noise needs {self.coords} values and qd_noise {self.dofs}")
+
+        self.joint_q = wp.to_torch(self._joint_q)
+        self.joint_qd = wp.to_torch(self._joint_qd)
+        self.body_pose = wp.to_torch(self._body_q)
+        self.body_vel = wp.to_torch(self._body_qd)
+        self.root_pose = self.body_pose[:, root_body]
+        self.root_vel = self.body_vel[:, root_body]
+        self.root_vel_base = wp.to_torch(self._root_vel_base)
+        self.joint_f = wp.to_torch(self._joint_f)
+        self.unstable = wp.to_torch(self._unstable)
+
+    @property
+    def kernels(self) -> tuple:
+        """This module's kernels that the step launches (Newton's own load on first use)."""
+
+        return (actuate_joints, inspect_worlds, reset_joint_state)
+
+    # --- the step --------------------------------------------------------------------------------------------------
+    def simulate(self, actions: wp.array2d) -> None:
+        """``substeps`` physics steps under ``actions`` [num_envs, num_actions] in [-1, 1]; result in ``state_0``.
+
+        States swap every substep through locals only: the Python attributes never change, so a recorded graph
+        keeps reading and writing the same memory. An odd substep count ends with one copy back into ``state_0``.
+        """
+        import newton
+
+        n, a = self.num_envs, len(self._q_index)
+        s_in, s_out = self.state_0, self.state_1
+        views = ((self._joint_q, self._joint_qd), (self._joint_q_1, self._joint_qd_1))
+        for k in range(self.substeps):
+            jq, jqd = views[k % 2]
+            if self.maximal and k > 0:  # xpbd leaves joint coordinates stale: the PD law needs them
+                newton.eval_ik(self.model, s_in, s_in.joint_q, s_in.joint_qd)
+            wp.launch(actuate_joints, (n, a), device=self.device, inputs=[
+                self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
+                self._damping, self._effort, self._lower, self._upper, jq, jqd], outputs=[self._joint_f])
+            s_in.clear_forces()
+            if self.collision is not None:
+                self.collision.collide(s_in, self.contacts)
+            self.solver.step(s_in, s_out, self.control, self.contacts, self.sim_dt)
+            s_in, s_out = s_out, s_in
+        if self.substeps % 2 == 1:
+            self.state_0.assign(self.state_1)
+        if self.maximal:
+            newton.eval_ik(self.model, self.state_0, self.state_0.joint_q, self.state_0.joint_qd)
+
+    def warm_up(self) -> None:
+        """One throw-away step with zero actions, state restored after: compiles every module the step uses and lets
+        solvers allocate their lazy buffers, so that a later graph recording sees only launches."""
+        saved = self.model.state()
+        saved.assign(self.state_0)
+        self.simulate(wp.zeros((self.num_envs, len(self._q_index)), dtype=float, device=self.device))
+        self.state_0.assign(saved)
+        self.state_1.assign(saved)
+        self._joint_f.zero_()
+
+    def inspect(self) -> None:
+        """Health check: flag (``unstable``) and count worlds that are non-finite or out of bounds; base-frame twist."""
+        wp.launch(inspect_worlds, self.num_envs, device=self.device, inputs=[
+            self.root_body, self.sim.max_distance, self.sim.max_lin_vel, self.sim.max_ang_vel, self._joint_q,
+            self._joint_qd, self._body_q, self._body_qd],
+            outputs=[self._unstable_count, self._unstable, self._root_vel_base])
+
+    def reset(self, mask: wp.array, rng: wp.array) -> None:
+        """Default joint state + noise (drawn from the per-env ``rng`` streams) in masked worlds, then their FK."""
+        import newton
+
+        wp.launch(reset_joint_state, self.num_envs, device=self.device, inputs=[
+            mask, self._default_q, self._default_qd, self._q_noise, self._qd_noise, self._q_lower, self._q_upper, rng],
+            outputs=[self._joint_q, self._joint_qd, self._joint_f])
+        newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
+
+    # --- host side -------------------------------------------------------------------------------------------------
+    @property
+    def unstable_array(self) -> wp.array:
+        """Bool [num_envs]: worlds flagged by the last :meth:`inspect`."""
+        return self._unstable
+
+    @property
+    def root_vel_base_array(self) -> wp.array2d:
+        """Base-frame root twist [num_envs, 6] (linear [m/s], angular [rad/s]) from the last :meth:`inspect`."""
+        return self._root_vel_base
+
+    def pop_unstable_count(self) -> float:
+        """Worlds reset by the health check since the last call (syncs with the device)."""
+        c = float(self._unstable_count.numpy()[0])
+        self._unstable_count.zero_()
+        return c
+
+    def physics_state(self) -> dict[str, torch.Tensor]:
+        """Views of everything that determines the next physics step (for exact env save/restore)."""
+        return {"joint_q": self.joint_q, "joint_qd": self.joint_qd, "body_q": self.body_pose,
+                "body_qd": self.body_vel, "joint_f": self.joint_f}

@@ -1,0 +1,51 @@
+"""The Newton benchmark scripts run in quick mode and print their documented JSON."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _json_lines(script, *args):
+    proc = subprocess.run([sys.executable, str(BENCH / script), "--quick", "--json", *args],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+
+
+def test_newton_throughput_quick_json():
+    rows = _json_lines("newton_throughput.py")
+    impls = {r["impl"] for r in rows}
+    assert impls == {"horde-graph", "newton-raw", "ratio:horde/newton"}
+    for r in rows:
+        assert r["task"] == "ant" and r["num_envs"] == 64
+        assert r["env_steps_per_s"] > 0 if "env_steps_per_s" in r else r["ratio"] > 0
+
+
+def test_learn_reach_quick_json(tmp_path):
+    (row,) = _json_lines("learn_reach.py", "--out", str(tmp_path))
+    assert row["task"] == "reach" and row["iterations"] == 4
+    assert 0.0 <= row["final_error_mean_m"] < 2.0
+
+
+def test_raw_newton_reference_simulates_the_same_motion_as_horde():
+    """The overhead ratio compares like with like: same model, solver, torques and initial pose on both sides."""
+    sys.path.insert(0, str(BENCH))
+    import newton_throughput as nt
+    import torch
+    import warp as wp
+
+    from horde.envs import make
+
+    n = 8
+    env = make("ant", num_envs=n, seed=0, config=nt.bench_config("ant"))
+    actions = nt.bench_actions(n, env.num_actions)
+    raw = nt.raw_newton_stepper("ant", n, "cpu")
+    for _ in range(30):
+        env.step(actions)
+        raw()
+    raw_pose = wp.to_torch(raw.state.body_q).view(n, -1, 7)
+    assert (raw_pose - env.world.body_pose).abs().max() < 1e-5
+    assert not env.dones.any()

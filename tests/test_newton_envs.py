@@ -1,0 +1,159 @@
+"""Articulated tasks on Newton (ant, reach): graph replay, health check, zero-copy views, actuation, solvers."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+from horde.envs import get_task, make
+from horde.sim.newton_world import SimConfig, actuate_joints
+
+ARTICULATED = ["ant", "reach"]
+
+
+def _config(task, **changes):
+    base = get_task(task).config
+    return dataclasses.replace(base, **changes)
+
+
+def _random_actions(n, a, g, scale=1.0):
+    return (torch.rand(n, a, generator=g) * 2 - 1) * scale
+
+
+@pytest.mark.parametrize("task", ARTICULATED)
+def test_graph_replay_equals_eager_stepping(task):
+    trajs = []
+    for use_graph in (True, False):
+        env = make(task, num_envs=16, seed=5, config=_config(task, use_graph=use_graph))
+        g = torch.Generator().manual_seed(0)
+        obs, rew = [], []
+        for _ in range(120):
+            r = env.step(_random_actions(16, env.num_actions, g))
+            obs.append(r.obs.clone())
+            rew.append(r.reward.clone())
+        assert env._graph.captured is use_graph
+        trajs.append((torch.stack(obs), torch.stack(rew)))
+    assert torch.equal(trajs[0][0], trajs[1][0])
+    assert torch.equal(trajs[0][1], trajs[1][1])
+
+
+@pytest.mark.parametrize("task", ARTICULATED)
+def test_1000_random_steps_stay_finite_without_health_resets(task):
+    """The default solver keeps every world finite and in bounds: the health check never has to step in."""
+    env = make(task, num_envs=64, seed=0)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(1000):
+        r = env.step(_random_actions(64, env.num_actions, g, scale=3.0))
+        assert torch.isfinite(r.obs).all() and torch.isfinite(r.reward).all()
+    w = env.world
+    for view in (w.joint_q, w.joint_qd, w.body_pose, w.body_vel, w.root_vel_base):
+        assert torch.isfinite(view).all()
+    stats = env.pop_episode_stats()
+    assert stats["episodes"] > 0 and stats["sim/unstable_resets"] == 0
+
+
+@pytest.mark.parametrize("task", ARTICULATED)
+def test_health_check_resets_and_counts_a_broken_world(task):
+    env = make(task, num_envs=8, seed=0)
+    zeros = torch.zeros(8, env.num_actions)
+    for _ in range(3):
+        env.step(zeros)
+    env.world.joint_qd[3, -1] = float("nan")
+    env.world.body_pose[3, -1, 0] = float("nan")
+    env.world.body_vel[3, -1, 0] = float("nan")
+    env.world.joint_q[5, -1] = float("inf")
+    env.world.body_vel[5, -1, 1] = 1.0e6  # finite but out of bounds
+    r = env.step(zeros)
+    assert r.dones[3] and r.dones[5] and r.terminated[3] and not r.truncated[3]
+    assert not r.dones[[0, 1, 2, 4, 6, 7]].any()
+    assert torch.isfinite(r.obs).all() and torch.isfinite(r.reward).all() and torch.isfinite(env.final_obs).all()
+    assert env.world.unstable[[3, 5]].all() and not env.world.unstable[[0, 1, 2, 4, 6, 7]].any()
+    assert torch.isfinite(env.world.joint_q).all() and torch.isfinite(env.world.body_pose).all()
+    assert env.episode_length[3] == 0 and env.episode_length[0] == 4
+    env.step(zeros)
+    assert not env.dones.any()
+    assert env.pop_episode_stats()["sim/unstable_resets"] == 2
+
+
+def test_world_views_are_zero_copy_and_shaped_per_env():
+    env = make("ant", num_envs=4, seed=0)
+    w = env.world
+    assert w.joint_q.shape == (4, 15) and w.joint_qd.shape == (4, 14)
+    assert w.body_pose.shape == (4, w.bodies, 7) and w.body_vel.shape == (4, w.bodies, 6)
+    assert w.root_pose.shape == (4, 7) and w.root_vel.shape == (4, 6) and w.root_vel_base.shape == (4, 6)
+    assert w.joint_q.data_ptr() == w.state_0.joint_q.ptr
+    assert w.body_pose.data_ptr() == w.state_0.body_q.ptr
+    w.joint_q[2, 0] = 12.5
+    assert w.state_0.joint_q.numpy()[2 * 15] == 12.5
+    # the torso starts upright at its MJCF height; the state summary mirrors the joint coordinates
+    assert torch.allclose(w.root_pose[:, 2], torch.full((4,), 0.75))
+    assert torch.equal(env.state[[0, 1, 3]], w.joint_q[[0, 1, 3]])
+
+
+def test_base_frame_velocity_is_the_world_twist_rotated_into_the_torso():
+    env = make("ant", num_envs=8, seed=1)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        env.step(_random_actions(8, 8, g))
+    w = env.world
+    w.inspect()
+    q = w.root_pose[:, 3:]  # xyzw
+    u, s = -q[:, :3], q[:, 3:]  # inverse rotation
+
+    def rotate(v):
+        return v + 2.0 * torch.cross(u, torch.cross(u, v, dim=-1) + s * v, dim=-1)
+
+    torch.testing.assert_close(w.root_vel_base[:, :3], rotate(w.root_vel[:, :3]), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(w.root_vel_base[:, 3:], rotate(w.root_vel[:, 3:]), atol=1e-4, rtol=1e-4)
+
+
+def test_pd_and_torque_actuation_hand_worked_numbers():
+    """tau = clip(kp (clip(offset + a scale, lo, hi) - q) - kd qd, +-effort); torque mode: clip(a scale, +-effort)."""
+    actions = wp.array([[0.5, 3.0]], dtype=float)
+    q = wp.array([[0.0, 0.1, 0.2]], dtype=float)
+    qd = wp.array([[0.0, 1.0, -2.0]], dtype=float)
+    args = [wp.array([1, 2], dtype=int), wp.array([1, 2], dtype=int), wp.array([0.4, 1.0], dtype=float),
+            wp.array([0.1, 0.0], dtype=float), wp.array([10.0, 100.0], dtype=float), wp.array([1.0, 2.0], dtype=float),
+            wp.array([5.0, 50.0], dtype=float), wp.array([-1.0, -0.5], dtype=float), wp.array([1.0, 0.5], dtype=float)]
+    # pd, joint 1: target 0.1 + 0.5 x 0.4 = 0.3 -> 10 (0.3 - 0.1) - 1 x 1 = 1.0
+    # pd, joint 2: action clipped to 1, target clip(0 + 1, -0.5, 0.5) = 0.5 -> 100 (0.5 - 0.2) - 2 x (-2) = 34
+    # torque: 0.5 x 0.4 = 0.2 and 1 x 1.0 = 1.0; dof 0 (not actuated) keeps 0
+    for mode, expected in ((0, [0.0, 1.0, 34.0]), (1, [0.0, 0.2, 1.0])):
+        f = wp.zeros((1, 3), dtype=float)
+        wp.launch(actuate_joints, (1, 2), inputs=[mode, actions, *args, q, qd], outputs=[f], device="cpu")
+        np.testing.assert_allclose(f.numpy()[0], expected, rtol=1e-5)
+
+
+def test_reach_target_is_resampled_each_episode_and_error_recorded():
+    env = make("reach", num_envs=8, seed=0, config=_config("reach", episode_length=5))
+    first = env.target.clone()
+    assert (env.final_error == -1).all()
+    lo, hi = torch.tensor(env.cfg.target_low), torch.tensor(env.cfg.target_high)
+    assert ((first >= lo) & (first <= hi)).all()
+    for _ in range(5):
+        env.step(torch.zeros(8, 7))
+    assert env.dones.all() and env.truncated.all()
+    assert not torch.equal(env.target, first)
+    assert ((env.final_error > 0) & (env.final_error < 2.0)).all()
+    torch.testing.assert_close(env.obs[:, 14:17], env.ee_position(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(env.obs[:, 20:23], env.target - env.ee_position(), atol=1e-5, rtol=0)
+
+
+def test_xpbd_keeps_joint_coordinates_current():
+    """Maximal-coordinate solvers advance body poses only: the world refreshes joint_q with eval_ik every step."""
+    cfg = _config("reach", sim=SimConfig(solver="xpbd"), action_mode="torque", action_scale=[0.0] * 7)
+    env = make("reach", num_envs=2, seed=0, config=cfg)
+    q0 = env.world.joint_q.clone()
+    for _ in range(5):
+        env.step(torch.zeros(2, 7))  # no torque: the arm sags under gravity
+    assert not torch.allclose(env.world.joint_q, q0, atol=1e-3)
+    assert torch.equal(env.obs[:, :7], env.world.joint_q)
+
+
+def test_unknown_solver_and_action_mode_fail_with_the_valid_names():
+    with pytest.raises(ValueError, match="valid solvers: mujoco, xpbd, featherstone"):
+        make("reach", num_envs=2, config=_config("reach", sim=SimConfig(solver="physx")))
+    with pytest.raises(ValueError, match="valid modes: pd, torque"):
+        make("reach", num_envs=2, config=_config("reach", action_mode="velocity"))
