@@ -83,6 +83,7 @@ def _metadata(task: str, precision: str, layout: dict, policy, ckpt: dict, ckpt_
 def runner_selftest(bundle: Path, *, timeout: float = 120.0) -> dict:
     """``python -I -B run_policy.py --selftest`` in the bundle: isolated mode, so neither horde nor the current
     directory is importable; the runner must stand on numpy and onnxruntime alone."""
+    bundle = Path(bundle).resolve()  # the runner runs with cwd=bundle: a relative path would resolve twice
     proc = subprocess.run([sys.executable, "-I", "-B", str(bundle / "run_policy.py"), "--selftest"],
                           cwd=bundle, capture_output=True, text=True, timeout=timeout)
     text = (proc.stdout.strip() or proc.stderr.strip()).splitlines()

@@ -26,8 +26,8 @@ FP16_REL_TOL = 1e-2
 """Open-loop limit for fp16 graphs: max abs action error relative to the std of torch's actions."""
 RETURN_REL_TOL = 0.02
 """Closed-loop limit: |mean return (onnx) - mean return (torch)| relative to torch's."""
-MUJOCO_SKIP_REASON = ("sim-to-sim in plain MuJoCo needs an MJCF robot task; horde has only classic-control tasks "
-                      "so far (cartpole, pendulum), so this rung is skipped")
+MUJOCO_SKIP_REASON = ("sim-to-sim in plain MuJoCo (observations rebuilt from policy.json alone) is not implemented "
+                      "yet; this rung is skipped")
 
 
 @dataclass

@@ -195,3 +195,12 @@ def test_tensorrt_engine_build_and_selftest(bundle, tmp_path):
     assert record["onnx_sha256"] == run_policy.load_spec(dst)["onnx"]["sha256"] and (dst / "timing.cache").is_file()
     proc = _script(dst, "run_policy.py", "--selftest", "--backend", "tensorrt")
     assert proc.returncode == 0 and proc.stdout.strip().endswith("PASS"), proc.stdout + proc.stderr
+
+
+def test_export_from_a_relative_run_directory(tiny_run, monkeypatch):
+    """`make demo` exports runs/<task>/<stamp> given relative to the working directory."""
+    from horde.deploy import export_run
+
+    monkeypatch.chdir(tiny_run.parent.parent)
+    report = export_run(f"{tiny_run.parent.name}/{tiny_run.name}", name="relative")
+    assert report.passed and report.selftest["passed"]

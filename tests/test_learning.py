@@ -17,10 +17,23 @@ def _train_and_evaluate(tmp_path, overrides, episodes=100):
 
 
 @pytest.mark.slow
-def test_ppo_balances_cartpole(tmp_path):
-    summary, result = _train_and_evaluate(tmp_path, ["task=cartpole", "seed=0"])
-    assert result["mean_episode_length"] >= 475, result
-    assert summary["train_seconds"] < 120, summary["train_seconds"]
+def test_demo_trains_evaluates_exports_and_summarizes(tmp_path):
+    """`make demo`'s command, from a fresh working directory, as a user runs it."""
+    import json
+
+    from clihelp import run_cli
+
+    proc = run_cli("demo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (path,) = tmp_path.glob("runs/cartpole/*/summary.json")
+    summary = json.loads(path.read_text())
+    for key in ("task", "mean_return", "mean_episode_length", "train_seconds", "env_steps_per_s",
+                "onnx_max_abs_err", "policy_onnx"):
+        assert key in summary, key
+    assert summary["task"] == "cartpole" and summary["mean_episode_length"] >= 475, summary
+    assert summary["onnx_max_abs_err"] <= 1e-5 and summary["train_seconds"] < 90
+    assert (tmp_path / summary["policy_onnx"]).is_file() or __import__("os").path.isfile(summary["policy_onnx"])
+    assert "onnxruntime vs torch max abs error" in proc.stdout
 
 
 @pytest.mark.slow
