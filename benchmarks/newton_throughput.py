@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import os
+import sys
 import time
 
 import torch
@@ -30,26 +31,8 @@ from horde.envs import get_task, make
 from horde.sim.device import resolve_device
 
 
-def _rate(step, num_envs: int, sync, *, seconds: float, repeats: int) -> float:
-    """Median env-steps/s over ``repeats`` windows of about ``seconds`` each (after a warm-up)."""
-    for _ in range(2):
-        step()
-    sync()
-    t0, n = time.perf_counter(), 0
-    while time.perf_counter() - t0 < seconds / 4 or n < 2:
-        step()
-        n += 1
-    sync()
-    per_step = (time.perf_counter() - t0) / n
-    steps = max(2, int(seconds / max(per_step, 1e-9)))
-    rates = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        sync()
-        rates.append(num_envs * steps / (time.perf_counter() - t0))
-    return statistics.median(rates)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_throughput import median_rate as _rate  # noqa: E402  (one timing method for every throughput figure)
 
 
 def raw_newton_stepper(task: str, num_envs: int, device: str):

@@ -27,7 +27,7 @@ from numpy_cartpole import NumpyCartpole  # noqa: E402
 from horde.envs import get_task, make  # noqa: E402
 
 
-def _rate(step, num_envs: int, sync, *, seconds: float, repeats: int) -> float:
+def median_rate(step, num_envs: int, sync, *, seconds: float, repeats: int) -> float:
     """Median env-steps/s over ``repeats`` windows of about ``seconds`` each (after a warm-up)."""
     for _ in range(3):
         step()
@@ -54,13 +54,13 @@ def bench_task(task: str, impl: str, num_envs: int, device: str, *, seconds: flo
     if impl == "numpy":
         env = NumpyCartpole(spec.config, num_envs, seed=0)
         actions = np.random.default_rng(0).uniform(-1, 1, (num_envs, 1)).astype(np.float32)
-        return _rate(lambda: env.step(actions), num_envs, lambda: None, seconds=seconds, repeats=repeats)
+        return median_rate(lambda: env.step(actions), num_envs, lambda: None, seconds=seconds, repeats=repeats)
     cfg = type(spec.config)(**{**spec.config.__dict__, "use_graph": impl == "horde-graph"})
     env = make(task, num_envs=num_envs, device=device, seed=0, config=cfg)
     g = torch.Generator(device="cpu").manual_seed(0)
     actions = (torch.rand(num_envs, env.num_actions, generator=g) * 2 - 1).to(env.device)
     sync = torch.cuda.synchronize if env.dev.is_cuda else (lambda: None)
-    return _rate(lambda: env.step(actions), num_envs, sync, seconds=seconds, repeats=repeats)
+    return median_rate(lambda: env.step(actions), num_envs, sync, seconds=seconds, repeats=repeats)
 
 
 def main(argv: list[str] | None = None) -> int:

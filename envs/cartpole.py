@@ -194,26 +194,12 @@ class CartpoleEnv(WarpTaskEnv):
         return [self.cfg.max_force]
 
     def _launch_step(self) -> None:
-        n, d = self.num_envs, self.dev.warp
-        wp.launch(cartpole_advance, n, inputs=[self.physics, self.cfg.decimation, self._actions],
-                  outputs=[self._state], device=d)
-        wp.launch(
-            cartpole_post_step, n,
-            inputs=[self._task, self._reward_scales, self._actions, self._state, self._rng, self._episode_length,
-                    self._episode_return, self._episode_sums, self._stats],
-            outputs=[self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
-                     self._dones],
-            device=d,
-        )
+        wp.launch(cartpole_advance, self.num_envs, inputs=[self.physics, self.cfg.decimation, self._actions],
+                  outputs=[self._state], device=self.dev.warp)
+        self._launch_post_step(cartpole_post_step, self._task)
 
     def _launch_reset(self) -> None:
-        wp.launch(
-            cartpole_reset, self.num_envs,
-            inputs=[self._task, self._reset_mask, self._state, self._rng, self._episode_length, self._episode_return,
-                    self._episode_sums],
-            outputs=[self._obs, self._dones],
-            device=self.dev.warp,
-        )
+        self._launch_masked_reset(cartpole_reset, self._task)
 
 
 def physics_params(cfg: CartpoleConfig) -> CartpoleParams:

@@ -237,6 +237,29 @@ class WarpTaskEnv:
         """Physical command at action +1, per action column (the env clips actions to [-1, 1] first)."""
         return [1.0] * self.num_actions
 
+    # --- launch helpers for tasks whose kernels use horde's standard signatures (cartpole, pendulum) -------------
+    def _launch_post_step(self, kernel, task) -> None:
+        """``kernel(task, scales, actions, state, rng, episode_length, episode_return, episode_sums, stats)
+        -> (obs, final_obs, reward, terms, terminated, truncated, dones)``, one thread per env."""
+        wp.launch(
+            kernel, self.num_envs,
+            inputs=[task, self._reward_scales, self._actions, self._state, self._rng, self._episode_length,
+                    self._episode_return, self._episode_sums, self._stats],
+            outputs=[self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
+                     self._dones],
+            device=self.dev.warp,
+        )
+
+    def _launch_masked_reset(self, kernel, task) -> None:
+        """``kernel(task, mask, state, rng, episode_length, episode_return, episode_sums) -> (obs, dones)``."""
+        wp.launch(
+            kernel, self.num_envs,
+            inputs=[task, self._reset_mask, self._state, self._rng, self._episode_length, self._episode_return,
+                    self._episode_sums],
+            outputs=[self._obs, self._dones],
+            device=self.dev.warp,
+        )
+
     # --- task hooks --------------------------------------------------------------------------------------------
     def _launch_step(self) -> None:
         raise NotImplementedError

@@ -36,6 +36,7 @@ from horde.train.session import (
     seed_everything,
     setup_distributed,
 )
+from horde.train.tblog import log_iteration, postfix
 from horde.train.timing import PhaseTimer
 
 
@@ -228,31 +229,11 @@ class PPOTrainer:
 
     # --- logging -----------------------------------------------------------------------------------------------
     def _log(self, it: int, stats: dict, losses: dict, split: dict, steps: int, iter_s: float) -> None:
-        w = self.writer
-        for k, v in losses.items():
-            w.add_scalar(f"Loss/{k}", v, it)
-        w.add_scalar("Loss/learning_rate", self.alg.learning_rate, it)
-        w.add_scalar("Policy/mean_noise_std", float(self.alg.get_policy().output_std.detach().mean()), it)
-        w.add_scalar("Perf/env_steps_per_s", steps / iter_s, it)
-        for k, v in split.items():
-            w.add_scalar(f"Perf/time_{k}_s", v, it)
-            w.add_scalar(f"Perf/share_{k}", v / iter_s, it)
-        if stats["episodes"] > 0:
-            w.add_scalar("Train/mean_return", stats["return_mean"], it)
-            w.add_scalar("Train/mean_episode_length", stats["length_mean"], it)
-            w.add_scalar("Train/termination_rate", stats["termination_rate"], it)
-            for k, v in stats.items():
-                if k.startswith("reward/"):
-                    w.add_scalar(f"Reward/{k[7:]}", v, it)
-        for k, v in stats.items():
-            if k.startswith("sim/"):  # e.g. sim/unstable_resets from the physics health check
-                w.add_scalar(k, v, it)
+        log_iteration(self.writer, it, stats=stats, losses=losses, split=split, steps=steps, iter_s=iter_s,
+                      learning_rate=self.alg.learning_rate,
+                      noise_std=float(self.alg.get_policy().output_std.detach().mean()))
 
-    @staticmethod
-    def _postfix(stats: dict, sps: float) -> str:
-        if not stats:
-            return f"{sps:,.0f} steps/s"
-        return f"return {stats['return_mean']:.1f} len {stats['length_mean']:.0f} {sps:,.0f} steps/s"
+    _postfix = staticmethod(postfix)
 
     def _progress_line(self, it: int, stats: dict, sps: float, t_start: float) -> str:
         elapsed = time.perf_counter() - t_start
