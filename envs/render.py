@@ -1,6 +1,9 @@
-"""Headless software rendering of the classic-control tasks: state -> RGB frame, numpy only (no display, no GPU).
+"""Headless software rendering: env state -> RGB frame, numpy only (no display, no GPU, no OpenGL).
 
-Each renderer draws one env's state; :func:`render_frame` picks the renderer by env class and tiles several envs.
+Each renderer draws one env from a per-frame host snapshot of the env's buffers; :func:`render_frame` picks the
+renderer by env class and tiles several envs. Classic tasks are drawn from their state; Newton tasks as an
+orthographic side view of their bodies (a dot per body, a link from each body to its parent) with a camera that
+follows the root.
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from horde.envs.ant import AntEnv
 from horde.envs.cartpole import CartpoleEnv
 from horde.envs.core import WarpTaskEnv
 from horde.envs.pendulum import PendulumEnv
+from horde.envs.reach import ReachEnv
 
 SKY = np.array([236, 241, 247], np.uint8)
 GROUND = np.array([120, 120, 120], np.uint8)
@@ -46,9 +51,9 @@ class Canvas:
         self.img[d2 <= (width / 2) ** 2] = color
 
 
-def draw_cartpole(state: np.ndarray, env: CartpoleEnv, size: tuple[int, int]) -> np.ndarray:
+def draw_cartpole(env: CartpoleEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
     """One cart-pole: track, cart limits, cart, pole. ``state`` = [x, x_dot, theta, theta_dot]."""
-    cfg = env.cfg
+    cfg, state = env.cfg, snap["state"][i]
     lim = cfg.cart_limit
     c = Canvas(*size, x_range=(-lim - 0.6, lim + 0.6), y_range=(-0.9, 1.6))
     c.rect(0.0, -0.15, lim + 0.6, 0.01, GROUND)
@@ -62,9 +67,9 @@ def draw_cartpole(state: np.ndarray, env: CartpoleEnv, size: tuple[int, int]) ->
     return c.img
 
 
-def draw_pendulum(state: np.ndarray, env: PendulumEnv, size: tuple[int, int]) -> np.ndarray:
+def draw_pendulum(env: PendulumEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
     """One pendulum: pivot and rod. ``state`` = [theta (0 = up), theta_dot]."""
-    length = env.cfg.length
+    length, state = env.cfg.length, snap["state"][i]
     c = Canvas(*size, x_range=(-1.3 * length, 1.3 * length), y_range=(-1.3 * length, 1.3 * length))
     theta = float(state[0])
     c.segment(0.0, 0.0, length * np.sin(theta), length * np.cos(theta), 0.12 * length, POLE)
@@ -72,9 +77,55 @@ def draw_pendulum(state: np.ndarray, env: PendulumEnv, size: tuple[int, int]) ->
     return c.img
 
 
-RENDERERS: dict[type, Callable[[np.ndarray, WarpTaskEnv, tuple[int, int]], np.ndarray]] = {
+def _links(env: WarpTaskEnv) -> list[tuple[int, int]]:
+    """(parent, child) body pairs of one world's articulation, from the Newton model (cached on the env)."""
+    if not hasattr(env, "_render_links"):
+        model, bodies = env.world.model, env.world.bodies
+        joints = model.joint_count // env.num_envs
+        parent, child = model.joint_parent.numpy()[:joints], model.joint_child.numpy()[:joints]
+        env._render_links = [(int(p), int(c)) for p, c in zip(parent, child) if 0 <= p < bodies and 0 <= c < bodies]
+    return env._render_links
+
+
+def draw_bodies(env: WarpTaskEnv, snap: dict, i: int, size: tuple[int, int], *, span: float = 2.4,
+                follow: bool = True, extra=None) -> np.ndarray:
+    """Side view (x right, z up, y shifts depth) of a Newton env's bodies; the camera follows the root in x."""
+    pos = snap["body_pose"][i, :, :3]
+    u = pos[:, 0] + 0.35 * pos[:, 1]
+    v = pos[:, 2] + 0.2 * pos[:, 1]
+    cx = float(u[env.world.root_body]) if follow else 0.0
+    c = Canvas(*size, x_range=(cx - span / 2, cx + span / 2), y_range=(-0.25, span * size[0] / size[1] - 0.25))
+    c.rect(cx, -0.125, span, 0.125, np.array([205, 205, 200], np.uint8))
+    for m in np.arange(np.floor(cx - span), cx + span, 0.5):  # ground ticks every 0.5 m show the motion
+        c.rect(float(m), -0.02, 0.01, 0.02, DARK)
+    for p, ch in _links(env):
+        c.segment(float(u[p]), float(v[p]), float(u[ch]), float(v[ch]), 0.05, CART)
+    for b in range(len(u)):
+        c.circle(float(u[b]), float(v[b]), 0.035, POLE)
+    if extra is not None:
+        extra(c, i)
+    return c.img
+
+
+def draw_ant(env: AntEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
+    """The ant from the side, the camera following its torso."""
+    return draw_bodies(env, snap, i, size, span=3.0)
+
+
+def draw_reach(env: ReachEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
+    """The arm from the side, with its target (red)."""
+    def target(c: Canvas, k: int) -> None:
+        t = snap["target"][k]
+        c.circle(float(t[0] + 0.35 * t[1]), float(t[2] + 0.2 * t[1]), 0.04, np.array([200, 40, 40], np.uint8))
+
+    return draw_bodies(env, snap, i, size, span=2.0, follow=False, extra=target)
+
+
+RENDERERS: dict[type, Callable[[WarpTaskEnv, dict, int, tuple[int, int]], np.ndarray]] = {
     CartpoleEnv: draw_cartpole,
     PendulumEnv: draw_pendulum,
+    AntEnv: draw_ant,
+    ReachEnv: draw_reach,
 }
 """Renderer per env class; tasks added by other code can register theirs here."""
 
@@ -84,8 +135,12 @@ def render_frame(env: WarpTaskEnv, env_ids: list[int], *, size: tuple[int, int] 
     draw = next((fn for cls, fn in RENDERERS.items() if isinstance(env, cls)), None)
     if draw is None:
         raise ValueError(f"no renderer for {type(env).__name__}; add one to horde.envs.render.RENDERERS")
-    states = env.state.detach().cpu().numpy()
-    tiles = [draw(states[i], env, size) for i in env_ids]
+    snap = {"state": env.state.detach().cpu().numpy()}  # one device-to-host copy per buffer per frame
+    if hasattr(env, "world"):
+        snap["body_pose"] = env.world.body_pose.detach().cpu().numpy()
+    if hasattr(env, "target"):
+        snap["target"] = env.target.detach().cpu().numpy()
+    tiles = [draw(env, snap, i, size) for i in env_ids]
     rows = -(-len(tiles) // cols)
     while len(tiles) < rows * cols:
         tiles.append(np.full_like(tiles[0], 255))

@@ -43,3 +43,21 @@ def test_sweep_runs_each_combination(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("== sweep run") == 2
     assert len(list((tmp_path / "cartpole").iterdir())) == 2
+
+
+def test_articulated_tasks_render_and_move():
+    import torch
+
+    from horde.envs import make
+    from horde.envs.render import render_frame
+
+    for task in ("ant", "reach"):
+        env = make(task, num_envs=2, seed=0)
+        first = render_frame(env, [0, 1])
+        g = torch.Generator().manual_seed(0)
+        for _ in range(20):
+            env.step(torch.rand(2, env.num_actions, generator=g) * 2 - 1)
+        later = render_frame(env, [0, 1])
+        assert first.shape == later.shape == (240, 640, 3)
+        assert first.std() > 10, task
+        assert np.abs(later.astype(int) - first.astype(int)).mean() > 0.2, f"{task}: the robot moves between frames"
