@@ -95,7 +95,7 @@ def test_golden_file_and_parity_report(exported):
     loop = rep["closed_loop"]
     assert loop["episodes"] >= 64 and loop["passed"]
     assert abs(loop["onnx_mean_return"] - loop["torch_mean_return"]) <= loop["limit"]
-    assert rep["skipped"][0]["name"].startswith("sim-to-sim") and "MJCF" in rep["skipped"][0]["reason"]
+    assert rep["skipped"][0]["name"].startswith("sim-to-sim") and "MuJoCo" in rep["skipped"][0]["reason"]
     assert rep["runner_selftest"]["passed"]
 
 
