@@ -10,7 +10,10 @@ For each task and size:
     with fixed random joint torques in ``control.joint_f``;
   * horde runs with failures, time-outs and reset noise off (:func:`bench_config`), so both simulate the same
     motions from the same initial pose;
-  * ``ratio:horde/newton``: horde's rate over the raw rate (1.0 = no overhead).
+  * ``ratio:horde/newton``: horde's rate over the raw rate (1.0 = no overhead);
+  * ``mujoco-c`` (ant only): MuJoCo's C engine on the same MJCF through ``mujoco.rollout`` with its thread pool
+    (one thread per core), timestep = horde's sim_dt, the MJCF's own integrator and solver (printed), the same
+    fixed actions as actuator controls, ``decimation`` mj_steps per control step; ``ratio:horde/mujoco-c`` compares.
 One control step = ``decimation`` physics substeps in both. Each figure is the median of ``--repeats`` timed
 windows. With ``--json`` each line is one JSON object (keys task, impl, device, num_envs, env_steps_per_s, or
 ratio for the ratio rows).
@@ -24,6 +27,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 import warp as wp
 
@@ -103,6 +107,43 @@ def raw_newton_stepper(task: str, num_envs: int, device: str):
     return step
 
 
+MUJOCO_INTEGRATORS = {0: "Euler", 1: "RK4", 2: "implicit", 3: "implicitfast"}
+MUJOCO_SOLVERS = {0: "PGS", 1: "CG", 2: "Newton"}
+
+
+def mujoco_c_stepper(task: str, num_envs: int, *, chunk: int = 8):
+    """A step function advancing ``num_envs`` copies of the task's MJCF ``chunk`` control steps with MuJoCo's C
+    engine (``mujoco.rollout``, one worker thread per core); returns (step, settings)."""
+    import mujoco
+    import newton.examples
+    from mujoco import rollout
+
+    if task != "ant":
+        raise ValueError("the MuJoCo C reference is wired for the ant (its MJCF has motor actuators)")
+    cfg = bench_config(task)
+    model = mujoco.MjModel.from_xml_path(newton.examples.get_asset("nv_ant.xml"))
+    model.opt.timestep = cfg.sim_dt
+    threads = max(1, os.cpu_count() or 1)
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    init = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, datas[0], init, spec)
+    nstep = chunk * cfg.decimation
+    ctrl = np.repeat(bench_actions(num_envs, model.nu).numpy()[:, None, :].astype(np.float64), nstep, axis=1)
+    state0 = np.tile(init, (num_envs, 1))
+    out_state = np.empty((num_envs, nstep, init.size))
+    sensors = np.empty((num_envs, nstep, model.nsensordata))
+
+    def step() -> None:
+        rollout.rollout(model, datas, state0, ctrl, nstep=nstep, state=out_state, sensordata=sensors,
+                        persistent_pool=True)
+
+    settings = {"integrator": MUJOCO_INTEGRATORS.get(int(model.opt.integrator), str(model.opt.integrator)),
+                "solver": MUJOCO_SOLVERS.get(int(model.opt.solver), str(model.opt.solver)),
+                "iterations": int(model.opt.iterations), "threads": threads, "mujoco": mujoco.__version__}
+    return step, chunk, settings
+
+
 def bench_actions(num_envs: int, num_actions: int) -> torch.Tensor:
     """The fixed actions both sides apply, [num_envs, num_actions] in [-0.3, 0.3]."""
     g = torch.Generator(device="cpu").manual_seed(0)
@@ -126,6 +167,9 @@ def bench_config(task: str):
 def bench(task: str, impl: str, num_envs: int, device: str, *, seconds: float, repeats: int) -> float:
     dev = resolve_device(device)
     sync = torch.cuda.synchronize if dev.is_cuda else (lambda: None)
+    if impl == "mujoco-c":
+        step, chunk, _ = mujoco_c_stepper(task, num_envs)
+        return _rate(step, num_envs * chunk, sync, seconds=seconds, repeats=repeats)
     if impl == "newton-raw":
         return _rate(raw_newton_stepper(task, num_envs, dev.warp), num_envs, sync, seconds=seconds, repeats=repeats)
     env = make(task, num_envs=num_envs, device=device, seed=0, config=bench_config(task))
@@ -142,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", nargs="+", type=int, default=[64, 512, 4096])
     ap.add_argument("--seconds", type=float, default=2.0, help="length of one timed window")
     ap.add_argument("--repeats", type=int, default=3, help="timed windows per figure (median reported)")
+    ap.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo C engine reference")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     sizes, seconds, repeats = args.num_envs, args.seconds, args.repeats
@@ -166,13 +211,29 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             if args.json:
                 print(json.dumps(row), flush=True)
+            if task == "ant" and not args.no_mujoco:
+                rate = bench(task, "mujoco-c", n, "cpu", seconds=seconds, repeats=repeats)
+                settings = mujoco_c_stepper(task, 1)[2]
+                mj = {"task": task, "impl": "mujoco-c", "device": "cpu", "num_envs": n, "sim_dt": cfg.sim_dt,
+                      "substeps": cfg.decimation, "env_steps_per_s": round(rate, 1), "repeats": repeats, **settings}
+                cmp = {"task": task, "impl": "ratio:horde/mujoco-c", "device": args.device, "num_envs": n,
+                       "ratio": round(rates["horde-graph"] / rate, 3)}
+                rows += [mj, cmp]
+                if args.json:
+                    print(json.dumps(mj), flush=True)
+                    print(json.dumps(cmp), flush=True)
     if not args.json:
-        print(f"{'task':<8}{'solver':<13}{'num_envs':>9}{'newton raw':>14}{'horde':>12}{'ratio':>8}")
+        print(f"{'task':<8}{'solver':<13}{'num_envs':>9}{'newton raw':>14}{'horde':>12}{'ratio':>8}{'mujoco C':>12}")
         for task in args.tasks:
             for n in sizes:
                 r = {x["impl"]: x for x in rows if x["task"] == task and x["num_envs"] == n}
+                mj = f"{r['mujoco-c']['env_steps_per_s']:>12,.0f}" if "mujoco-c" in r else f"{'-':>12}"
                 print(f"{task:<8}{r['horde-graph']['solver']:<13}{n:>9}{r['newton-raw']['env_steps_per_s']:>14,.0f}"
-                      f"{r['horde-graph']['env_steps_per_s']:>12,.0f}{r['ratio:horde/newton']['ratio']:>8.2f}")
+                      f"{r['horde-graph']['env_steps_per_s']:>12,.0f}{r['ratio:horde/newton']['ratio']:>8.2f}{mj}")
+        if "mujoco-c" in {x["impl"] for x in rows}:
+            mj = next(x for x in rows if x["impl"] == "mujoco-c")
+            print(f"MuJoCo C: mujoco {mj['mujoco']}, {mj['integrator']} integrator, {mj['solver']} solver "
+                  f"({mj['iterations']} iterations), {mj['threads']} threads, timestep {mj['sim_dt']} s")
     return 0
 
 

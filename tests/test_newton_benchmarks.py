@@ -18,7 +18,9 @@ def _json_lines(script, *args):
 def test_newton_throughput_quick_json():
     rows = _json_lines("newton_throughput.py")
     impls = {r["impl"] for r in rows}
-    assert impls == {"horde-graph", "newton-raw", "ratio:horde/newton"}
+    assert impls == {"horde-graph", "newton-raw", "ratio:horde/newton", "mujoco-c", "ratio:horde/mujoco-c"}
+    mj = next(r for r in rows if r["impl"] == "mujoco-c")
+    assert mj["integrator"] and mj["solver"] and mj["threads"] >= 1 and mj["sim_dt"] > 0
     for r in rows:
         assert r["task"] == "ant" and r["num_envs"] == 64
         assert r["env_steps_per_s"] > 0 if "env_steps_per_s" in r else r["ratio"] > 0
