@@ -9,6 +9,7 @@ automatic reset of finished envs, observations) and ``_launch_reset`` (reset the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -153,8 +154,23 @@ class WarpTaskEnv:
         if actions.shape != self.actions.shape:
             raise ValueError(f"actions must have shape {tuple(self.actions.shape)}, got {tuple(actions.shape)}")
         self.actions.copy_(actions)
-        self._graph()
+        with self._stream_order():
+            self._graph()
         return StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
+
+    @contextlib.contextmanager
+    def _stream_order(self):
+        """On CUDA, order Warp's work after torch's pending work (the action copy) and torch's later work after
+        Warp's (reading observations), with stream-to-stream waits: no host sync. Warp launches and graphs run on
+        Warp's own stream because a CUDA graph cannot be captured on torch's legacy default stream."""
+        if not self.dev.is_cuda:
+            yield
+            return
+        torch_stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+        warp_stream = wp.get_stream(self.dev.warp)
+        warp_stream.wait_stream(torch_stream)
+        yield
+        torch_stream.wait_stream(warp_stream)
 
     # --- resets and seeding ------------------------------------------------------------------------------------
     def reset(self, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -163,13 +179,15 @@ class WarpTaskEnv:
             self._reset_mask_t.fill_(True)
         else:
             self._reset_mask_t.copy_(mask.to(device=self.device, dtype=torch.bool))
-        self._launch_reset()
+        with self._stream_order():
+            self._launch_reset()
         return self.obs
 
     def seed(self, seed: int) -> None:
         """Re-seed every env's random stream (env i draws from ``rand_init(seed, i)``)."""
         self._seed = int(seed)
-        wp.launch(episode.seed_rng, self.num_envs, inputs=[self._seed], outputs=[self._rng], device=self.dev.warp)
+        with self._stream_order():
+            wp.launch(episode.seed_rng, self.num_envs, inputs=[self._seed], outputs=[self._rng], device=self.dev.warp)
 
     def get_rng_state(self) -> torch.Tensor:
         """A copy of the per-env random streams, for checkpoints."""

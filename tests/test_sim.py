@@ -107,3 +107,17 @@ def test_device_errors_are_one_line():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA device"):
             resolve_device("cuda:0")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine)")
+def test_cuda_graph_step_matches_cpu():
+    """The same seed on cuda:0 (CUDA graph, torch and Warp streams ordered by waits) and on the CPU."""
+    out = {}
+    for device in ("cpu", "cuda:0"):
+        env = make("cartpole", num_envs=256, seed=3, device=device)
+        g = torch.Generator().manual_seed(0)
+        for _ in range(50):
+            r = env.step((torch.rand(256, 1, generator=g) * 2 - 1).to(env.device))
+        out[device] = r.obs.cpu()
+        assert env._graph.captured
+    torch.testing.assert_close(out["cpu"], out["cuda:0"], atol=1e-4, rtol=1e-4)
