@@ -7,7 +7,7 @@
 2. Closed loop: onnxruntime drives horde's own simulator for one episode in each of >= 64 envs; its mean return
    must be within 2% of the torch policy's on the same initial states, or inside the 95% confidence interval of
    torch's mean.
-3. Sim-to-sim in plain MuJoCo: for MJCF robots, which horde does not have yet; reported as skipped.
+3. Sim-to-sim in plain MuJoCo: ``horde sim2sim`` (deploy/sim2sim.py), not yet part of this ladder; reported as skipped.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ FP16_REL_TOL = 1e-2
 """Open-loop limit for fp16 graphs: max abs action error relative to the std of torch's actions."""
 RETURN_REL_TOL = 0.02
 """Closed-loop limit: |mean return (onnx) - mean return (torch)| relative to torch's."""
-MUJOCO_SKIP_REASON = ("sim-to-sim in plain MuJoCo (observations rebuilt from policy.json alone) is not implemented "
-                      "yet; this rung is skipped")
+MUJOCO_SKIP_REASON = ("sim-to-sim in plain MuJoCo runs as its own command (`horde sim2sim run=<bundle>`, reach "
+                      "only so far); it is not part of the export ladder yet")
 
 
 @dataclass

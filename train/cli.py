@@ -6,6 +6,7 @@
     horde play run=runs/cartpole/<stamp> [episodes=100]
     horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>]
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
+    horde sim2sim run=runs/reach/<stamp>     # the exported policy in plain MuJoCo, observations from policy.json
     horde play run=<dir> video=true [envs=4] [steps=N]   # mp4 of the policy, rendered headless
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
@@ -106,6 +107,24 @@ def cmd_verify(args: list[str]) -> dict:
     return results
 
 
+def cmd_sim2sim(args: list[str]) -> dict:
+    from horde.deploy import find_bundles
+    from horde.deploy.sim2sim import run_sim2sim
+
+    kv = _kv(args, {"run": str, "episodes": int, "seed": int}, "sim2sim")
+    if "run" not in kv:
+        raise UsageError("sim2sim needs run=<run dir, or one bundle dir under <run>/exported/>")
+    results = {}
+    for bundle in find_bundles(kv["run"]):
+        r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0))
+        ratio = f"{r['return_ratio']:.3f}" if r["return_ratio"] is not None else "n/a"
+        print(f"{bundle.name}: MuJoCo {r['mujoco']} C engine, {r['episodes']} episodes: return "
+              f"{r['mujoco_mean_return']:.2f} +- {r['mujoco_return_std']:.2f} vs horde {r['horde_mean_return']}, "
+              f"ratio {ratio}; final end-effector error {100 * r['mujoco_final_error_mean_m']:.2f} cm")
+        results[str(bundle)] = r
+    return results
+
+
 def cmd_demo(args: list[str]) -> dict:
     from horde.train.demo import run_demo
 
@@ -151,7 +170,7 @@ def cmd_tasks(args: list[str]) -> dict:
 
 
 COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify": cmd_verify, "demo": cmd_demo,
-            "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video}
+            "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video, "sim2sim": cmd_sim2sim}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     from horde.envs.registry import UnknownTaskError
     from horde.train.checkpoint import CheckpointError
     from horde.train.config import ConfigError
+    from horde.deploy.sim2sim import Sim2SimError
     from horde.train.demo import DemoError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -185,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 COMMANDS[command](overrides)
         else:
             COMMANDS[command](rest)
-    except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError) as exc:
+    except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, (ExportError, DemoError)) else 1
     except KeyboardInterrupt:
