@@ -154,7 +154,10 @@ class WarpTaskEnv:
         if actions.shape != self.actions.shape:
             raise ValueError(f"actions must have shape {tuple(self.actions.shape)}, got {tuple(actions.shape)}")
         self.actions.copy_(actions)
-        with self._stream_order():
+        if self.dev.is_cuda:
+            with self._stream_order():
+                self._graph()
+        else:  # CPU: Warp and torch run in order already; keep the per-step cost at the graph replay
             self._graph()
         return StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
 
