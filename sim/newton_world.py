@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 import warp as wp
 
@@ -52,6 +53,10 @@ class SimConfig:
     """Newton solver: mujoco (MuJoCo-Warp), xpbd or featherstone."""
     solver_iterations: int = 0
     """Constraint-solver iterations per substep; 0 keeps the solver's (or the MJCF option's) default."""
+    max_contacts: int = 40
+    """MuJoCo-Warp contact capacity per env (nconmax): raise it for robots with many collision geoms."""
+    max_constraints: int = 100
+    """MuJoCo-Warp constraint-row capacity per env (njmax)."""
     contact_ke: float = 1.0e4
     """Contact stiffness of every shape [N/m] (used by xpbd and featherstone; MuJoCo uses its own soft contacts)."""
     max_distance: float = 1.0e3
@@ -89,16 +94,18 @@ def actuate_joints(
     qd_index: wp.array(dtype=int),
     scale: wp.array(dtype=float),
     offset: wp.array(dtype=float),
-    stiffness: wp.array(dtype=float),
-    damping: wp.array(dtype=float),
-    effort: wp.array(dtype=float),
+    stiffness: wp.array2d(dtype=float),
+    damping: wp.array2d(dtype=float),
+    strength: wp.array2d(dtype=float),
+    effort: wp.array2d(dtype=float),
     lower: wp.array(dtype=float),
     upper: wp.array(dtype=float),
     joint_q: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
     joint_f: wp.array2d(dtype=float),
 ):
-    """Torque of actuated joint k of env i: clip(a) x scale, or a PD law towards offset + clip(a) x scale."""
+    """Torque of actuated joint k of env i: clip(a) x scale, or a PD law towards offset + clip(a) x scale, times the
+    env's motor strength, clipped to its effort limit (gains, strength and limits are per env: randomizable)."""
     i, k = wp.tid()
     a = wp.clamp(actions[i, k], -1.0, 1.0)
     qi = q_index[k]
@@ -106,8 +113,8 @@ def actuate_joints(
     tau = a * scale[k]
     if mode == _PD:
         target = wp.clamp(offset[k] + a * scale[k], lower[k], upper[k])
-        tau = stiffness[k] * (target - joint_q[i, qi]) - damping[k] * joint_qd[i, di]
-    joint_f[i, di] = wp.clamp(tau, -effort[k], effort[k])
+        tau = stiffness[i, k] * (target - joint_q[i, qi]) - damping[i, k] * joint_qd[i, di]
+    joint_f[i, di] = wp.clamp(tau * strength[i, k], -effort[i, k], effort[i, k])
 
 
 @wp.func
@@ -167,12 +174,16 @@ def reset_joint_state(
     qd_noise: wp.array(dtype=float),
     lower: wp.array(dtype=float),
     upper: wp.array(dtype=float),
+    floating: int,
+    yaw_range: float,
+    origin: wp.array(dtype=wp.vec3),
     rng: wp.array(dtype=wp.uint32),
     joint_q: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
     joint_f: wp.array2d(dtype=float),
 ):
-    """Masked worlds get default coordinates + U(-q_noise, q_noise) (clipped to limits) and U(-qd_noise, qd_noise)."""
+    """Masked worlds get default coordinates + U(-q_noise, q_noise) (clipped to limits) and U(-qd_noise, qd_noise);
+    a floating base is moved to the env's spawn ``origin`` and turned by a yaw in U(-yaw_range, yaw_range)."""
     i = wp.tid()
     if mask[i]:
         s = rng[i]
@@ -182,32 +193,56 @@ def reset_joint_state(
         for k in range(joint_qd.shape[1]):
             joint_qd[i, k] = default_qd[k] + wp.randf(s, -1.0, 1.0) * qd_noise[k]
             joint_f[i, k] = 0.0
+        if floating == 1:
+            o = origin[i]
+            for k in range(3):
+                joint_q[i, k] = joint_q[i, k] + o[k]
+            yaw = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.randf(s, -1.0, 1.0) * yaw_range)
+            q0 = wp.normalize(wp.quat(joint_q[i, 3], joint_q[i, 4], joint_q[i, 5], joint_q[i, 6]))
+            qn = yaw * q0
+            for k in range(4):
+                joint_q[i, 3 + k] = qn[k]
         rng[i] = s
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
-def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | None = None) -> newton.ModelBuilder:
-    """A builder holding one robot from an MJCF file (its floor geoms ignored) with horde's contact stiffness."""
+def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | None = None,
+              self_collisions: bool = True, meshes: bool = True) -> newton.ModelBuilder:
+    """A builder holding one robot from an MJCF file (its floor geoms ignored) with horde's contact stiffness.
+
+    ``meshes=False`` skips visual and mesh geoms (models whose colliders are primitives load without a mesh
+    library)."""
     import newton
 
     b = newton.ModelBuilder()
     if solver == "mujoco":
         newton.solvers.SolverMuJoCo.register_custom_attributes(b)
     b.default_shape_cfg.ke = contact_ke
-    b.add_mjcf(path, ignore_names=["floor", "ground"], floating=floating)
+    b.add_mjcf(path, ignore_names=["floor", "ground"], floating=floating, enable_self_collisions=self_collisions,
+               parse_meshes=meshes, parse_visuals=meshes)
+    if not self_collisions and "mujoco:contype" in b.custom_attributes:
+        # MuJoCo's own filter too: robot geoms touch only the ground (contype 0, conaffinity 1; the ground is 1/1)
+        for sh in range(b.shape_count):
+            b.custom_attributes["mujoco:contype"].values[sh] = 0
+            b.custom_attributes["mujoco:conaffinity"].values[sh] = 1
     return b
 
 
 def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, solver: str, ground: bool,
-                contact_ke: float) -> newton.Model:
-    """``world_count`` separate copies of ``robot`` (no spacing: worlds never collide), finalized on ``device``."""
+                contact_ke: float, terrain=None) -> newton.Model:
+    """``world_count`` separate copies of ``robot`` (no spacing: worlds never collide), finalized on ``device``.
+
+    ``terrain`` (an object with ``add_to(builder)``, e.g. :class:`horde.sim.terrain.Terrain`) replaces the ground
+    plane: its static shapes are global, shared by every world."""
     import newton
 
     scene = newton.ModelBuilder()
     if solver == "mujoco":
         newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
     scene.default_shape_cfg.ke = contact_ke
-    if ground:
+    if terrain is not None:
+        terrain.add_to(scene)
+    elif ground:
         scene.add_ground_plane()
     scene.replicate(robot, world_count)
     # horde computes joint torques itself (effort limits, one PD law for every solver): no solver-side drives.
@@ -216,14 +251,15 @@ def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, so
     return scene.finalize(device=device)
 
 
-def make_solver(model: newton.Model, name: str, *, iterations: int = 0):
+def make_solver(model: newton.Model, name: str, *, iterations: int = 0, max_contacts: int = 40,
+                max_constraints: int = 100):
     """The Newton solver called ``name`` (one of :data:`SOLVERS`), failing with the valid names."""
     import newton
 
     if name == "mujoco":
         kw = {"iterations": iterations} if iterations > 0 else {}
         # nconmax/njmax are per world: an ant has at most a few dozen contacts and constraint rows.
-        return newton.solvers.SolverMuJoCo(model, njmax=100, nconmax=40, **kw)
+        return newton.solvers.SolverMuJoCo(model, njmax=max_constraints, nconmax=max_contacts, **kw)
     if name == "xpbd":
         return newton.solvers.SolverXPBD(model, iterations=iterations if iterations > 0 else 2)
     if name == "featherstone":
@@ -273,13 +309,20 @@ class NewtonWorld:
     rates [rad/s]), ``body_pose`` [num_envs, bodies, 7] (position [m], quaternion xyzw, world frame),
     ``body_vel`` [num_envs, bodies, 6] (COM linear [m/s], angular [rad/s], world frame), ``root_pose`` [num_envs, 7],
     ``root_vel`` [num_envs, 6] (world frame), ``root_vel_base`` [num_envs, 6] (base frame, written by
-    :meth:`inspect`), ``joint_f`` [num_envs, dofs] (applied joint torques [N m]), ``unstable`` bool [num_envs].
+    :meth:`inspect`), ``joint_f`` [num_envs, dofs] (applied joint torques [N m]), ``unstable`` bool [num_envs],
+    ``contact_forces`` [num_envs, len(contact_bodies), 3] (total contact force on each named body in the last
+    substep [N], world frame; MuJoCo solver only).
+
+    Per-env actuation (writable views, for domain randomization): ``stiffness``, ``damping``, ``motor_strength``
+    (torque multiplier) and ``effort_limit``, each [num_envs, num_actions]; ``spawn_origin`` [num_envs, 3] is where
+    a floating base is placed on reset (terrain tiles).
     """
 
     def __init__(self, robot: newton.ModelBuilder, *, num_envs: int, device: str, sim: SimConfig, sim_dt: float,
                  substeps: int, ground: bool, actuated_joints: Sequence[str], actuation: Actuation,
                  root_body: int = 0, q_noise: Sequence[float] | None = None,
-                 qd_noise: Sequence[float] | None = None) -> None:
+                 qd_noise: Sequence[float] | None = None, terrain=None, contact_bodies: Sequence[str] = (),
+                 yaw_range: float = 0.0) -> None:
         import newton
 
         if sim.solver not in SOLVERS:
@@ -304,9 +347,12 @@ class NewtonWorld:
         for qi, di in zip(q_idx, qd_idx):
             q_lower[qi], q_upper[qi] = robot.joint_limit_lower[di], robot.joint_limit_upper[di]
 
+        self.floating = robot.joint_coord_count == robot.joint_dof_count + 1  # a free joint has 7 coords, 6 dofs
+        self.yaw_range = float(yaw_range)
         self.model = build_model(robot, world_count=n, device=device, solver=sim.solver, ground=ground,
-                                 contact_ke=sim.contact_ke)
-        self.solver = make_solver(self.model, sim.solver, iterations=sim.solver_iterations)
+                                 contact_ke=sim.contact_ke, terrain=terrain)
+        self.solver = make_solver(self.model, sim.solver, iterations=sim.solver_iterations,
+                                  max_contacts=sim.max_contacts, max_constraints=sim.max_constraints)
         self.state_0, self.state_1 = self.model.state(), self.model.state()
         self.control = self.model.control()
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
@@ -332,9 +378,12 @@ class NewtonWorld:
             self._qd_index = wp.array(qd_idx, dtype=int)
             self._scale = wp.array(actuation.scale, dtype=float)
             self._offset = wp.array(actuation.offset, dtype=float)
-            self._stiffness = wp.array(actuation.stiffness, dtype=float)
-            self._damping = wp.array(actuation.damping, dtype=float)
-            self._effort = wp.array(actuation.effort_limit, dtype=float)
+            per_env = lambda v: wp.array(np.tile(np.asarray(v, dtype=np.float32), (n, 1)), dtype=float)  # noqa: E731
+            self._stiffness = per_env(actuation.stiffness)
+            self._damping = per_env(actuation.damping)
+            self._strength = per_env([1.0] * a)
+            self._effort = per_env(actuation.effort_limit)
+            self._origin = wp.zeros(n, dtype=wp.vec3)
             self._lower = wp.array(lower, dtype=float)
             self._upper = wp.array(upper, dtype=float)
             self._default_q = wp.array(default_q, dtype=float)
@@ -358,6 +407,40 @@ class NewtonWorld:
         self.root_vel_base = wp.to_torch(self._root_vel_base)
         self.joint_f = wp.to_torch(self._joint_f)
         self.unstable = wp.to_torch(self._unstable)
+        self.stiffness, self.damping = wp.to_torch(self._stiffness), wp.to_torch(self._damping)
+        self.motor_strength, self.effort_limit = wp.to_torch(self._strength), wp.to_torch(self._effort)
+        self.spawn_origin = wp.to_torch(self._origin)
+        self.contact_bodies = tuple(contact_bodies)
+        self._sensor = None
+        if self.contact_bodies:
+            self._make_contact_sensor()
+        self.contact_forces = (wp.to_torch(self._sensor.total_force).view(n, len(self.contact_bodies), 3)
+                               if self._sensor is not None else torch.zeros(n, 0, 3, device=self.joint_q.device))
+
+    def _make_contact_sensor(self) -> None:
+        """A SensorContact over the named bodies of every world (world-major rows) fed by the solver's contact
+        forces of the last substep."""
+        import newton
+        from newton.sensors import SensorContact
+
+        if self.sim.solver != "mujoco":
+            raise ValueError(f"contact-force views need sim.solver=mujoco (got '{self.sim.solver}')")
+        labels = [lbl.split("/")[-1] for lbl in self.model.body_label]
+        worlds = self.model.body_world.numpy()
+        index = {}
+        for b_idx, (lbl, w) in enumerate(zip(labels, worlds)):
+            if w >= 0:
+                index[(int(w), lbl)] = b_idx
+        missing = [name for name in self.contact_bodies if (0, name) not in index]
+        if missing:
+            raise ValueError(f"contact bodies not in the model: {', '.join(missing)}; bodies: "
+                             f"{', '.join(sorted({lbl for (w, lbl) in index if w == 0}))}")
+        rows = [index[(w, name)] for w in range(self.num_envs) for name in self.contact_bodies]
+        self._sensor = SensorContact(self.model, sensing_bodies=rows, request_contact_attributes=False)
+        self._contact_out = newton.CollisionPipeline(
+            self.model, rigid_contact_max=self.solver.get_max_contact_count(), soft_contact_max=0).contacts()
+        self._observables = self.solver.observables(kinds=self._sensor.solver_observable_kinds,
+                                                    contacts=self._contact_out)
 
     @property
     def kernels(self) -> tuple:
@@ -383,11 +466,17 @@ class NewtonWorld:
                 newton.eval_ik(self.model, s_in, s_in.joint_q, s_in.joint_qd)
             wp.launch(actuate_joints, (n, a), device=self.device, inputs=[
                 self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
-                self._damping, self._effort, self._lower, self._upper, jq, jqd], outputs=[self._joint_f])
+                self._damping, self._strength, self._effort, self._lower, self._upper, jq, jqd],
+                outputs=[self._joint_f])
             s_in.clear_forces()
             if self.collision is not None:
                 self.collision.collide(s_in, self.contacts)
-            self.solver.step(s_in, s_out, self.control, self.contacts, self.sim_dt)
+            if self._sensor is not None and k == self.substeps - 1:  # contact forces of the last substep
+                self.solver.step(s_in, s_out, self.control, self._contact_out, self.sim_dt,
+                                 observables=self._observables)
+                self._sensor.update(None, self._contact_out, observables=self._observables)
+            else:
+                self.solver.step(s_in, s_out, self.control, self.contacts, self.sim_dt)
             s_in, s_out = s_out, s_in
         if self.substeps % 2 == 1:
             self.state_0.assign(self.state_1)
@@ -416,7 +505,8 @@ class NewtonWorld:
         import newton
 
         wp.launch(reset_joint_state, self.num_envs, device=self.device, inputs=[
-            mask, self._default_q, self._default_qd, self._q_noise, self._qd_noise, self._q_lower, self._q_upper, rng],
+            mask, self._default_q, self._default_qd, self._q_noise, self._qd_noise, self._q_lower, self._q_upper,
+            int(self.floating), self.yaw_range, self._origin, rng],
             outputs=[self._joint_q, self._joint_qd, self._joint_f])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
 

@@ -10,7 +10,7 @@ import warp as wp
 from horde.envs import get_task, make
 from horde.sim.newton_world import SimConfig, actuate_joints
 
-ARTICULATED = ["ant", "reach"]
+ARTICULATED = ["ant", "reach", "quadruped"]
 
 
 def _config(task, **changes):

@@ -176,6 +176,7 @@ COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify"
 def main(argv: list[str] | None = None) -> int:
     from horde.deploy.onnx_export import ExportError
     from horde.envs.registry import UnknownTaskError
+    from horde.envs.robots import RobotNotInstalledError
     from horde.train.checkpoint import CheckpointError
     from horde.train.config import ConfigError
     from horde.deploy.sim2sim import Sim2SimError
@@ -205,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                 COMMANDS[command](overrides)
         else:
             COMMANDS[command](rest)
-    except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError) as exc:
+    except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
+            RobotNotInstalledError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, (ExportError, DemoError)) else 1
     except KeyboardInterrupt:

@@ -161,6 +161,8 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     resume = [ov for ov in parsed if ov.key_or_group == "resume"]
     if resume and resume[0].value() not in (None, "null"):
         return _compose_resumed(str(resume[0].value()), parsed)
+    if any(ov.key_or_group == "robot" for ov in parsed):
+        return compose(_robot_shorthand(parsed))
     groups = {"task": task_names(), "algo": sorted(ALGORITHMS)}
     group_overrides, value_overrides = [], []
     for ov in parsed:
@@ -190,6 +192,26 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(_first_line(exc)) from None
     return typed, task_name, cfg
+
+
+def _robot_shorthand(parsed: list) -> list[str]:
+    """``robot=go2`` is short for ``task.robot=go2`` on tasks that have a robot choice (the quadrupeds)."""
+    from horde.envs import TASKS
+    from horde.envs.robots import QUADRUPEDS
+
+    task = next((str(ov.value()) for ov in parsed if ov.key_or_group == "task"), None)
+    with_robot = sorted(n for n, spec in TASKS.items() if hasattr(spec.config, "robot"))
+    out = []
+    for ov in parsed:
+        if ov.key_or_group != "robot":
+            out.append(ov.input_line)
+            continue
+        if task not in with_robot:
+            raise ConfigError(f"robot= needs a task with a robot choice ({', '.join(with_robot)}); got task={task}")
+        if str(ov.value()) not in QUADRUPEDS:
+            raise ConfigError(f"unknown robot '{ov.value()}'; valid robots: {', '.join(QUADRUPEDS)}")
+        out.append(f"task.robot={ov.value()}")
+    return out
 
 
 def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictConfig]:
