@@ -1,0 +1,89 @@
+"""Shared loop of the learning benchmarks (learn_reach.py, learn_ant.py, learn_quadruped.py).
+
+One PPO run through horde's trainer; every ``eval_every`` iterations the trainer's ``on_iteration`` hook evaluates
+the deterministic policy (its action mean, the normalizer frozen) on fresh envs with other seeds than training.
+The clock counts training only: evaluation time is excluded. Training stops at ``max_iterations`` or when the
+budget of training minutes is spent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from horde.policies import InferencePolicy
+from horde.train.config import compose
+from horde.train.ppo import PPOTrainer
+
+Evaluate = Callable[[InferencePolicy, object, int], dict]
+"""``evaluate(policy, task_cfg, seed) -> figures``."""
+
+
+def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: int, minutes: float,
+                     describe: Callable[[dict], str]) -> dict:
+    """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve"}``."""
+    torch.set_num_threads(1)
+    curve: list[dict] = []
+    clock = {"train_s": 0.0, "since": 0.0}
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, task, raw = compose([f"run_root={tmp}", *overrides])
+        trainer = PPOTrainer(cfg, task, raw, quiet=True)
+
+        def on_iteration(tr: PPOTrainer) -> bool:
+            clock["train_s"] += time.perf_counter() - clock["since"]
+            last = tr.iteration >= cfg.max_iterations
+            over = clock["train_s"] > 60.0 * minutes
+            if tr.iteration % eval_every == 0 or last or over:
+                ev = evaluate(InferencePolicy(tr.alg.get_policy()), cfg.task, 10_000 + tr.iteration)
+                point = {"iteration": tr.iteration, "wall_s": round(clock["train_s"], 2),
+                         "env_steps": tr.iteration * cfg.algo.num_steps_per_env * cfg.num_envs, **ev}
+                curve.append(point)
+                print(f"it {tr.iteration:5d}  train {clock['train_s'] / 60:5.1f} min  {describe(point)}",
+                      file=sys.stderr, flush=True)
+            clock["since"] = time.perf_counter()
+            return over
+
+        clock["since"] = time.perf_counter()
+        trainer.learn(on_iteration=on_iteration)
+    return {"cfg": cfg, "iterations": trainer.iteration, "train_s": round(clock["train_s"], 1), "curve": curve}
+
+
+def plot_curve(curve: list[dict], path: Path, *, key: str, ylabel: str, title: str, scale: float = 1.0,
+               target: float | None = None, extra: tuple[str, str] | None = None, log: bool = False) -> None:
+    """``key`` (x ``scale``) against training minutes, with an optional target line and a second series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
+    minutes = [c["wall_s"] / 60 for c in curve]
+    ax.plot(minutes, [scale * c[key] for c in curve], "o-", label=key.replace("_", " "))
+    if extra is not None:
+        ax.plot(minutes, [scale * c[extra[0]] for c in curve], "s--", alpha=0.6, label=extra[1])
+    if target is not None:
+        ax.axhline(target, color="gray", lw=0.8, ls=":", label=f"target {target:g}")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("training wall time [min]")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
+    """``<out>/<name>_learning.json`` (not in quick mode)."""
+    if not quick:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{name}_learning.json").write_text(json.dumps(result, indent=2))
