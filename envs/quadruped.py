@@ -36,7 +36,8 @@ from horde.envs.registry import TaskSpec, register_task
 from horde.envs.robots import LEG_JOINTS, resolve_robot
 from horde.sim.device import resolve_device
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions
-from horde.sim.randomize import RandomizationConfig, apply_startup, delay_actions
+from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
+                                 delay_actions, draw_actuation)
 from horde.sim.terrain import Terrain, TerrainConfig, TerrainGrid, terrain_level_update
 
 TERMS = ("track_lin_vel", "track_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "torques", "action_rate",
@@ -205,6 +206,9 @@ def quad_pre_step(
 def quad_post_step(
     t: QuadTask,
     grid: TerrainGrid,
+    ranges: ActuationRanges,
+    kp0: wp.array(dtype=float),
+    kd0: wp.array(dtype=float),
     scales: wp.array(dtype=float),
     actions: wp.array2d(dtype=float),
     default_q: wp.array(dtype=float),
@@ -227,6 +231,9 @@ def quad_post_step(
     level: wp.array(dtype=wp.int32),
     origin: wp.array(dtype=wp.vec3),
     delay: wp.array(dtype=wp.int32),
+    kp: wp.array2d(dtype=float),
+    kd: wp.array2d(dtype=float),
+    strength: wp.array2d(dtype=float),
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
     final_obs: wp.array2d(dtype=float),
@@ -307,6 +314,7 @@ def quad_post_step(
         for f in range(4):
             air_time[i, f] = 0.0
         delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
+        s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
     rng[i] = s
 
 
@@ -341,6 +349,9 @@ def quad_observe(
 @wp.kernel(enable_backward=False)
 def quad_reset_episode(
     t: QuadTask,
+    ranges: ActuationRanges,
+    kp0: wp.array(dtype=float),
+    kd0: wp.array(dtype=float),
     mask: wp.array(dtype=wp.bool),
     episode_length: wp.array(dtype=wp.int32),
     episode_return: wp.array(dtype=float),
@@ -350,15 +361,19 @@ def quad_reset_episode(
     air_time: wp.array2d(dtype=float),
     last_actions: wp.array2d(dtype=float),
     delay: wp.array(dtype=wp.int32),
+    kp: wp.array2d(dtype=float),
+    kd: wp.array2d(dtype=float),
+    strength: wp.array2d(dtype=float),
     dones: wp.array(dtype=wp.bool),
 ):
-    """Explicit reset of the envs in ``mask``: counters, command, air time, action delay."""
+    """Explicit reset of the envs in ``mask``: counters, command, air time, action delay, actuation draws."""
     i = wp.tid()
     if mask[i]:
         clear_episode(i, episode_length, episode_return, episode_sums)
         dones[i] = False
         s = _sample_command(t, i, rng[i], command)
         delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
+        s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
         rng[i] = s
         for k in range(last_actions.shape[1]):
             last_actions[i, k] = 0.0
@@ -430,7 +445,7 @@ class QuadrupedEnv(WarpTaskEnv):
         t.air_target, t.contact_threshold = cfg.feet_air_time_target, cfg.contact_threshold
         t.cos_max_tilt = float(np.cos(cfg.max_tilt))
         t.rough = int(cfg.terrain.kind == "rough")
-        self._task, self._grid = t, self.terrain.grid()
+        self._task, self._grid, self._ranges = t, self.terrain.grid(), actuation_ranges(dr)
         nj = len(LEG_JOINTS)
         with wp.ScopedDevice(d):
             self._command = wp.zeros((num_envs, 3), dtype=float)
@@ -463,11 +478,11 @@ class QuadrupedEnv(WarpTaskEnv):
         w.simulate(self._applied)
         w.inspect()
         wp.launch(quad_post_step, n, device=d, inputs=[
-            self._task, self._grid, self._reward_scales, self._actions, w._default_q, w._joint_q, w._joint_qd,
+            self._task, self._grid, self._ranges, w._stiffness0, w._damping0, self._reward_scales, self._actions, w._default_q, w._joint_q, w._joint_qd,
             w._joint_f, w._body_q, w.root_vel_base_array, self._contact, w.unstable_array, self._centre_z,
             self._episode_length, self._episode_return, self._episode_sums, self._stats], outputs=[
             self._rng, self._command, self._air_time, self._last_actions, self._level, self._origin, self._delay,
-            self._state, self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
+            w._stiffness, w._damping, w._strength, self._state, self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
             self._dones])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
@@ -479,9 +494,11 @@ class QuadrupedEnv(WarpTaskEnv):
             self._last_actions], outputs=[self._history, self._rng, self._state, self._obs])
 
     def _launch_reset(self) -> None:
-        wp.launch(quad_reset_episode, self.num_envs, device=self.dev.warp, inputs=[self._task, self._reset_mask],
-                  outputs=[self._episode_length, self._episode_return, self._episode_sums, self._rng, self._command,
-                           self._air_time, self._last_actions, self._delay, self._dones])
+        w = self.world
+        wp.launch(quad_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, self._ranges, w._stiffness0, w._damping0, self._reset_mask], outputs=[
+            self._episode_length, self._episode_return, self._episode_sums, self._rng, self._command, self._air_time,
+            self._last_actions, self._delay, w._stiffness, w._damping, w._strength, self._dones])
         self.world.reset(self._reset_mask, self._rng)
         self._observe(self._reset_mask)
 

@@ -379,6 +379,8 @@ class NewtonWorld:
             self._scale = wp.array(actuation.scale, dtype=float)
             self._offset = wp.array(actuation.offset, dtype=float)
             per_env = lambda v: wp.array(np.tile(np.asarray(v, dtype=np.float32), (n, 1)), dtype=float)  # noqa: E731
+            self._stiffness0 = wp.array(actuation.stiffness, dtype=float)
+            self._damping0 = wp.array(actuation.damping, dtype=float)
             self._stiffness = per_env(actuation.stiffness)
             self._damping = per_env(actuation.damping)
             self._strength = per_env([1.0] * a)
@@ -530,4 +532,5 @@ class NewtonWorld:
     def physics_state(self) -> dict[str, torch.Tensor]:
         """Views of everything that determines the next physics step (for exact env save/restore)."""
         return {"joint_q": self.joint_q, "joint_qd": self.joint_qd, "body_q": self.body_pose,
-                "body_qd": self.body_vel, "joint_f": self.joint_f}
+                "body_qd": self.body_vel, "joint_f": self.joint_f, "stiffness": self.stiffness, "damping": self.damping,
+                "motor_strength": self.motor_strength, "effort_limit": self.effort_limit}

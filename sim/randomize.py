@@ -3,9 +3,10 @@
 Two kinds, as in legged-robot sim-to-real practice:
 
 * **startup** (drawn once per env from the seed when the env is built, before the step graph is recorded): link
-  masses, an added base mass, ground friction of the robot's shapes, PD stiffness and damping, motor strength;
-* **per step / per episode** (drawn on the device from each env's own random stream, inside the task's kernels):
-  observation noise, action delay of 0..k control steps (:func:`delay_actions`) and random pushes.
+  masses, an added base mass and the friction of the robot's shapes (they live in the solver's model);
+* **every episode** (drawn on the device at each reset from the env's own random stream, inside the task's
+  kernels): PD stiffness and damping, motor strength (:func:`draw_actuation`), action delay of 0..k control steps;
+* **every step / on an interval**: observation noise, delayed actions (:func:`delay_actions`), random pushes.
 
 Everything is off when ``RandomizationConfig.enabled`` is false (the contract tests build tasks that way).
 """
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-__all__ = ["RandomizationConfig", "apply_startup", "delay_actions"]
+__all__ = ["ActuationRanges", "RandomizationConfig", "actuation_ranges", "apply_startup", "delay_actions",
+           "draw_actuation"]
 
 
 @dataclass(kw_only=True)
@@ -33,11 +35,11 @@ class RandomizationConfig:
     friction: list[float] = field(default_factory=lambda: [0.5, 1.25])
     """Friction coefficient of every robot shape (one draw per env)."""
     stiffness_scale: list[float] = field(default_factory=lambda: [0.9, 1.1])
-    """PD stiffness x U(lo, hi) (one draw per joint per env)."""
+    """PD stiffness x U(lo, hi) (one draw per joint per env and episode)."""
     damping_scale: list[float] = field(default_factory=lambda: [0.9, 1.1])
-    """PD damping x U(lo, hi) (one draw per joint per env)."""
+    """PD damping x U(lo, hi) (one draw per joint per env and episode)."""
     motor_strength: list[float] = field(default_factory=lambda: [0.9, 1.1])
-    """Joint torque x U(lo, hi) (one draw per joint per env)."""
+    """Joint torque x U(lo, hi) (one draw per joint per env and episode)."""
     obs_noise_scale: float = 1.0
     """Multiplies the task's per-term observation noise levels (0: no noise)."""
     max_action_delay: int = 1
@@ -83,19 +85,30 @@ def apply_startup(world, cfg: RandomizationConfig, *, seed: int, base_body: int 
     mu[robot_shape] = friction[shape_world[robot_shape]]
     model.shape_material_mu.assign(mu)
     world.solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES | newton.ModelFlags.SHAPE_PROPERTIES)
+    return {"mass": new_mass, "friction": friction}
 
-    a = world.stiffness.shape[1]
-    kp = rng.uniform(*cfg.stiffness_scale, size=(n, a))
-    kd = rng.uniform(*cfg.damping_scale, size=(n, a))
-    strength = rng.uniform(*cfg.motor_strength, size=(n, a))
-    dev = world.stiffness.device
-    import torch
 
-    world.stiffness.mul_(torch.as_tensor(kp, dtype=torch.float32, device=dev))
-    world.damping.mul_(torch.as_tensor(kd, dtype=torch.float32, device=dev))
-    world.motor_strength.copy_(torch.as_tensor(strength, dtype=torch.float32, device=dev))
-    return {"mass": new_mass, "friction": friction, "stiffness_scale": kp, "damping_scale": kd,
-            "motor_strength": strength}
+@wp.struct
+class ActuationRanges:
+    """Per-episode actuation randomization read by :func:`draw_actuation` (``enabled`` 0: gains stay nominal)."""
+
+    enabled: int
+    kp_lo: float
+    kp_hi: float
+    kd_lo: float
+    kd_hi: float
+    strength_lo: float
+    strength_hi: float
+
+
+def actuation_ranges(cfg: RandomizationConfig) -> ActuationRanges:
+    """The kernel struct of ``cfg``'s stiffness, damping and motor-strength ranges."""
+    r = ActuationRanges()
+    r.enabled = int(cfg.enabled)
+    r.kp_lo, r.kp_hi = cfg.stiffness_scale
+    r.kd_lo, r.kd_hi = cfg.damping_scale
+    r.strength_lo, r.strength_hi = cfg.motor_strength
+    return r
 
 
 def _world_body_offset(world) -> int:
@@ -105,6 +118,19 @@ def _world_body_offset(world) -> int:
 
 
 # --- device side -------------------------------------------------------------------------------------------------
+@wp.func
+def draw_actuation(i: int, s: wp.uint32, r: ActuationRanges, kp0: wp.array(dtype=float),
+                   kd0: wp.array(dtype=float), kp: wp.array2d(dtype=float), kd: wp.array2d(dtype=float),
+                   strength: wp.array2d(dtype=float)) -> wp.uint32:
+    """New PD gains (nominal x U(lo, hi)) and motor strength for env i's next episode; returns the RNG state."""
+    if r.enabled == 1:
+        for k in range(kp.shape[1]):
+            kp[i, k] = kp0[k] * wp.randf(s, r.kp_lo, r.kp_hi)
+            kd[i, k] = kd0[k] * wp.randf(s, r.kd_lo, r.kd_hi)
+            strength[i, k] = wp.randf(s, r.strength_lo, r.strength_hi)
+    return s
+
+
 @wp.func
 def delay_actions(i: int, delay: int, head: int, actions: wp.array2d(dtype=float),
                   history: wp.array3d(dtype=float), applied: wp.array2d(dtype=float)):

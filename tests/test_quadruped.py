@@ -69,11 +69,23 @@ def test_startup_randomization_reaches_the_solver():
     env = make("quadruped", num_envs=8, seed=3, config=_config(randomization=dr))
     masses = env.randomization["mass"].sum(axis=1)
     assert masses.std() > 0.3  # base mass differs by up to 3 kg between envs
-    assert env.world.stiffness.std() > 0 and env.world.motor_strength.std() > 0
     assert env.randomization["friction"].min() >= 0.5 and env.randomization["friction"].max() <= 1.25
     _stand(env, 80)
     weight = env.world.contact_forces[:, :4, 2].sum(dim=1).numpy()
     np.testing.assert_allclose(weight, masses * G, rtol=0.06)
+
+
+def test_gains_and_motor_strength_are_redrawn_every_episode():
+    dr = RandomizationConfig(enabled=True, push_interval=0.0)
+    env = make("quadruped", num_envs=8, seed=0, config=_config(randomization=dr, episode_length=5))
+    kp = env.world.stiffness.clone()
+    nominal = env.cfg.stiffness
+    assert kp.std() > 0 and (kp >= 0.9 * nominal - 1e-4).all() and (kp <= 1.1 * nominal + 1e-4).all()
+    assert env.world.motor_strength.std() > 0
+    _stand(env, 5)  # every episode ends: new draws
+    assert not torch.equal(env.world.stiffness, kp)
+    off = make("quadruped", num_envs=2, seed=0)
+    assert (off.world.stiffness == nominal).all() and (off.world.motor_strength == 1.0).all()
 
 
 def test_action_delay_and_pushes_and_obs_noise():
