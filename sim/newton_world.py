@@ -197,12 +197,22 @@ def reset_joint_state(
             o = origin[i]
             for k in range(3):
                 joint_q[i, k] = joint_q[i, k] + o[k]
-            yaw = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.randf(s, -1.0, 1.0) * yaw_range)
-            q0 = wp.normalize(wp.quat(joint_q[i, 3], joint_q[i, 4], joint_q[i, 5], joint_q[i, 6]))
-            qn = yaw * q0
-            for k in range(4):
-                joint_q[i, 3 + k] = qn[k]
+            if yaw_range > 0.0:
+                yaw = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.randf(s, -1.0, 1.0) * yaw_range)
+                q0 = wp.normalize(wp.quat(joint_q[i, 3], joint_q[i, 4], joint_q[i, 5], joint_q[i, 6]))
+                qn = yaw * q0
+                for k in range(4):
+                    joint_q[i, 3 + k] = qn[k]
         rng[i] = s
+
+
+@wp.kernel(enable_backward=False)
+def clear_warmstart(mask: wp.array(dtype=wp.bool), qacc_warmstart: wp.array2d(dtype=float)):
+    """MuJoCo-Warp warm-starts each step from the last accelerations: a world reset after a blow-up must not
+    inherit its NaNs."""
+    i, k = wp.tid()
+    if mask[i]:
+        qacc_warmstart[i, k] = 0.0
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
@@ -448,7 +458,7 @@ class NewtonWorld:
     def kernels(self) -> tuple:
         """This module's kernels that the step launches (Newton's own load on first use)."""
 
-        return (actuate_joints, inspect_worlds, reset_joint_state)
+        return (actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart)
 
     # --- the step --------------------------------------------------------------------------------------------------
     def simulate(self, actions: wp.array2d) -> None:
@@ -511,6 +521,9 @@ class NewtonWorld:
             int(self.floating), self.yaw_range, self._origin, rng],
             outputs=[self._joint_q, self._joint_qd, self._joint_f])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
+        warm = getattr(getattr(self.solver, "mjw_data", None), "qacc_warmstart", None)
+        if warm is not None:
+            wp.launch(clear_warmstart, warm.shape, device=self.device, inputs=[mask], outputs=[warm])
 
     # --- host side -------------------------------------------------------------------------------------------------
     @property
