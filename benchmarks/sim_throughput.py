@@ -1,10 +1,13 @@
 """Env-steps per second of horde's tasks on one device, against references run in the same process.
 
     python benchmarks/sim_throughput.py [--json] [--quick] [--device cpu] [--num-envs 1 64 512 4096 16384]
+                                        [--cpu-threads 1]
 
 For cartpole: horde with graph replay, horde eager (Python kernel launches), and a plain numpy batched
 cart-pole (benchmarks/numpy_cartpole.py) with the same dynamics, rewards and resets. Each figure is the median
-of ``--repeats`` timed windows; actions are fixed random values in [-1, 1] held in device memory.
+of ``--repeats`` timed windows; the implementations' windows alternate (one window of each, then the next round)
+so that load from other processes drifts over all of them alike. Actions are fixed random values in [-1, 1]
+held in device memory. ``--cpu-threads`` splits horde's CPU step over that many OS threads (``TaskConfig``).
 With ``--json`` each line is one JSON object with keys task, impl, device, num_envs, env_steps_per_s.
 """
 
@@ -27,8 +30,8 @@ from numpy_cartpole import NumpyCartpole  # noqa: E402
 from horde.envs import get_task, make  # noqa: E402
 
 
-def median_rate(step, num_envs: int, sync, *, seconds: float, repeats: int) -> float:
-    """Median env-steps/s over ``repeats`` windows of about ``seconds`` each (after a warm-up)."""
+def calibrate(step, sync, seconds: float) -> int:
+    """Steps that take about ``seconds`` (after a warm-up)."""
     for _ in range(3):
         step()
     sync()
@@ -38,29 +41,37 @@ def median_rate(step, num_envs: int, sync, *, seconds: float, repeats: int) -> f
         n += 1
     sync()
     per_step = (time.perf_counter() - t0) / n
-    steps = max(3, int(seconds / max(per_step, 1e-9)))
-    rates = []
+    return max(3, int(seconds / max(per_step, 1e-9)))
+
+
+def interleaved_rates(steppers: dict, num_envs: int, *, seconds: float, repeats: int) -> dict[str, float]:
+    """Median env-steps/s of each ``impl -> (step, sync)`` over ``repeats`` rounds of one timed window each."""
+    counts = {impl: calibrate(step, sync, seconds) for impl, (step, sync) in steppers.items()}
+    rates = {impl: [] for impl in steppers}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        sync()
-        rates.append(num_envs * steps / (time.perf_counter() - t0))
-    return statistics.median(rates)
+        for impl, (step, sync) in steppers.items():
+            steps = counts[impl]
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            sync()
+            rates[impl].append(num_envs * steps / (time.perf_counter() - t0))
+    return {impl: statistics.median(r) for impl, r in rates.items()}
 
 
-def bench_task(task: str, impl: str, num_envs: int, device: str, *, seconds: float, repeats: int) -> float:
+def make_stepper(task: str, impl: str, num_envs: int, device: str, cpu_threads: int):
+    """``(step, sync)`` for one implementation; the env is kept alive by the closure."""
     spec = get_task(task)
     if impl == "numpy":
         env = NumpyCartpole(spec.config, num_envs, seed=0)
         actions = np.random.default_rng(0).uniform(-1, 1, (num_envs, 1)).astype(np.float32)
-        return median_rate(lambda: env.step(actions), num_envs, lambda: None, seconds=seconds, repeats=repeats)
-    cfg = type(spec.config)(**{**spec.config.__dict__, "use_graph": impl == "horde-graph"})
+        return (lambda: env.step(actions)), (lambda: None)
+    cfg = type(spec.config)(**{**spec.config.__dict__, "use_graph": impl == "horde-graph", "cpu_threads": cpu_threads})
     env = make(task, num_envs=num_envs, device=device, seed=0, config=cfg)
     g = torch.Generator(device="cpu").manual_seed(0)
     actions = (torch.rand(num_envs, env.num_actions, generator=g) * 2 - 1).to(env.device)
     sync = torch.cuda.synchronize if env.dev.is_cuda else (lambda: None)
-    return median_rate(lambda: env.step(actions), num_envs, sync, seconds=seconds, repeats=repeats)
+    return (lambda: env.step(actions)), sync
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", nargs="+", type=int, default=[1, 64, 512, 4096, 16384])
     ap.add_argument("--seconds", type=float, default=0.5, help="length of one timed window")
     ap.add_argument("--repeats", type=int, default=5, help="timed windows per figure (median reported)")
+    ap.add_argument("--cpu-threads", type=int, default=1, help="OS threads for horde's CPU step (TaskConfig)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     sizes, seconds, repeats = args.num_envs, args.seconds, args.repeats
@@ -81,11 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     for task in args.tasks:
         impls = ["horde-graph", "horde-eager"] + (["numpy"] if task.startswith("cartpole") else [])
         for n in sizes:
+            steppers = {impl: make_stepper(task, impl, n, args.device if impl != "numpy" else "cpu", args.cpu_threads)
+                        for impl in impls}
+            rates = interleaved_rates(steppers, n, seconds=seconds, repeats=repeats)
+            del steppers
             for impl in impls:
-                rate = bench_task(task, impl, n, args.device if impl != "numpy" else "cpu",
-                                  seconds=seconds, repeats=repeats)
                 row = {"task": task, "impl": impl, "device": args.device if impl != "numpy" else "cpu",
-                       "num_envs": n, "env_steps_per_s": round(rate, 1), "repeats": repeats}
+                       "num_envs": n, "env_steps_per_s": round(rates[impl], 1), "repeats": repeats}
                 rows.append(row)
                 if args.json:
                     print(json.dumps(row), flush=True)

@@ -12,11 +12,41 @@ import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
-from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.envs.episode import (
+    STATS_TERMS,
+    FlagLanes,
+    IntLanes,
+    clear_episode,
+    close_step,
+    record_episode,
+    weighted_reward,
+)
 from horde.envs.registry import TaskSpec, register_task
-from horde.sim.classic import CARTPOLE_STATE, CartpoleParams, cartpole_advance, sincos, wrap_angle
+from horde.sim.classic import (
+    CARTPOLE_STATE,
+    LANES,
+    CartpoleParams,
+    CartpoleStateBlock,
+    Lanes,
+    cartpole_advance,
+    cartpole_substep,
+    is_finite,
+    sincos,
+    wrap_angle,
+)
 
 TERMS = ("alive", "upright", "pole_angle", "cart_pos", "cart_vel", "pole_vel", "action", "terminated")
+NUM_TERMS = len(TERMS)
+OBS_DIM = 5
+
+Terms = wp.types.vector(length=NUM_TERMS, dtype=float)
+"""The reward terms of one env, in ``TERMS`` order."""
+Obs = wp.types.vector(length=OBS_DIM, dtype=float)
+"""The observation of one env."""
+TermBlock = wp.types.matrix(shape=(LANES, NUM_TERMS), dtype=float)
+"""Reward terms (or their episode sums) of a CPU block, rows as in the [num_envs, 8] arrays."""
+ObsBlock = wp.types.matrix(shape=(LANES, OBS_DIM), dtype=float)
+"""Observations of a CPU block, rows as in the [num_envs, 5] array."""
 
 
 def _balance_scales() -> dict[str, float]:
@@ -67,23 +97,57 @@ class CartpoleTask:
 
 
 @wp.func
-def _write_obs(out: wp.array2d(dtype=float), i: int, x: float, x_dot: float, theta: float, theta_dot: float):
+def _obs(x: float, x_dot: float, theta: float, theta_dot: float) -> Obs:
     s, c = sincos(theta)
-    out[i, 0] = x
-    out[i, 1] = x_dot
-    out[i, 2] = c
-    out[i, 3] = s
-    out[i, 4] = theta_dot
+    return Obs(x, x_dot, c, s, theta_dot)
+
+
+@wp.func
+def _write_obs(out: wp.array2d(dtype=float), i: int, x: float, x_dot: float, theta: float, theta_dot: float):
+    o = _obs(x, x_dot, theta, theta_dot)
+    for k in range(OBS_DIM):
+        out[i, k] = o[k]
+
+
+@wp.func
+def _draw_state(t: CartpoleTask, rng: wp.array(dtype=wp.uint32), i: int):
+    """A state from the reset distribution, drawn from env ``i``'s random stream."""
+    s = rng[i]
+    x = wp.randf(s, -t.init_cart_pos_range, t.init_cart_pos_range)
+    x_dot = wp.randf(s, -t.init_vel_range, t.init_vel_range)
+    theta = t.init_pole_angle + wp.randf(s, -t.init_pole_angle_range, t.init_pole_angle_range)
+    theta_dot = wp.randf(s, -t.init_vel_range, t.init_vel_range)
+    rng[i] = s
+    return x, x_dot, theta, theta_dot
 
 
 @wp.func
 def _sample_state(t: CartpoleTask, rng: wp.array(dtype=wp.uint32), state: wp.array2d(dtype=float), i: int):
-    s = rng[i]
-    state[i, 0] = wp.randf(s, -t.init_cart_pos_range, t.init_cart_pos_range)
-    state[i, 1] = wp.randf(s, -t.init_vel_range, t.init_vel_range)
-    state[i, 2] = t.init_pole_angle + wp.randf(s, -t.init_pole_angle_range, t.init_pole_angle_range)
-    state[i, 3] = wp.randf(s, -t.init_vel_range, t.init_vel_range)
-    rng[i] = s
+    x, x_dot, theta, theta_dot = _draw_state(t, rng, i)
+    state[i, 0] = x
+    state[i, 1] = x_dot
+    state[i, 2] = theta
+    state[i, 3] = theta_dot
+
+
+@wp.func
+def _evaluate(t: CartpoleTask, x: float, x_dot: float, theta: float, theta_dot: float, action: float):
+    """Failure, the unscaled reward terms and the observation of one post-step state (branch-free).
+
+    A non-finite state fails and is reported as zeros, so that statistics stay finite; the env is reset after.
+    """
+    a = wp.clamp(action, -1.0, 1.0)
+    finite = is_finite(x) and is_finite(x_dot) and is_finite(theta) and is_finite(theta_dot)
+    angle = wp.where(finite, wrap_angle(theta), 0.0)
+    x = wp.where(finite, x, 0.0)
+    x_dot = wp.where(finite, x_dot, 0.0)
+    theta_dot = wp.where(finite, theta_dot, 0.0)
+    failed = (not finite) or wp.abs(x) > t.cart_limit or (t.pole_limit > 0.0 and wp.abs(angle) > t.pole_limit)
+    fail = wp.where(failed, 1.0, 0.0)
+    sin_a, cos_a = sincos(angle)
+    terms = Terms(1.0 - fail, 0.5 * (cos_a + 1.0), angle * angle, x * x, x_dot * x_dot, theta_dot * theta_dot,
+                  a * a, fail)
+    return failed, terms, Obs(x, x_dot, cos_a, sin_a, theta_dot)
 
 
 @wp.kernel(enable_backward=False)
@@ -107,42 +171,117 @@ def cartpole_post_step(
 ):
     """Reward terms, failure, time-out, statistics, auto-reset and observations for env i."""
     i = wp.tid()
-    x = state[i, 0]
-    x_dot = state[i, 1]
-    theta = state[i, 2]
-    theta_dot = state[i, 3]
-    a = wp.clamp(actions[i, 0], -1.0, 1.0)
-    angle = wrap_angle(theta)
-    finite = wp.isfinite(x) and wp.isfinite(x_dot) and wp.isfinite(theta) and wp.isfinite(theta_dot)
-    failed = (not finite) or wp.abs(x) > t.cart_limit or (t.pole_limit > 0.0 and wp.abs(angle) > t.pole_limit)
-    fail = wp.where(failed, 1.0, 0.0)
-    if not finite:  # keep statistics finite; the env is reset below
-        x = 0.0
-        x_dot = 0.0
-        angle = 0.0
-        theta_dot = 0.0
-    terms[i, 0] = 1.0 - fail
-    sin_a, cos_a = sincos(angle)
-    terms[i, 1] = 0.5 * (cos_a + 1.0)
-    terms[i, 2] = angle * angle
-    terms[i, 3] = x * x
-    terms[i, 4] = x_dot * x_dot
-    terms[i, 5] = theta_dot * theta_dot
-    terms[i, 6] = a * a
-    terms[i, 7] = fail
+    failed, tv, ov = _evaluate(t, state[i, 0], state[i, 1], state[i, 2], state[i, 3], actions[i, 0])
+    for k in range(NUM_TERMS):
+        terms[i, k] = tv[k]
     r = weighted_reward(i, scales, terms, episode_sums)
     done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
                       reward, terminated, truncated, dones, stats)
     if done:
-        _write_obs(final_obs, i, x, x_dot, angle, theta_dot)
+        for k in range(OBS_DIM):
+            final_obs[i, k] = ov[k]
         _sample_state(t, rng, state, i)
         _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
     else:
-        obs[i, 0] = x
-        obs[i, 1] = x_dot
-        obs[i, 2] = cos_a
-        obs[i, 3] = sin_a
-        obs[i, 4] = theta_dot
+        for k in range(OBS_DIM):
+            obs[i, k] = ov[k]
+
+
+@wp.kernel(enable_backward=False)
+def cartpole_step_blocks(
+    p: CartpoleParams,
+    decimation: int,
+    t: CartpoleTask,
+    scales: wp.array(dtype=float),
+    actions: wp.array(dtype=Lanes),
+    state: wp.array(dtype=CartpoleStateBlock),
+    rng: wp.array(dtype=wp.uint32),
+    episode_length: wp.array(dtype=IntLanes),
+    episode_return: wp.array(dtype=Lanes),
+    episode_sums: wp.array(dtype=TermBlock),
+    stats: wp.array(dtype=wp.float64),
+    obs: wp.array(dtype=ObsBlock),
+    final_obs: wp.array2d(dtype=float),
+    reward: wp.array(dtype=Lanes),
+    terms: wp.array(dtype=TermBlock),
+    terminated: wp.array(dtype=FlagLanes),
+    truncated: wp.array(dtype=FlagLanes),
+    dones: wp.array(dtype=FlagLanes),
+):
+    """CPU block path: ``cartpole_advance`` then ``cartpole_post_step`` for the ``LANES`` envs of block b.
+
+    Block arrays are views of the [num_envs, ...] buffers; ``rng`` and ``final_obs`` are per env (touched only on
+    episode ends). The vectorized loop is branch-free; finished episodes are handled after it, in env order.
+    """
+    b = wp.tid()
+    a = actions[b]
+    s = state[b]
+    for _ in range(decimation):  # cartpole_advance on the block (inlined here: a Warp function would copy it)
+        for j in range(LANES):
+            x, x_dot, theta, theta_dot = cartpole_substep(p, s[j, 0], s[j, 1], s[j, 2], s[j, 3], a[j])
+            s[j, 0] = x
+            s[j, 1] = x_dot
+            s[j, 2] = theta
+            s[j, 3] = theta_dot
+    length = episode_length[b]
+    ret = episode_return[b]
+    sums = episode_sums[b]
+    scale = Terms()
+    for k in range(NUM_TERMS):
+        scale[k] = scales[k]
+    tm = TermBlock()
+    ob = ObsBlock()
+    rew = Lanes()
+    term = FlagLanes()
+    trunc = FlagLanes()
+    done = FlagLanes()
+    for j in range(LANES):  # vectorized by clang (see horde.sim.classic)
+        failed, tv, ov = _evaluate(t, s[j, 0], s[j, 1], s[j, 2], s[j, 3], a[j])
+        r = float(0.0)
+        for k in range(NUM_TERMS):
+            v = scale[k] * tv[k]
+            tm[j, k] = tv[k]
+            sums[j, k] = sums[j, k] + v
+            r += v
+        for k in range(OBS_DIM):
+            ob[j, k] = ov[k]
+        ln = length[j] + 1
+        time_out = (ln >= t.max_episode_length) and (not failed)
+        rew[j] = r
+        length[j] = ln
+        ret[j] = ret[j] + r
+        term[j] = wp.uint8(wp.where(failed, 1, 0))
+        trunc[j] = wp.uint8(wp.where(time_out, 1, 0))
+        done[j] = wp.uint8(wp.where(failed or time_out, 1, 0))
+    for j in range(LANES):  # episode ends: statistics in env order, then auto-reset
+        if done[j] != wp.uint8(0):
+            i = b * LANES + j
+            record_episode(stats, ret[j], length[j], term[j] != wp.uint8(0))
+            for k in range(NUM_TERMS):
+                wp.atomic_add(stats, STATS_TERMS + k, wp.float64(sums[j, k]))
+                sums[j, k] = 0.0
+            length[j] = 0
+            ret[j] = 0.0
+            for k in range(OBS_DIM):
+                final_obs[i, k] = ob[j, k]
+            x, x_dot, theta, theta_dot = _draw_state(t, rng, i)
+            s[j, 0] = x
+            s[j, 1] = x_dot
+            s[j, 2] = theta
+            s[j, 3] = theta_dot
+            o = _obs(x, x_dot, theta, theta_dot)
+            for k in range(OBS_DIM):
+                ob[j, k] = o[k]
+    state[b] = s
+    episode_length[b] = length
+    episode_return[b] = ret
+    episode_sums[b] = sums
+    obs[b] = ob
+    reward[b] = rew
+    terms[b] = tm
+    terminated[b] = term
+    truncated[b] = trunc
+    dones[b] = done
 
 
 @wp.kernel(enable_backward=False)
@@ -188,15 +327,37 @@ class CartpoleEnv(WarpTaskEnv):
         self._task.max_episode_length = cfg.episode_length
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
-    step_kernels = (cartpole_advance, cartpole_post_step)
+    step_kernels = (cartpole_advance, cartpole_post_step, cartpole_step_blocks)
+    has_block_step = True
 
     def action_scale(self) -> list[float]:
         return [self.cfg.max_force]
 
     def _launch_step(self) -> None:
-        wp.launch(cartpole_advance, self.num_envs, inputs=[self.physics, self.cfg.decimation, self._actions],
-                  outputs=[self._state], device=self.dev.warp)
-        self._launch_post_step(cartpole_post_step, self._task)
+        self._launch_step_range(0, self.num_envs, self._stats)
+
+    def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
+        d, mid = self.dev.warp, self._block_end(start, stop)
+        if mid > start:
+            def blk(arr, dtype):
+                return self._block_view(arr, dtype, start, mid)
+
+            wp.launch(
+                cartpole_step_blocks, (mid - start) // LANES,
+                inputs=[self.physics, self.cfg.decimation, self._task, self._reward_scales, blk(self._actions, Lanes),
+                        blk(self._state, CartpoleStateBlock), self._env_slice(self._rng, start),
+                        blk(self._episode_length, IntLanes), blk(self._episode_return, Lanes),
+                        blk(self._episode_sums, TermBlock), stats],
+                outputs=[blk(self._obs, ObsBlock), self._env_slice(self._final_obs, start), blk(self._reward, Lanes),
+                         blk(self._terms, TermBlock), blk(self._terminated, FlagLanes), blk(self._truncated, FlagLanes),
+                         blk(self._dones, FlagLanes)],
+                device=d,
+            )
+        if mid < stop:  # the envs after the last full block (stop is num_envs here)
+            wp.launch(cartpole_advance, stop - mid,
+                      inputs=[self.physics, self.cfg.decimation, self._env_slice(self._actions, mid)],
+                      outputs=[self._env_slice(self._state, mid)], device=d)
+            self._launch_post_step(cartpole_post_step, self._task, start=mid, stats=stats)
 
     def _launch_reset(self) -> None:
         self._launch_masked_reset(cartpole_reset, self._task)

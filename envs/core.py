@@ -5,12 +5,21 @@ A task subclasses :class:`WarpTaskEnv`, declares its layouts, and implements two
 automatic reset of finished envs, observations) and ``_launch_reset`` (reset the envs in ``self._reset_mask``).
 ``_launch_step`` is recorded once as a graph and replayed every step. The rsl-rl and gymnasium interfaces
 (:mod:`horde.envs.adapters`) are thin views over this core.
+
+On CPU a task with ``has_block_step`` steps whole blocks of ``LANES`` envs per Warp thread (see
+:mod:`horde.sim.classic` for why) through block views of the buffers (:meth:`_block_view`), then the envs after the
+last full block through the one-env-per-thread kernels on env slices (:meth:`_launch_post_step` with ``start``); with
+many envs the step is split into env ranges replayed on several OS threads (:class:`horde.sim.graph.ParallelStepGraph`,
+one statistics buffer per thread). The paths give the same trajectories bit for bit (episode statistics up to float64
+rounding when split); CUDA always runs one env per thread in one graph.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import os
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -20,6 +29,12 @@ import warp as wp
 
 from horde.envs import episode
 from horde.sim import StepGraph, resolve_device
+from horde.sim.classic import LANES
+from horde.sim.graph import ParallelStepGraph
+
+PARALLEL_MIN_ENVS = 2048
+"""Fewest envs per OS thread when a CPU step is split over cores (``TaskConfig.cpu_threads``): a step of fewer envs
+takes less than waking a thread may cost under load (tens of microseconds). Not tuned on an idle machine."""
 
 
 @dataclass(kw_only=True)
@@ -34,6 +49,9 @@ class TaskConfig:
     """Physics substeps per control step."""
     use_graph: bool = True
     """Replay the step as a recorded graph (CPU or CUDA graph); False launches kernels eagerly every step."""
+    cpu_threads: int = 1
+    """OS threads a CPU step is split over (tasks with a block step, graph replay, at least 2048 envs per thread).
+    Pays off only on otherwise idle cores: on a loaded machine the slower thread sets the pace."""
     reward_scales: dict[str, float] = field(default_factory=dict)
     """Weight of each named reward term; keys must equal the task's term names."""
 
@@ -76,6 +94,8 @@ class WarpTaskEnv:
     """What an action commands: force, torque, position_target, ..."""
     action_unit: ClassVar[str] = ""
     """Physical unit of ``action_scale``."""
+    has_block_step: ClassVar[bool] = False
+    """On CPU the task steps blocks of ``LANES`` envs per Warp thread and implements ``_launch_step_range``."""
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         if num_envs < 1:
@@ -130,7 +150,9 @@ class WarpTaskEnv:
         self._reset_mask_t = wp.to_torch(self._reset_mask)
         self._rng_t = wp.to_torch(self._rng)
 
-        self._graph = StepGraph(self._launch_step, d, kernels=self.step_kernels, use_graph=cfg.use_graph)
+        self._views: dict[tuple, wp.array] = {}
+        self._stats_parts = [self._stats]
+        self._configure_cpu_path(blocks=self.has_block_step and not self.dev.is_cuda)
         self.seed(seed)
         self.reset()
 
@@ -209,6 +231,7 @@ class WarpTaskEnv:
 
     def get_env_state(self) -> dict[str, torch.Tensor]:
         """Everything needed to continue these envs exactly (physics, episodes, random streams), on the CPU."""
+        self._fold_stats()
         return {k: v.detach().cpu().clone() for k, v in self._resumable().items()}
 
     def set_env_state(self, saved: dict[str, torch.Tensor]) -> None:
@@ -218,10 +241,13 @@ class WarpTaskEnv:
             if tuple(src.shape) != tuple(dst.shape):
                 raise ValueError(f"saved env state '{k}' has shape {tuple(src.shape)}, this env {tuple(dst.shape)}")
             dst.copy_(src.to(self.device))
+        for extra in self._stats_parts[1:]:
+            extra.zero_()
 
     # --- statistics (host side, once per iteration) ------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:
         """Statistics of episodes finished since the last call, then clear them. Syncs with the device."""
+        self._fold_stats()
         s = self._stats.numpy().astype(np.float64)
         self._stats.zero_()
         n = s[episode.STATS_EPISODES]
@@ -258,16 +284,75 @@ class WarpTaskEnv:
         """Physical command at action +1, per action column (the env clips actions to [-1, 1] first)."""
         return [1.0] * self.num_actions
 
+    # --- CPU path: blocks and threads ----------------------------------------------------------------------------
+    def _configure_cpu_path(self, *, blocks: bool, threads: int | None = None) -> None:
+        """Choose how a step runs: ``blocks`` of ``LANES`` envs per Warp thread (CPU tasks with ``has_block_step``)
+        or one env per thread, split over ``threads`` OS threads (default: ``cfg.cpu_threads``, fewer when there are
+        not ``PARALLEL_MIN_ENVS`` envs per thread or cores for them). Records nothing yet; tests call it before the
+        first step to compare the paths."""
+        self._use_blocks = blocks and self.has_block_step and not self.dev.is_cuda
+        if threads is None:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            threads = min(self.cfg.cpu_threads, cores, self.num_envs // PARALLEL_MIN_ENVS)
+        threads = max(1, min(threads, self.num_envs // LANES)) if self._use_blocks and self.cfg.use_graph else 1
+        d, kernels, use_graph = self.dev.warp, self.step_kernels, self.cfg.use_graph
+        if threads == 1:
+            self._graph = StepGraph(self._launch_step, d, kernels=kernels, use_graph=use_graph)
+            return
+        with wp.ScopedDevice(d):
+            while len(self._stats_parts) < threads:  # one statistics buffer per thread: CPU atomics are plain adds
+                self._stats_parts.append(wp.zeros_like(self._stats))
+        blocks_total = self.num_envs // LANES
+        bounds = [LANES * (blocks_total * k // threads) for k in range(threads)] + [self.num_envs]
+        self._graph = ParallelStepGraph([
+            StepGraph(functools.partial(self._launch_step_range, bounds[k], bounds[k + 1], self._stats_parts[k]), d,
+                      kernels=kernels, use_graph=use_graph)
+            for k in range(threads)
+        ])
+
+    def _fold_stats(self) -> None:
+        """Add the other threads' statistics buffers into ``_stats`` (host side, between steps)."""
+        for extra in self._stats_parts[1:]:
+            wp.to_torch(self._stats).add_(wp.to_torch(extra))
+            extra.zero_()
+
+    def _block_end(self, start: int, stop: int) -> int:
+        """End of the full blocks of ``LANES`` envs from ``start`` (a multiple of ``LANES``) within ``stop``: the
+        block kernels step envs [start, end), the one-env-per-thread kernels [end, stop)."""
+        return start + (stop - start) // LANES * LANES if self._use_blocks else start
+
+    def _block_view(self, arr: wp.array, dtype, start: int, stop: int) -> wp.array:
+        """Envs [start, stop) of ``arr`` (leading axis = envs, contiguous; a whole number of blocks) as elements of
+        ``dtype`` (a Warp vector or matrix type with ``LANES`` rows): same memory, no copy."""
+        key = ("block", arr.ptr, dtype, start, stop)
+        if key not in self._views:
+            self._views[key] = wp.array(ptr=arr.ptr + start * arr.strides[0], dtype=dtype,
+                                        shape=((stop - start) // LANES,), device=self.dev.warp, copy=False)
+        return self._views[key]
+
+    def _env_slice(self, arr: wp.array, start: int) -> wp.array:
+        """``arr[start:]`` along the env axis, created once."""
+        if start == 0:
+            return arr
+        key = ("slice", arr.ptr, start)
+        if key not in self._views:
+            self._views[key] = arr[start:]
+        return self._views[key]
+
     # --- launch helpers for tasks whose kernels use horde's standard signatures (cartpole, pendulum) -------------
-    def _launch_post_step(self, kernel, task) -> None:
+    def _launch_post_step(self, kernel, task, *, start: int = 0, stats: wp.array | None = None) -> None:
         """``kernel(task, scales, actions, state, rng, episode_length, episode_return, episode_sums, stats)
-        -> (obs, final_obs, reward, terms, terminated, truncated, dones)``, one thread per env."""
+        -> (obs, final_obs, reward, terms, terminated, truncated, dones)``, one thread per env from env ``start`` on."""
+        if start >= self.num_envs:
+            return
+        v = self._env_slice
         wp.launch(
-            kernel, self.num_envs,
-            inputs=[task, self._reward_scales, self._actions, self._state, self._rng, self._episode_length,
-                    self._episode_return, self._episode_sums, self._stats],
-            outputs=[self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
-                     self._dones],
+            kernel, self.num_envs - start,
+            inputs=[task, self._reward_scales, v(self._actions, start), v(self._state, start), v(self._rng, start),
+                    v(self._episode_length, start), v(self._episode_return, start), v(self._episode_sums, start),
+                    self._stats if stats is None else stats],
+            outputs=[v(self._obs, start), v(self._final_obs, start), v(self._reward, start), v(self._terms, start),
+                     v(self._terminated, start), v(self._truncated, start), v(self._dones, start)],
             device=self.dev.warp,
         )
 
@@ -283,6 +368,11 @@ class WarpTaskEnv:
 
     # --- task hooks --------------------------------------------------------------------------------------------
     def _launch_step(self) -> None:
+        raise NotImplementedError
+
+    def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
+        """Tasks with ``has_block_step``: step envs [start, stop) only (``start`` a multiple of ``LANES``),
+        accumulating episode statistics into ``stats``; ranges run concurrently on CPU threads."""
         raise NotImplementedError
 
     def _launch_reset(self) -> None:

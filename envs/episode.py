@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import warp as wp
 
+from horde.sim.classic import LANES
+
 STATS_EPISODES = 0
 STATS_RETURN = 1
 STATS_RETURN_SQ = 2
@@ -18,6 +20,12 @@ STATS_TERMINATIONS = 5
 STATS_TIME_OUTS = 6
 STATS_TERMS = 7
 """Offset of the first per-term episode sum in ``stats``."""
+
+
+IntLanes = wp.types.vector(length=LANES, dtype=wp.int32)
+"""One int32 per env of a CPU block (episode lengths)."""
+FlagLanes = wp.types.vector(length=LANES, dtype=wp.uint8)
+"""One bool per env of a CPU block, as the bytes of a ``wp.bool`` array."""
 
 
 @wp.func
@@ -64,15 +72,7 @@ def close_step(
     truncated[i] = time_out
     dones[i] = done
     if done:
-        wp.atomic_add(stats, STATS_EPISODES, wp.float64(1.0))
-        wp.atomic_add(stats, STATS_RETURN, wp.float64(ret))
-        wp.atomic_add(stats, STATS_RETURN_SQ, wp.float64(ret * ret))
-        wp.atomic_add(stats, STATS_LENGTH, wp.float64(length))
-        wp.atomic_add(stats, STATS_LENGTH_SQ, wp.float64(length) * wp.float64(length))
-        if failed:
-            wp.atomic_add(stats, STATS_TERMINATIONS, wp.float64(1.0))
-        else:
-            wp.atomic_add(stats, STATS_TIME_OUTS, wp.float64(1.0))
+        record_episode(stats, ret, length, failed)
         for k in range(episode_sums.shape[1]):
             wp.atomic_add(stats, STATS_TERMS + k, wp.float64(episode_sums[i, k]))
             episode_sums[i, k] = 0.0
@@ -81,6 +81,20 @@ def close_step(
     episode_length[i] = length
     episode_return[i] = ret
     return done
+
+
+@wp.func
+def record_episode(stats: wp.array(dtype=wp.float64), ret: float, length: int, failed: bool):
+    """Add one finished episode's return, length and outcome to ``stats`` (the per-term sums are the caller's)."""
+    wp.atomic_add(stats, STATS_EPISODES, wp.float64(1.0))
+    wp.atomic_add(stats, STATS_RETURN, wp.float64(ret))
+    wp.atomic_add(stats, STATS_RETURN_SQ, wp.float64(ret * ret))
+    wp.atomic_add(stats, STATS_LENGTH, wp.float64(length))
+    wp.atomic_add(stats, STATS_LENGTH_SQ, wp.float64(length) * wp.float64(length))
+    if failed:
+        wp.atomic_add(stats, STATS_TERMINATIONS, wp.float64(1.0))
+    else:
+        wp.atomic_add(stats, STATS_TIME_OUTS, wp.float64(1.0))
 
 
 @wp.func

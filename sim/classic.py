@@ -7,6 +7,16 @@ Each system is a ``@wp.func`` that advances one physics substep, plus two kernel
   ``wp.Tape`` never sees a state overwritten (these live in their own modules, so backward kernels compile only when a gradient is asked for).
 
 Angles are measured from upright [rad]; forces in [N], torques in [N m], time in [s].
+
+Blocks on CPU (``LANES``, ``Lanes``, ``CartpoleStateBlock``; used by ``horde.envs.cartpole``): Warp runs a CPU
+kernel's threads one after another, and the per-env work is a chain of dependent float ops, so one env per thread
+leaves the SIMD units idle; Warp arrays have run-time strides, which stop clang from vectorizing across envs. A thread
+that copies ``LANES`` envs into fixed-size Warp vectors and matrices (an array of blocks viewing the same memory),
+runs a constant-trip loop over them and copies them back lets clang vectorize the loop (16 float lanes with AVX-512)
+with bit-identical results: measured ~6x faster per env for the cart-pole substeps. What stops vectorization:
+``wp.isfinite`` (a libm call; use ``is_finite``), ``range(n)`` with a run-time ``n``, loops of 16 or fewer
+iterations (Warp unrolls them), stores through run-time strides. What costs: every block read or passed to or from a
+Warp function is a copy (``arr[b][j, k]`` copies the whole block per access), so load a block once per kernel.
 """
 
 from __future__ import annotations
@@ -18,6 +28,18 @@ CARTPOLE_STATE = ("cart_pos", "cart_vel", "pole_angle", "pole_vel")
 
 PENDULUM_STATE = ("angle", "angular_vel")
 """Pendulum state layout: angle from upright [rad], angular velocity [rad/s]."""
+
+
+LANES = 64
+"""Envs per CPU thread on the block path: a multiple of the SIMD width, small enough to stay in L1, and above
+``wp.config.max_unroll`` (16) so that Warp emits a loop for clang to vectorize (measured: 16 lanes, unrolled, ran
+~3x slower than 32 or 64 lanes)."""
+FLT_MAX = wp.constant(3.4028234663852886e38)
+
+Lanes = wp.types.vector(length=LANES, dtype=float)
+"""One float per env of a block."""
+CartpoleStateBlock = wp.types.matrix(shape=(LANES, len(CARTPOLE_STATE)), dtype=float)
+"""Cart-pole states of a block, rows laid out as in the [num_envs, 4] state array."""
 
 
 @wp.struct
@@ -62,6 +84,12 @@ def sincos(x: float):
     sin_x = wp.where(q == 0, s, wp.where(q == 1, c, wp.where(q == 2, -s, -c)))
     cos_x = wp.where(q == 0, c, wp.where(q == 1, -s, wp.where(q == 2, -c, s)))
     return sin_x, cos_x
+
+
+@wp.func
+def is_finite(x: float) -> bool:
+    """Neither NaN nor infinite. Unlike ``wp.isfinite`` (a libm call on CPU) this vectorizes."""
+    return wp.abs(x) <= FLT_MAX
 
 
 @wp.func

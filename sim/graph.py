@@ -1,7 +1,12 @@
-"""Record a fixed sequence of kernel launches once and replay it (CUDA graph on GPU, CPU graph on CPU)."""
+"""Record a fixed sequence of kernel launches once and replay it (CUDA graph on GPU, CPU graph on CPU).
+
+On CPU, Warp runs a kernel's threads one after another in one OS thread but releases the GIL while it replays a
+graph, so :class:`ParallelStepGraph` replays graphs over disjoint env ranges on two OS threads at once.
+"""
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -49,8 +54,10 @@ class StepGraph:
 
     def _capture(self):
         # Load only the modules this step uses: forcing all would also compile unrelated (backward) kernels.
+        # CPU launches run with block_dim 1: loading the default (256) variant would compile the module twice.
+        block_dim = 1 if wp.get_device(self._device).is_cpu else None
         for kernel in self._kernels:
-            kernel.module.load(self._device)
+            kernel.module.load(self._device, block_dim=block_dim)
         try:
             with wp.ScopedCapture(device=self._device, force_module_load=False) as capture:
                 self._launch_fn()
@@ -58,3 +65,85 @@ class StepGraph:
             warnings.warn(f"graph capture failed on {self._device} ({exc}); stepping eagerly", stacklevel=3)
             return None
         return capture.graph
+
+
+class ParallelStepGraph:
+    """Calls several :class:`StepGraph` over disjoint env ranges at once: the first on the calling thread, the
+    others on worker threads (CPU only, where Warp releases the GIL while it replays a graph or runs a kernel).
+
+    The parts must not write the same memory (per-part statistics buffers, for example). A call returns when
+    every part is done, so the step stays synchronous as on one thread.
+    """
+
+    def __init__(self, parts: Sequence[StepGraph]) -> None:
+        self._parts = tuple(parts)
+        self._workers = [_worker(k) for k in range(len(self._parts) - 1)]
+
+    @property
+    def captured(self) -> bool:
+        """True once every part has been recorded."""
+        return all(p.captured for p in self._parts)
+
+    def invalidate(self) -> None:
+        """Drop every part's recording."""
+        for p in self._parts:
+            p.invalidate()
+
+    def __call__(self) -> None:
+        if not self.captured:  # record on this thread, one part after another
+            for p in self._parts:
+                p()
+            return
+        for worker, part in zip(self._workers, self._parts[1:]):
+            worker.start(part)
+        try:
+            self._parts[0]()
+        finally:
+            for worker in self._workers:
+                worker.wait()
+
+
+class _Worker:
+    """A daemon thread that runs one callable per :meth:`start`, handed over with two locks (cheapest wake-up)."""
+
+    def __init__(self) -> None:
+        self._go, self._done = threading.Lock(), threading.Lock()
+        self._go.acquire()
+        self._done.acquire()
+        self._fn: Callable[[], None] | None = None
+        self._error: BaseException | None = None
+        self._busy = threading.Lock()  # one caller at a time (envs stepped from several Python threads)
+        threading.Thread(target=self._loop, name="horde-step-worker", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self._go.acquire()
+            try:
+                self._fn()
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+                self._error = exc
+            self._done.release()
+
+    def start(self, fn: Callable[[], None]) -> None:
+        self._busy.acquire()
+        self._fn = fn
+        self._go.release()
+
+    def wait(self) -> None:
+        self._done.acquire()
+        self._fn, error, self._error = None, self._error, None
+        self._busy.release()
+        if error is not None:
+            raise error
+
+
+_WORKERS: list[_Worker] = []
+_WORKERS_LOCK = threading.Lock()
+
+
+def _worker(k: int) -> _Worker:
+    """The process-wide k-th worker thread, started on first use (shared by every env: no thread per env)."""
+    with _WORKERS_LOCK:
+        while len(_WORKERS) <= k:
+            _WORKERS.append(_Worker())
+        return _WORKERS[k]

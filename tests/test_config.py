@@ -2,6 +2,7 @@
 
 import pytest
 
+from horde.envs import task_names
 from horde.envs.cartpole import CartpoleConfig
 from horde.train.config import ConfigError, PPOConfig, compose
 
@@ -22,7 +23,9 @@ def test_task_switch_takes_its_tuned_values():
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    (["task=cartpol"], "valid choices: ant, cartpole, cartpole-swingup, pendulum, reach"),
+    (["task=cartpol"], "valid choices: " + ", ".join(task_names())),
+    (["task=quadruped", "robot=spot"], "unknown robot 'spot'; valid robots: quad12, go2"),
+    (["task=cartpole", "robot=go2"], "robot= needs a task with a robot choice (quadruped, quadruped-rough)"),
     (["algo=sac"], "valid choices: ppo"),
     (["num_env=4"], "valid keys there: algo, deterministic, device"),
     (["task.max_forse=3"], "max_force"),

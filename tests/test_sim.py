@@ -1,6 +1,7 @@
 """Hand-worked numbers for the classic-control dynamics, the fast trig, and graph replay against eager stepping."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -121,3 +122,67 @@ def test_cuda_graph_step_matches_cpu():
         out[device] = r.obs.cpu()
         assert env._graph.captured
     torch.testing.assert_close(out["cpu"], out["cuda:0"], atol=1e-4, rtol=1e-4)
+
+
+def _trajectory_equal(task: str, num_envs: int, configure_a, configure_b, steps: int = 240, use_graph: bool = True):
+    """Step two envs of ``task`` from one seed under the same actions (NaN actions and infinite states injected so
+    that failures and resets happen) and assert every buffer, the random streams and the statistics are equal."""
+    from horde.envs import get_task
+
+    base = get_task(task).config
+    cfg = type(base)(**{**base.__dict__, "use_graph": use_graph})
+    envs = [make(task, num_envs=num_envs, seed=3, config=cfg) for _ in range(2)]
+    configure_a(envs[0])
+    configure_b(envs[1])
+    g = torch.Generator().manual_seed(0)
+    for step in range(steps):
+        act = torch.rand(num_envs, envs[0].num_actions, generator=g) * 2 - 1
+        if step == 40:
+            act[: num_envs // 3] = float("nan")
+        if step == 120:
+            for env in envs:
+                env.state[::7] = float("inf")
+        results = [env.step(act) for env in envs]
+        for name in ("obs", "reward", "terminated", "truncated", "dones"):
+            assert torch.equal(getattr(results[0], name), getattr(results[1], name)), (step, name)
+        for name in ("state", "final_obs", "terms", "episode_length"):
+            assert torch.equal(getattr(envs[0], name), getattr(envs[1], name)), (step, name)
+        assert torch.equal(envs[0].get_rng_state(), envs[1].get_rng_state())
+    states = [env.get_env_state() for env in envs]
+    for key in states[0]:
+        assert torch.equal(states[0][key], states[1][key]), key
+    stats = [env.pop_episode_stats() for env in envs]
+    assert stats[0] == stats[1] and stats[0]["episodes"] > num_envs
+
+
+@pytest.mark.parametrize("use_graph", [True, False])
+def test_cpu_blocks_equal_one_env_per_thread(use_graph):
+    """The CPU block path (LANES envs per Warp thread, vectorized) and the one-env-per-thread kernels give the same
+    trajectories bit for bit; 200 envs = 3 full blocks and 8 envs on the per-env kernels."""
+    _trajectory_equal("cartpole-swingup" if use_graph else "cartpole", 200,
+                      lambda env: env._configure_cpu_path(blocks=False), lambda env: None, use_graph=use_graph)
+
+
+def test_cpu_threads_equal_one_thread():
+    """A CPU step split over two OS threads (env ranges, one statistics buffer each) equals one thread."""
+    from horde.sim.graph import ParallelStepGraph
+
+    def two_threads(env):
+        env._configure_cpu_path(blocks=True, threads=2)
+        assert isinstance(env._graph, ParallelStepGraph)
+
+    _trajectory_equal("cartpole", 3 * classic.LANES + 5, lambda env: env._configure_cpu_path(blocks=True, threads=1),
+                      two_threads, steps=160)
+
+
+def test_cpu_path_choice():
+    from horde.envs.core import PARALLEL_MIN_ENVS
+    from horde.sim.graph import ParallelStepGraph
+
+    assert make("cartpole", num_envs=classic.LANES - 1)._use_blocks  # blocks on, but all envs on the per-env path
+    assert not make("pendulum", num_envs=256)._use_blocks  # no block step: one env per thread
+    cfg = CartpoleConfig(cpu_threads=2)
+    assert not isinstance(make("cartpole", num_envs=PARALLEL_MIN_ENVS, config=cfg)._graph, ParallelStepGraph)
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert isinstance(make("cartpole", num_envs=2 * PARALLEL_MIN_ENVS, config=cfg)._graph, ParallelStepGraph)
+    assert not isinstance(make("cartpole", num_envs=2 * PARALLEL_MIN_ENVS)._graph, ParallelStepGraph)  # default 1
