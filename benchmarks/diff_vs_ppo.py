@@ -1,7 +1,7 @@
 """Env steps and wall time to a return threshold: SHAC (gradients through the simulator) vs PPO, on CPU.
 
     python benchmarks/diff_vs_ppo.py [--json] [--quick] [--seeds 0 1 2] [--tasks pendulum cartpole-swingup]
-                                     [--num-envs 16]
+                                     [--num-envs 8]
 
 For each differentiable task, PPO and SHAC train with the same number of envs and the same seeds, each with its
 tuned hyperparameters (configs/tuned/<task>_<algo>.yaml; ``num_envs`` overridden to the common value). Every
@@ -32,8 +32,8 @@ import time
 import torch
 
 THRESHOLD = {"pendulum": -400.0, "cartpole-swingup": 200.0}
-BUDGET_STEPS = {"pendulum": 160_000, "cartpole-swingup": 160_000}
-EVAL_EVERY = 4096
+BUDGET_STEPS = {"pendulum": 100_000, "cartpole-swingup": 48_000}
+EVAL_EVERY = 2048
 EVAL_EPISODES = 32
 EVAL_SEED = 999
 
@@ -66,8 +66,11 @@ def measure_memory(task: str, *, num_envs: int, steps: int) -> dict:
             "rss_bytes_per_env_step": held / (num_envs * steps)}
 
 
-def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget_steps: int) -> dict:
-    """Train until the deterministic evaluation reaches the threshold or the env-step budget runs out."""
+def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget_steps: int,
+                       overrides: tuple[str, ...] = (), eval_every: int = EVAL_EVERY) -> dict:
+    """Train until the deterministic evaluation reaches the threshold or the env-step budget runs out.
+
+    ``overrides`` are extra Hydra overrides (for sweeps); the benchmark itself passes none."""
     from horde.policies import InferencePolicy
     from horde.train.config import compose
     from horde.train.evaluate import evaluate
@@ -75,17 +78,17 @@ def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget
     from horde.train.shac import SHACTrainer
 
     root = tempfile.mkdtemp(prefix="diff_vs_ppo_")
-    probe, _, _ = compose([f"task={task}", f"algo={algo}"])
+    probe, _, _ = compose([f"task={task}", f"algo={algo}", *overrides])
     steps_per_iter = num_envs * (probe.algo.horizon if algo == "shac" else probe.algo.num_steps_per_env)
     iters = max(budget_steps // steps_per_iter, 1)
     cfg, name, raw = compose([f"task={task}", f"algo={algo}", f"seed={seed}", f"num_envs={num_envs}",
-                              f"max_iterations={iters}", f"save_interval={iters + 1}", f"run_root={root}"])
+                              f"max_iterations={iters}", f"save_interval={iters + 1}", f"run_root={root}", *overrides])
     trainer = (SHACTrainer if algo == "shac" else PPOTrainer)(cfg, name, raw, quiet=True)
     actor = (lambda: trainer.actor) if algo == "shac" else (lambda: trainer.alg.get_policy())
     rec = {"reached": False, "env_steps": None, "train_seconds": None, "best_return": float("-inf"),
            "evals": [], "eval_seconds": 0.0}
     t0 = time.perf_counter()
-    next_eval = EVAL_EVERY
+    next_eval = eval_every
 
     def on_iteration(tr) -> bool:
         nonlocal next_eval
@@ -93,7 +96,7 @@ def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget
         if steps < next_eval and tr.iteration < iters:
             return False
         while next_eval <= steps:
-            next_eval += EVAL_EVERY
+            next_eval += eval_every
         e0 = time.perf_counter()
         ret = evaluate(InferencePolicy(actor()), name, cfg.task, episodes=EVAL_EPISODES, seed=EVAL_SEED).summary()
         rec["eval_seconds"] += time.perf_counter() - e0
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="CI smoke: one seed, tiny budgets (< 60 s)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--tasks", nargs="+", default=list(THRESHOLD))
-    ap.add_argument("--num-envs", type=int, default=16)
+    ap.add_argument("--num-envs", type=int, default=8)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     seeds = [0] if args.quick else args.seeds
