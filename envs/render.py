@@ -15,6 +15,7 @@ import numpy as np
 from horde.envs.ant import AntEnv
 from horde.envs.cartpole import CartpoleEnv
 from horde.envs.core import WarpTaskEnv
+from horde.envs.humanoid import HumanoidEnv
 from horde.envs.pendulum import PendulumEnv
 from horde.envs.reach import ReachEnv
 
@@ -112,6 +113,19 @@ def draw_ant(env: AntEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarr
     return draw_bodies(env, snap, i, size, span=3.0)
 
 
+def draw_humanoid(env: HumanoidEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
+    """The humanoid from the side (2 m of height in view), the camera following its torso; its head (a sphere on the
+    torso body, 0.19 m up the torso's z axis) drawn as a disc."""
+    def head(c: Canvas, k: int) -> None:
+        pose = snap["body_pose"][k, env.world.root_body]
+        x, y, z, w = pose[3:]
+        up = np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])  # torso z axis, world
+        p = pose[:3] + 0.19 * up
+        c.circle(float(p[0] + 0.35 * p[1]), float(p[2] + 0.2 * p[1]), 0.09, CART)
+
+    return draw_bodies(env, snap, i, size, span=3.0, extra=head)
+
+
 def draw_reach(env: ReachEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
     """The arm from the side, with its target (red)."""
     def target(c: Canvas, k: int) -> None:
@@ -125,6 +139,7 @@ RENDERERS: dict[type, Callable[[WarpTaskEnv, dict, int, tuple[int, int]], np.nda
     CartpoleEnv: draw_cartpole,
     PendulumEnv: draw_pendulum,
     AntEnv: draw_ant,
+    HumanoidEnv: draw_humanoid,
     ReachEnv: draw_reach,
 }
 """Renderer per env class; tasks added by other code can register theirs here."""

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -17,12 +19,18 @@ def _json_lines(script, *args):
 
 def test_newton_throughput_quick_json():
     rows = _json_lines("newton_throughput.py")
-    impls = {r["impl"] for r in rows}
-    assert impls == {"horde-graph", "newton-raw", "ratio:horde/newton", "mujoco-c", "ratio:horde/mujoco-c"}
-    mj = next(r for r in rows if r["impl"] == "mujoco-c")
-    assert mj["integrator"] and mj["solver"] and mj["threads"] >= 1 and mj["sim_dt"] > 0
+    assert {r["task"] for r in rows} == {"ant", "humanoid"}
+    for task in ("ant", "humanoid"):
+        impls = {r["impl"] for r in rows if r["task"] == task}
+        assert impls == {"horde-graph", "newton-raw", "ratio:horde/newton", "mujoco-c", "ratio:horde/mujoco-c"}
+        mj = next(r for r in rows if r["impl"] == "mujoco-c" and r["task"] == task)
+        assert mj["integrator"] and mj["solver"] and mj["cone"] and mj["threads"] >= 1 and mj["sim_dt"] > 0
+        horde = next(r for r in rows if r["impl"] == "horde-graph" and r["task"] == task)
+        assert horde["solver"] == "mujoco" and horde["integrator"] and horde["mj_solver"]
+    changes = {r["task"]: r["model_changes"] for r in rows if r["impl"] == "mujoco-c"}
+    assert changes["ant"] == [] and any("head_touch" in c for c in changes["humanoid"]), "stated, not silent"
     for r in rows:
-        assert r["task"] == "ant" and r["num_envs"] == 64
+        assert r["num_envs"] == 64
         assert r["env_steps_per_s"] > 0 if "env_steps_per_s" in r else r["ratio"] > 0
 
 
@@ -32,7 +40,8 @@ def test_learn_reach_quick_json(tmp_path):
     assert 0.0 <= row["final_error_mean_m"] < 2.0
 
 
-def test_raw_newton_reference_simulates_the_same_motion_as_horde():
+@pytest.mark.parametrize("task", ["ant", "humanoid"])
+def test_raw_newton_reference_simulates_the_same_motion_as_horde(task):
     """The overhead ratio compares like with like: same model, solver, torques and initial pose on both sides."""
     sys.path.insert(0, str(BENCH))
     import newton_throughput as nt
@@ -42,9 +51,9 @@ def test_raw_newton_reference_simulates_the_same_motion_as_horde():
     from horde.envs import make
 
     n = 8
-    env = make("ant", num_envs=n, seed=0, config=nt.bench_config("ant"))
+    env = make(task, num_envs=n, seed=0, config=nt.bench_config(task))
     actions = nt.bench_actions(n, env.num_actions)
-    raw = nt.raw_newton_stepper("ant", n, "cpu")
+    raw = nt.raw_newton_stepper(task, n, "cpu")
     for _ in range(30):
         env.step(actions)
         raw()

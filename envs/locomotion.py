@@ -1,0 +1,329 @@
+"""Floating-base locomotion on Newton, shared by the ant and the humanoid: run forward along +x.
+
+A robot's own file holds what differs (its MJCF, joint names, gears, heights, reward scales and config); this module
+holds what is the same. Observations (:func:`obs_names`): root height [m], gravity direction in the root frame, root
+linear [m/s] and angular [rad/s] velocity in the root frame, joint angles [rad], joint rates [rad/s], the previous
+actions. Reward terms (:data:`TERMS`, unscaled): root forward velocity [m/s], alive (1 until failure), control cost
+(sum of squared clipped actions), terminated (1 on failure). An episode fails when the root drops below
+``termination_height``, its up axis has a world-z component below ``min_up``, or the physics health check flags the
+world.
+
+The env reads these config fields (each task's config declares them with its robot's defaults): ``sim``, ``sim_dt``,
+``decimation``, ``episode_length``, ``action_mode``, ``action_scale``, ``joint_stiffness``, ``joint_damping``,
+``effort_limit``, ``default_joint_pos``, ``init_joint_pos_range``, ``init_joint_vel_range``, ``termination_height``,
+``min_up``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+import warp as wp
+
+from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.sim.device import resolve_device
+from horde.sim.newton_world import Actuation, NewtonWorld, load_mjcf
+
+if TYPE_CHECKING:
+    import newton
+
+__all__ = ["ROOT_COORDS", "ROOT_DOFS", "TERMS", "LocomotionEnv", "LocomotionTask", "build_locomotion_world",
+           "mjcf_dof_layout", "obs_names"]
+
+TERMS = ("forward_vel", "alive", "ctrl", "terminated")
+ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
+ROOT_DOFS = 6
+
+
+def obs_names(joints: Sequence[str]) -> tuple[str, ...]:
+    """Observation columns of a locomotion task whose actuated joints are ``joints``."""
+    return ("torso_z", "gravity_x", "gravity_y", "gravity_z", "lin_vel_x", "lin_vel_y", "lin_vel_z", "ang_vel_x",
+            "ang_vel_y", "ang_vel_z", *(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints),
+            *(f"last_action_{j}" for j in joints))
+
+
+@wp.struct
+class LocomotionTask:
+    """Per-task constants read by the kernels."""
+
+    root: int
+    q0: int
+    qd0: int
+    termination_height: float
+    min_up: float
+    max_episode_length: int
+
+
+@wp.func
+def _write_obs(t: LocomotionTask, i: int, ok: bool, joint_q: wp.array2d(dtype=float),
+               joint_qd: wp.array2d(dtype=float), body_q: wp.array2d(dtype=wp.transform),
+               root_vel_base: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),
+               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+    """Observation row i (zeros when the world is not ``ok``) and the state row (joint coordinates)."""
+    tf = body_q[i, t.root]
+    g = wp.quat_rotate_inv(wp.transform_get_rotation(tf), wp.vec3(0.0, 0.0, -1.0))
+    obs[i, 0] = wp.where(ok, wp.transform_get_translation(tf)[2], 0.0)
+    for k in range(3):
+        obs[i, 1 + k] = wp.where(ok, g[k], 0.0)
+    for k in range(6):
+        obs[i, 4 + k] = root_vel_base[i, k]
+    nj = last_actions.shape[1]
+    for k in range(nj):
+        obs[i, 10 + k] = wp.where(ok, joint_q[i, t.q0 + k], 0.0)
+        obs[i, 10 + nj + k] = wp.where(ok, joint_qd[i, t.qd0 + k], 0.0)
+        obs[i, 10 + 2 * nj + k] = last_actions[i, k]
+    for k in range(state.shape[1]):
+        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
+
+
+@wp.kernel(enable_backward=False)
+def locomotion_post_step(
+    t: LocomotionTask,
+    scales: wp.array(dtype=float),
+    actions: wp.array2d(dtype=float),
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    body_q: wp.array2d(dtype=wp.transform),
+    body_qd: wp.array2d(dtype=wp.spatial_vector),
+    root_vel_base: wp.array2d(dtype=float),
+    unstable: wp.array(dtype=wp.bool),
+    episode_length: wp.array(dtype=wp.int32),
+    episode_return: wp.array(dtype=float),
+    episode_sums: wp.array2d(dtype=float),
+    stats: wp.array(dtype=wp.float64),
+    last_actions: wp.array2d(dtype=float),
+    state: wp.array2d(dtype=float),
+    obs: wp.array2d(dtype=float),
+    final_obs: wp.array2d(dtype=float),
+    reward: wp.array(dtype=float),
+    terms: wp.array2d(dtype=float),
+    terminated: wp.array(dtype=wp.bool),
+    truncated: wp.array(dtype=wp.bool),
+    dones: wp.array(dtype=wp.bool),
+):
+    """Reward terms, failure, time-out, statistics and observations of env i (its physics reset comes next)."""
+    i = wp.tid()
+    ok = not unstable[i]
+    tf = body_q[i, t.root]
+    z = wp.transform_get_translation(tf)[2]
+    rot = wp.transform_get_rotation(tf)
+    up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
+    failed = (not ok) or z < t.termination_height or up_z < t.min_up
+    vx = wp.where(ok, wp.spatial_top(body_qd[i, t.root])[0], 0.0)
+    ctrl = float(0.0)
+    for k in range(actions.shape[1]):
+        a = wp.clamp(actions[i, k], -1.0, 1.0)
+        ctrl += a * a
+        last_actions[i, k] = a
+    fail = wp.where(failed, 1.0, 0.0)
+    terms[i, 0] = vx
+    terms[i, 1] = 1.0 - fail
+    terms[i, 2] = ctrl
+    terms[i, 3] = fail
+    r = weighted_reward(i, scales, terms, episode_sums)
+    _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
+    done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
+                      reward, terminated, truncated, dones, stats)
+    if done:
+        for k in range(obs.shape[1]):
+            final_obs[i, k] = obs[i, k]
+        for k in range(actions.shape[1]):
+            last_actions[i, k] = 0.0
+
+
+@wp.kernel(enable_backward=False)
+def locomotion_observe(
+    t: LocomotionTask,
+    mask: wp.array(dtype=wp.bool),
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    body_q: wp.array2d(dtype=wp.transform),
+    root_vel_base: wp.array2d(dtype=float),
+    last_actions: wp.array2d(dtype=float),
+    state: wp.array2d(dtype=float),
+    obs: wp.array2d(dtype=float),
+):
+    """Observations of the envs in ``mask`` (just reset: root twist zeroed until the next health check)."""
+    i = wp.tid()
+    if mask[i]:
+        for k in range(6):
+            root_vel_base[i, k] = 0.0
+        _write_obs(t, i, True, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
+
+
+@wp.kernel(enable_backward=False)
+def locomotion_reset_episode(
+    mask: wp.array(dtype=wp.bool),
+    episode_length: wp.array(dtype=wp.int32),
+    episode_return: wp.array(dtype=float),
+    episode_sums: wp.array2d(dtype=float),
+    last_actions: wp.array2d(dtype=float),
+    dones: wp.array(dtype=wp.bool),
+):
+    """Explicit reset of the episode counters of the envs in ``mask``."""
+    i = wp.tid()
+    if mask[i]:
+        clear_episode(i, episode_length, episode_return, episode_sums)
+        dones[i] = False
+        for k in range(last_actions.shape[1]):
+            last_actions[i, k] = 0.0
+
+
+# --- model ---------------------------------------------------------------------------------------------------------
+def _split_label(label: str, names: set[str]) -> list[str] | None:
+    """``label`` as MJCF joint names joined by "_" (how Newton names the one joint it makes of a body's hinges)."""
+    if label in names:
+        return [label]
+    for k in range(1, len(label)):
+        if label[k] == "_" and label[:k] in names:
+            rest = _split_label(label[k + 1:], names)
+            if rest is not None:
+                return [label[:k], *rest]
+    return None
+
+
+def _mjcf_dofs(builder: newton.ModelBuilder, joint_names: Sequence[str]) -> list[tuple[int, int, str]]:
+    """(coordinate index, dof index, Newton joint label) of each named MJCF hinge, within one world."""
+    wanted = set(joint_names)
+    where: dict[str, tuple[int, int, str]] = {}
+    for j, label in enumerate(builder.joint_label):
+        short = label.split("/")[-1]
+        for k, name in enumerate(_split_label(short, wanted) or []):
+            if name in where:
+                raise ValueError(f"joint '{name}' matches more than one Newton joint")
+            where[name] = (builder.joint_q_start[j] + k, builder.joint_qd_start[j] + k, short)
+    missing = [n for n in joint_names if n not in where]
+    if missing:
+        raise ValueError(f"joints {missing} not found; Newton joints: "
+                         f"{', '.join(lbl.split('/')[-1] for lbl in builder.joint_label)}")
+    return [where[n] for n in joint_names]
+
+
+def mjcf_dof_layout(builder: newton.ModelBuilder, joint_names: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Coordinate and dof index (within one world) of each named MJCF hinge.
+
+    Newton's MJCF importer turns a body with several hinges (the humanoid's hips, abdomen, ankles, shoulders) into one
+    multi-dof joint labelled with the hinge names joined by "_", its dofs in MJCF order; a hinge's index is the
+    joint's start plus its position in that list. Single hinges resolve as in ``newton_world.joint_dof_layout``.
+    """
+    dofs = _mjcf_dofs(builder, joint_names)
+    return [q for q, _, _ in dofs], [qd for _, qd, _ in dofs]
+
+
+def _point_actuation_at(world: NewtonWorld, builder: newton.ModelBuilder, q_idx: list[int], qd_idx: list[int]) -> None:
+    """Re-aim the world's actuation and reset limits at the given dofs.
+
+    NewtonWorld resolves actuated joints by label, one dof per Newton joint, so a hinge inside a merged multi-dof
+    joint resolves to that joint's first dof; this writes the right indices and limits into the same arrays.
+    TODO(newton_world): resolve MJCF hinge names inside merged joints there (``mjcf_dof_layout``) and drop this.
+    """
+    lower = [builder.joint_limit_lower[d] for d in qd_idx]
+    upper = [builder.joint_limit_upper[d] for d in qd_idx]
+    world._q_index.assign(q_idx)
+    world._qd_index.assign(qd_idx)
+    world._lower.assign(lower)
+    world._upper.assign(upper)
+    q_lower, q_upper = world._q_lower.numpy(), world._q_upper.numpy()
+    for qi, lo, hi in zip(q_idx, lower, upper):
+        q_lower[qi], q_upper[qi] = lo, hi
+    world._q_lower.assign(q_lower)
+    world._q_upper.assign(q_upper)
+
+
+def build_locomotion_world(cfg: TaskConfig, *, mjcf: str, joints: Sequence[str], num_envs: int, device: str,
+                           root_height: float | None = None) -> NewtonWorld:
+    """The batched world of a floating-base robot from ``mjcf`` (its floor ignored) over a ground plane;
+    ``root_height`` [m] overrides the MJCF's initial root height."""
+    robot = load_mjcf(mjcf, contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver)
+    dofs = _mjcf_dofs(robot, joints)
+    q_idx, qd_idx = [q for q, _, _ in dofs], [qd for _, qd, _ in dofs]
+    if len(cfg.default_joint_pos) != len(joints):
+        raise ValueError(f"{len(cfg.default_joint_pos)} default joint positions for {len(joints)} joints")
+    for qi, v in zip(q_idx, cfg.default_joint_pos):
+        robot.joint_q[qi] = float(v)
+    if root_height is not None:
+        robot.joint_q[2] = float(root_height)
+    expected = len(ROOT_COORDS) + len(joints)
+    if robot.joint_coord_count != expected:
+        raise ValueError(f"{mjcf} has {robot.joint_coord_count} coordinates; this task expects {expected}")
+    nj = len(joints)
+    actuation = Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
+                          stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
+    qr, vr = cfg.init_joint_pos_range, cfg.init_joint_vel_range
+    world = NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+                        substeps=cfg.decimation, ground=True, actuated_joints=[label for _, _, label in dofs],
+                        actuation=actuation, root_body=0, q_noise=[0.0] * len(ROOT_COORDS) + [qr] * nj,
+                        qd_noise=[vr] * (ROOT_DOFS + nj))
+    if q_idx != list(world._q_index.numpy()) or qd_idx != list(world._qd_index.numpy()):
+        _point_actuation_at(world, robot, q_idx, qd_idx)
+    return world
+
+
+# --- the env -------------------------------------------------------------------------------------------------------
+class LocomotionEnv(WarpTaskEnv):
+    """A batched floating-base robot on a Newton solver (``cfg.sim.solver``); subclasses give the robot."""
+
+    joints: ClassVar[tuple[str, ...]]
+    """Actuated joints, in action and observation order."""
+    term_names = TERMS
+    step_kernels = (locomotion_post_step, locomotion_observe)
+
+    def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
+        d = resolve_device(device).warp
+        self.world = self._build_world(cfg, num_envs, d)
+        self.world.warm_up()
+        self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
+        self.action_unit = "rad" if cfg.action_mode == "pd" else "N m"
+        self._task = LocomotionTask()
+        self._task.root = self.world.root_body
+        self._task.q0 = len(ROOT_COORDS)
+        self._task.qd0 = ROOT_DOFS
+        self._task.termination_height = cfg.termination_height
+        self._task.min_up = cfg.min_up
+        self._task.max_episode_length = cfg.episode_length
+        self._last_actions = wp.zeros((num_envs, len(self.joints)), dtype=float, device=d)
+        self.step_kernels = self.step_kernels + self.world.kernels
+        super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+
+    def _build_world(self, cfg: TaskConfig, num_envs: int, device: str) -> NewtonWorld:
+        raise NotImplementedError
+
+    def action_scale(self) -> list[float]:
+        return list(self.cfg.action_scale)
+
+    def _launch_step(self) -> None:
+        w, n, d = self.world, self.num_envs, self.dev.warp
+        w.simulate(self._actions)
+        w.inspect()
+        wp.launch(locomotion_post_step, n, device=d, inputs=[
+            self._task, self._reward_scales, self._actions, w._joint_q, w._joint_qd, w._body_q, w._body_qd,
+            w.root_vel_base_array, w.unstable_array, self._episode_length, self._episode_return, self._episode_sums,
+            self._stats], outputs=[self._last_actions, self._state, self._obs, self._final_obs, self._reward,
+                                   self._terms, self._terminated, self._truncated, self._dones])
+        w.reset(self._dones, self._rng)
+        self._observe(self._dones)
+
+    def _observe(self, mask: wp.array) -> None:
+        w = self.world
+        wp.launch(locomotion_observe, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, mask, w._joint_q, w._joint_qd, w._body_q, w.root_vel_base_array, self._last_actions],
+            outputs=[self._state, self._obs])
+
+    def _launch_reset(self) -> None:
+        wp.launch(locomotion_reset_episode, self.num_envs, device=self.dev.warp, inputs=[self._reset_mask],
+                  outputs=[self._episode_length, self._episode_return, self._episode_sums, self._last_actions,
+                           self._dones])
+        self.world.reset(self._reset_mask, self._rng)
+        self._observe(self._reset_mask)
+
+    # --- host side -------------------------------------------------------------------------------------------------
+    def pop_episode_stats(self) -> dict[str, float]:
+        out = super().pop_episode_stats()
+        out["sim/unstable_resets"] = self.world.pop_unstable_count()
+        return out
+
+    def _resumable(self) -> dict[str, torch.Tensor]:
+        return {**super()._resumable(), **self.world.physics_state(), "last_actions": wp.to_torch(self._last_actions)}
