@@ -25,13 +25,13 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import clear_episode, close_step, weighted_reward
 from horde.sim.device import resolve_device
-from horde.sim.newton_world import Actuation, NewtonWorld, load_mjcf
+from horde.sim.newton_world import Actuation, NewtonWorld, joint_dof_layout, load_mjcf
 
 if TYPE_CHECKING:
     import newton
 
 __all__ = ["ROOT_COORDS", "ROOT_DOFS", "TERMS", "LocomotionEnv", "LocomotionTask", "build_locomotion_world",
-           "mjcf_dof_layout", "obs_names"]
+           "obs_names"]
 
 TERMS = ("forward_vel", "alive", "ctrl", "terminated")
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
@@ -173,73 +173,12 @@ def locomotion_reset_episode(
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
-def _split_label(label: str, names: set[str]) -> list[str] | None:
-    """``label`` as MJCF joint names joined by "_" (how Newton names the one joint it makes of a body's hinges)."""
-    if label in names:
-        return [label]
-    for k in range(1, len(label)):
-        if label[k] == "_" and label[:k] in names:
-            rest = _split_label(label[k + 1:], names)
-            if rest is not None:
-                return [label[:k], *rest]
-    return None
-
-
-def _mjcf_dofs(builder: newton.ModelBuilder, joint_names: Sequence[str]) -> list[tuple[int, int, str]]:
-    """(coordinate index, dof index, Newton joint label) of each named MJCF hinge, within one world."""
-    wanted = set(joint_names)
-    where: dict[str, tuple[int, int, str]] = {}
-    for j, label in enumerate(builder.joint_label):
-        short = label.split("/")[-1]
-        for k, name in enumerate(_split_label(short, wanted) or []):
-            if name in where:
-                raise ValueError(f"joint '{name}' matches more than one Newton joint")
-            where[name] = (builder.joint_q_start[j] + k, builder.joint_qd_start[j] + k, short)
-    missing = [n for n in joint_names if n not in where]
-    if missing:
-        raise ValueError(f"joints {missing} not found; Newton joints: "
-                         f"{', '.join(lbl.split('/')[-1] for lbl in builder.joint_label)}")
-    return [where[n] for n in joint_names]
-
-
-def mjcf_dof_layout(builder: newton.ModelBuilder, joint_names: Sequence[str]) -> tuple[list[int], list[int]]:
-    """Coordinate and dof index (within one world) of each named MJCF hinge.
-
-    Newton's MJCF importer turns a body with several hinges (the humanoid's hips, abdomen, ankles, shoulders) into one
-    multi-dof joint labelled with the hinge names joined by "_", its dofs in MJCF order; a hinge's index is the
-    joint's start plus its position in that list. Single hinges resolve as in ``newton_world.joint_dof_layout``.
-    """
-    dofs = _mjcf_dofs(builder, joint_names)
-    return [q for q, _, _ in dofs], [qd for _, qd, _ in dofs]
-
-
-def _point_actuation_at(world: NewtonWorld, builder: newton.ModelBuilder, q_idx: list[int], qd_idx: list[int]) -> None:
-    """Re-aim the world's actuation and reset limits at the given dofs.
-
-    NewtonWorld resolves actuated joints by label, one dof per Newton joint, so a hinge inside a merged multi-dof
-    joint resolves to that joint's first dof; this writes the right indices and limits into the same arrays.
-    TODO(newton_world): resolve MJCF hinge names inside merged joints there (``mjcf_dof_layout``) and drop this.
-    """
-    lower = [builder.joint_limit_lower[d] for d in qd_idx]
-    upper = [builder.joint_limit_upper[d] for d in qd_idx]
-    world._q_index.assign(q_idx)
-    world._qd_index.assign(qd_idx)
-    world._lower.assign(lower)
-    world._upper.assign(upper)
-    q_lower, q_upper = world._q_lower.numpy(), world._q_upper.numpy()
-    for qi, lo, hi in zip(q_idx, lower, upper):
-        q_lower[qi], q_upper[qi] = lo, hi
-    world._q_lower.assign(q_lower)
-    world._q_upper.assign(q_upper)
-
-
 def build_locomotion_world(cfg: TaskConfig, *, mjcf: str, joints: Sequence[str], num_envs: int, device: str,
                            root_height: float | None = None) -> NewtonWorld:
     """The batched world of a floating-base robot from ``mjcf`` (its floor ignored) over a ground plane;
     ``root_height`` [m] overrides the MJCF's initial root height."""
     robot = load_mjcf(mjcf, contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver)
-    dofs = _mjcf_dofs(robot, joints)
-    q_idx, qd_idx = [q for q, _, _ in dofs], [qd for _, qd, _ in dofs]
+    q_idx, _ = joint_dof_layout(robot, joints)
     if len(cfg.default_joint_pos) != len(joints):
         raise ValueError(f"{len(cfg.default_joint_pos)} default joint positions for {len(joints)} joints")
     for qi, v in zip(q_idx, cfg.default_joint_pos):
@@ -254,11 +193,9 @@ def build_locomotion_world(cfg: TaskConfig, *, mjcf: str, joints: Sequence[str],
                           stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
     qr, vr = cfg.init_joint_pos_range, cfg.init_joint_vel_range
     world = NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                        substeps=cfg.decimation, ground=True, actuated_joints=[label for _, _, label in dofs],
+                        substeps=cfg.decimation, ground=True, actuated_joints=joints,
                         actuation=actuation, root_body=0, q_noise=[0.0] * len(ROOT_COORDS) + [qr] * nj,
                         qd_noise=[vr] * (ROOT_DOFS + nj))
-    if q_idx != list(world._q_index.numpy()) or qd_idx != list(world._qd_index.numpy()):
-        _point_actuation_at(world, robot, q_idx, qd_idx)
     return world
 
 

@@ -277,18 +277,37 @@ def make_solver(model: newton.Model, name: str, *, iterations: int = 0, max_cont
     raise ValueError(f"unknown solver '{name}'; valid solvers: {', '.join(SOLVERS)}")
 
 
+def _split_label(label: str, names: set[str]) -> list[str] | None:
+    """``label`` as MJCF joint names joined by "_" (how Newton names the one joint it makes of a body's hinges)."""
+    if label in names:
+        return [label]
+    for k in range(1, len(label)):
+        if label[k] == "_" and label[:k] in names:
+            rest = _split_label(label[k + 1:], names)
+            if rest is not None:
+                return [label[:k], *rest]
+    return None
+
+
 def joint_dof_layout(builder: newton.ModelBuilder, joint_names: Sequence[str]) -> tuple[list[int], list[int]]:
-    """Coordinate and dof index (within one world) of each named single-dof joint, matched by label suffix."""
-    q_idx, qd_idx = [], []
-    for name in joint_names:
-        hits = [j for j, lbl in enumerate(builder.joint_label) if lbl.split("/")[-1] == name]
-        if len(hits) != 1:
-            raise ValueError(f"joint '{name}' matches {len(hits)} joints; joints: "
-                             f"{', '.join(lbl.split('/')[-1] for lbl in builder.joint_label)}")
-        j = hits[0]
-        q_idx.append(builder.joint_q_start[j])
-        qd_idx.append(builder.joint_qd_start[j])
-    return q_idx, qd_idx
+    """Coordinate and dof index (within one world) of each named MJCF hinge.
+
+    A single hinge is a Newton joint of its own (matched by label suffix). Newton's MJCF importer turns a body with
+    several hinges (the humanoid's hips, abdomen, shoulders) into one multi-dof joint labelled with the hinge names
+    joined by "_", its dofs in MJCF order: a hinge's index is that joint's start plus its position in the list.
+    """
+    wanted = set(joint_names)
+    where: dict[str, tuple[int, int]] = {}
+    for j, label in enumerate(builder.joint_label):
+        for k, name in enumerate(_split_label(label.split("/")[-1], wanted) or []):
+            if name in where:
+                raise ValueError(f"joint '{name}' matches more than one Newton joint")
+            where[name] = (builder.joint_q_start[j] + k, builder.joint_qd_start[j] + k)
+    missing = [n for n in joint_names if n not in where]
+    if missing:
+        raise ValueError(f"joints {missing} not found; Newton joints: "
+                         f"{', '.join(lbl.split('/')[-1] for lbl in builder.joint_label)}")
+    return [where[n][0] for n in joint_names], [where[n][1] for n in joint_names]
 
 
 def set_joint_positions(builder: newton.ModelBuilder, joint_names: Sequence[str], values: Sequence[float]) -> None:
