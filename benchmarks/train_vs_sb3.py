@@ -9,8 +9,12 @@
   return >= -300 (horde: 100 episodes, Pendulum-v1: 10 episodes).
 
 Each learner uses its library's recommended hyperparameters for the task (horde: configs/tuned/; SB3: the
-rl-baselines3-zoo values, printed below). Evaluation time is excluded from the clock. Needs the `bench` extra
-(`pip install -e ".[bench]"`, i.e. stable-baselines3). One torch thread for everyone.
+rl-baselines3-zoo values); both are printed with N envs, device and repeats. The clock is the same for both: it
+starts when the learner is built (envs and model constructed, imports done: both excluded) and stops at the first
+evaluation that passes the threshold; evaluation time is excluded. Evaluation is frequent on both sides so the
+time to threshold is not quantized coarsely: horde after every PPO iteration (~8k env steps), SB3 every 512 env
+steps (two of its 256-step rollouts). Needs the `bench` extra (`pip install -e ".[bench]"`, i.e. stable-baselines3).
+One torch thread for everyone; the learners take turns seed by seed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ SB3_ZOO = {
                         ent_coef=0.0, learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4),
 }
 THRESHOLD = {"cartpole": 475.0, "pendulum": -300.0}
+SB3_EVAL_EVERY = {"cartpole": 512, "pendulum": 8192}
+"""SB3 evaluates every this many env steps (CartPole-v1 zoo rollout: 8 envs x 32 steps = 256)."""
+HORDE_EVAL_EVERY = {"cartpole": 1, "pendulum": 10}
+"""horde evaluates every this many PPO/SHAC iterations."""
+CLOCK = ("training wall time from the built learner (env and model construction and imports excluded on both "
+         "sides) to the first evaluation at or above the threshold; evaluation time excluded on both sides")
 GYM_ID = {"cartpole": "CartPole-v1", "pendulum": "Pendulum-v1"}
 BUDGET_S = {"cartpole": 300.0, "pendulum": 400.0}
 
@@ -77,13 +87,17 @@ def run_sb3(task: str, seed: int, *, budget_s: float, eval_every: int) -> dict:
 
     clock = Clock()
     model.learn(total_timesteps=10_000_000, callback=clock)
-    return _result("sb3-ppo", GYM_ID[task], seed, clock.reached, clock.curve)
+    setup = {"num_envs": n_envs, "device": str(model.device), "eval_episodes": 10, "eval_every_env_steps": eval_every,
+             "hyperparameters": SB3_ZOO[GYM_ID[task]]}
+    return _result("sb3-ppo", GYM_ID[task], seed, clock.reached, clock.curve, setup)
 
 
 def run_horde(task: str, algo: str, seed: int, *, budget_s: float, eval_every_iters: int) -> dict:
     from horde.policies import InferencePolicy
     from horde.train.config import compose
     from horde.train.evaluate import evaluate
+
+    import torch.utils.tensorboard  # noqa: F401  (the trainer's TensorBoard writer; an import, outside the clock)
 
     root = tempfile.mkdtemp(prefix="horde-bench-")
     cfg, name, raw = compose([f"task={task}", f"algo={algo}", f"seed={seed}", "max_iterations=100000",
@@ -112,11 +126,26 @@ def run_horde(task: str, algo: str, seed: int, *, budget_s: float, eval_every_it
         return train_s >= budget_s
 
     trainer.learn(on_iteration=on_iteration)
-    return _result(f"horde-{algo}", task, seed, state["reached"], state["curve"])
+    setup = {"num_envs": cfg.num_envs, "device": str(cfg.device), "eval_episodes": 100,
+             "eval_every_env_steps": steps_per_iter * eval_every_iters, "hyperparameters": horde_hyperparameters(cfg)}
+    return _result(f"horde-{algo}", task, seed, state["reached"], state["curve"], setup)
 
 
-def _result(learner: str, env: str, seed: int, reached, curve) -> dict:
-    return {"learner": learner, "env": env, "seed": seed, "reached": reached is not None,
+def horde_hyperparameters(cfg) -> dict:
+    """The learner's resolved hyperparameters (configs/tuned/<task>_<algo>.yaml over the schema defaults)."""
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    algo = dataclasses.asdict(cfg.algo) if dataclasses.is_dataclass(cfg.algo) else OmegaConf.to_container(cfg.algo)
+    policy = algo.pop("policy", {})
+    return {"num_envs": cfg.num_envs, **algo, **{f"policy.{k}": v for k, v in policy.items()
+                                                if k in ("actor_hidden_dims", "critic_hidden_dims", "activation",
+                                                         "init_noise_std", "obs_normalization", "action_squash")}}
+
+
+def _result(learner: str, env: str, seed: int, reached, curve, setup: dict) -> dict:
+    return {"learner": learner, "env": env, "seed": seed, "reached": reached is not None, "setup": setup,
             "seconds_to_threshold": reached[0] if reached else None,
             "env_steps_to_threshold": reached[1] if reached else None,
             "final_eval_return": curve[-1][2] if curve else None, "curve": curve}
@@ -154,18 +183,20 @@ def main(argv: list[str] | None = None) -> int:
         learners = [("horde", "ppo")] + ([("horde", "shac")] if task == "pendulum" and have_shac else [])
         learners += [("sb3", "ppo")] if have_sb3 and not args.quick else []
         if not args.json:
-            print(f"# {task}: threshold {THRESHOLD[task]} (deterministic eval); SB3 zoo hyperparameters for "
-                  f"{GYM_ID[task]}: {SB3_ZOO[GYM_ID[task]]}", flush=True)
-        for lib, algo in learners:
-            for seed in seeds:
+            print(f"# {task}: threshold {THRESHOLD[task]} (deterministic eval), {len(seeds)} seeds each; clock: "
+                  f"{CLOCK}", flush=True)
+        # Seed by seed, learners in turn: a change in the machine's load during the run falls on both sides.
+        for seed in seeds:
+            for lib, algo in learners:
                 if lib == "sb3":
-                    r = run_sb3(task, seed, budget_s=BUDGET_S[task], eval_every=4096 if task == "cartpole" else 8192)
+                    r = run_sb3(task, seed, budget_s=BUDGET_S[task], eval_every=SB3_EVAL_EVERY[task])
                 else:
-                    r = run_horde(task, algo, seed, budget_s=BUDGET_S[task],
-                                  eval_every_iters=5 if task == "cartpole" else 10)
+                    r = run_horde(task, algo, seed, budget_s=BUDGET_S[task], eval_every_iters=HORDE_EVAL_EVERY[task])
                 r["task"] = task
                 rows.append(r)
-                line = {k: v for k, v in r.items() if k != "curve"}
+                if seed == seeds[0] and not args.json:
+                    print(f"  {r['learner']} on {r['env']}: {r['setup']}", flush=True)
+                line = {k: v for k, v in r.items() if k not in ("curve", "setup")}
                 print(json.dumps(line) if args.json else
                       f"  {r['learner']:<11} seed {seed}: " + (
                           f"{r['seconds_to_threshold']:.1f} s, {r['env_steps_to_threshold']:,} env steps"
@@ -181,12 +212,15 @@ def main(argv: list[str] | None = None) -> int:
             smed, _, _ = _median(rs, "env_steps_to_threshold")
             summary.append({"task": task, "learner": learner, "env": rs[0]["env"], "seeds": len(rs),
                             "median_seconds": med, "min_seconds": lo, "max_seconds": hi, "median_env_steps": smed,
-                            "threshold": THRESHOLD[task]})
+                            "seconds_per_seed": [r["seconds_to_threshold"] for r in rs],
+                            "threshold": THRESHOLD[task], "num_envs": rs[0]["setup"]["num_envs"],
+                            "device": rs[0]["setup"]["device"], "clock": CLOCK,
+                            "hyperparameters": rs[0]["setup"]["hyperparameters"]})
         h = next((s for s in summary if s["task"] == task and s["learner"] == "horde-ppo"), None)
         b = next((s for s in summary if s["task"] == task and s["learner"] == "sb3-ppo"), None)
         if h and b and h["median_seconds"] and b["median_seconds"]:
             summary.append({"task": task, "learner": "ratio:sb3-ppo/horde-ppo", "wall_time_ratio":
-                            b["median_seconds"] / h["median_seconds"]})
+                            b["median_seconds"] / h["median_seconds"], "seeds": len(seeds)})
     for s in summary:
         print(json.dumps({"summary": True, **s}) if args.json else "  " + json.dumps(s))
     if args.json:

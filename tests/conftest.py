@@ -15,8 +15,9 @@ torch.set_num_threads(1)
 def tiny_run(tmp_path_factory) -> Path:
     """A 3-iteration cartpole run made through the CLI (not trained to competence; for plumbing tests)."""
     root = tmp_path_factory.mktemp("runs")
+    # with an observation normalizer (the tuned cartpole config has none): export tests check it is in the graph
     proc = run_cli("train", "task=cartpole", "num_envs=32", "max_iterations=3", "save_interval=2",
-                   f"run_root={root}", cwd=root)
+                   "algo.policy.obs_normalization=true", f"run_root={root}", cwd=root)
     assert proc.returncode == 0, proc.stderr[-2000:]
     runs = list((root / "cartpole").iterdir())
     assert len(runs) == 1

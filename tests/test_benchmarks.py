@@ -30,6 +30,9 @@ def test_train_vs_sb3_quick_json():
     assert runs and runs[0]["learner"] == "horde-ppo" and runs[0]["reached"] is True
     assert runs[0]["seconds_to_threshold"] > 0 and runs[0]["env_steps_to_threshold"] > 0
     assert any(r.get("summary") for r in rows) and any("curves" in r for r in rows)
+    summary = next(r for r in rows if r.get("summary") and r.get("learner") == "horde-ppo")
+    assert {"num_envs", "device", "seeds", "median_seconds", "min_seconds", "max_seconds", "clock"} <= set(summary)
+    assert summary["hyperparameters"]["num_steps_per_env"] > 0  # the tuned config the run used
 
 
 def test_run_all_writes_json_table_and_plots(tmp_path):
