@@ -97,12 +97,13 @@ def default_name(task: str, iteration: int, precision: str) -> str:
 
 def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str | None = None,
                precision: str = "fp32", parity_envs: int = 16, parity_steps: int = 200, episodes: int = 64,
-               tolerance: float | None = None) -> ExportReport:
+               tolerance: float | None = None, sim2sim_episodes: int = verify.SIM2SIM_EPISODES) -> ExportReport:
     """Export a run's latest checkpoint (or a checkpoint file) to a verified bundle.
 
     The bundle goes to ``out_dir`` when given, else ``<run dir>/exported/<name>``. ``tolerance`` overrides rung
-    1's limit (fp32: max abs error; fp16: error relative to action std). Raises :class:`ExportError` and writes
-    no bundle when a check fails.
+    1's limit (fp32: max abs error; fp16: error relative to action std). ``sim2sim_episodes`` is rung 3's MuJoCo
+    episode count (0 skips it). Raises :class:`ExportError` and writes no bundle when rung 1, rung 2 or the
+    runner's self-test fails (rung 3 is advisory).
     """
     from horde.envs import make
 
@@ -127,8 +128,6 @@ def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str 
         onnx_path = stage / "policy.onnx"
         export_onnx(graph_policy, onnx_path, io, _metadata(task, precision, layout, graph_policy, ckpt, ckpt_sha))
         golden = verify.record_golden(reference, task, cfg.task, io, num_envs=parity_envs, steps=parity_steps)
-        ladder = verify.run_ladder(onnx_path, golden, reference, task, cfg.task, io, precision, episodes=episodes,
-                                   limit=tolerance)
         np.savez_compressed(stage / "golden_io.npz", **golden)
         info = policy_json(
             name=name, task=task, precision=precision, env=env, layout=layout, policy=graph_policy, io=io,
@@ -137,7 +136,10 @@ def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str 
             golden={"file": "golden_io.npz", "steps": parity_steps, "envs": parity_envs,
                     **verify.golden_tolerances(golden, io, precision)},
         )
+        # written before the ladder: rung 3 rebuilds its observations from this file alone
         (stage / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
+        ladder = verify.run_ladder(onnx_path, golden, reference, task, cfg.task, io, precision, episodes=episodes,
+                                   limit=tolerance, bundle=stage, sim2sim_episodes=sim2sim_episodes)
         for fname, module in ROBOT_FILES.items():
             shutil.copyfile(module.__file__, stage / fname)
         selftest = runner_selftest(stage) if ladder.passed else {"passed": False, "output": "not run: ladder failed"}
@@ -205,7 +207,8 @@ def find_bundles(run: str | Path) -> list[Path]:
     return found
 
 
-def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | Path | None = None) -> VerifyReport:
+def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | Path | None = None,
+                  sim2sim_episodes: int = verify.SIM2SIM_EPISODES) -> VerifyReport:
     """Re-run the ladder on a written bundle against its checkpoint, and the runner's self-test in isolation."""
     bundle = Path(bundle)
     try:
@@ -225,7 +228,7 @@ def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | P
     replay = verify.torch_replay(reference, golden, io)
     golden_err = float(np.abs(replay["actions"] - golden["actions"]).max())
     ladder = verify.run_ladder(bundle / spec["onnx"]["file"], golden, reference, spec["task"], cfg.task, io,
-                               spec["precision"], episodes=episodes)
+                               spec["precision"], episodes=episodes, bundle=bundle, sim2sim_episodes=sim2sim_episodes)
     selftest = runner_selftest(bundle)
     lines = [f"[0/3] golden_io.npz vs the checkpoint's torch policy now: max abs err {golden_err:.2e} <= "
              f"{verify.FP32_ABS_TOL:g}: {'PASS' if golden_err <= verify.FP32_ABS_TOL else 'FAIL'}",

@@ -29,27 +29,68 @@ def _per_column(env, attr: str, default, n: int) -> list:
 
 
 def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
-    """Observation terms in column order. ``scale`` multiplies and ``clip`` bounds the raw value *before* it
-    enters the graph (1.0 and null: horde's classic tasks feed raw values; the normalizer is inside the graph)."""
+    """Observation terms in column order. The value fed to the graph is ``clip((raw - offset) * scale)``, where
+    ``raw`` is the physical quantity the term names (``offset`` 0.0, ``scale`` 1.0 and ``clip`` null: horde's
+    classic tasks feed raw values; the normalizer is inside the graph)."""
     names = layout["obs_names"]
     n = len(names)
     units = _per_column(env, "obs_units", None, n)
     scales = _per_column(env, "obs_scales", 1.0, n)
     clips = _per_column(env, "obs_clip", None, n)
-    terms = [{"name": name, "slice": [i, i + 1], "scale": scales[i], "clip": clips[i], "unit": units[i]}
-             for i, name in enumerate(names)]
+    offsets = _per_column(env, "obs_offsets", None, n)
+    if offsets == [None] * n:
+        offsets = _joint_obs_offsets(layout)
+    terms = [{"name": name, "slice": [i, i + 1], "offset": offsets[i], "scale": scales[i], "clip": clips[i],
+              "unit": units[i]} for i, name in enumerate(names)]
     norm = None if normalizer is None else {**normalizer, "formula": "(obs - mean) / (std + eps)", "in_graph": True}
-    return {"dim": n, "terms": terms, "normalizer": norm}
+    return {"dim": n, "terms": terms, "formula": "obs = clip((raw - offset) * scale, clip)", "normalizer": norm}
+
+
+RELATIVE_JOINT_OBS = ("quadruped", "quadruped-rough")
+"""Tasks whose ``pos_<joint>`` observations are joint angles relative to the default pose (legged_gym's convention;
+reach and the classic tasks observe absolute angles). An env that declares ``obs_offsets`` overrides this."""
+
+
+def _joint_obs_offsets(layout: dict) -> list[float]:
+    """Per-column offsets when the env declares none: the default pose under ``pos_<joint>`` of the tasks in
+    :data:`RELATIVE_JOINT_OBS`, 0.0 elsewhere."""
+    names = layout["obs_names"]
+    if layout.get("task") not in RELATIVE_JOINT_OBS:
+        return [0.0] * len(names)
+    default = dict(zip(layout["action_names"], actuation(layout)[DEFAULT_POS]))
+    return [float(default.get(name[len("pos_"):], 0.0)) if name.startswith("pos_") else 0.0 for name in names]
 
 
 # Articulated tasks (horde.sim.newton_world.Actuation) name their actuation in the task config with these fields;
 # classic-control tasks have none of them. This is the one place that maps them into policy.json.
 ACTION_MODE, DEFAULT_POS, KP, KD, EFFORT = ("action_mode", "default_joint_pos", "joint_stiffness", "joint_damping",
                                             "effort_limit")
+SCALAR_GAINS = {KP: "stiffness", KD: "damping"}
+"""Quadruped configs give one gain for every joint under these names."""
 
 
-def _is_pd(cfg: dict) -> bool:
-    return cfg.get(ACTION_MODE) == "pd"
+def actuation(layout: dict) -> dict:
+    """Default pose, PD gains and effort limits per action column (None where the task has none), from the task
+    config; quadruped configs name a robot model (:mod:`horde.envs.robots`) that holds the pose and the limits,
+    and give scalar gains."""
+    cfg, n = layout["config"], len(layout["action_names"])
+    out = {k: cfg.get(k) for k in (DEFAULT_POS, KP, KD, EFFORT)}
+    for key, scalar in SCALAR_GAINS.items():
+        if out[key] is None and isinstance(cfg.get(scalar), (int, float)):
+            out[key] = [float(cfg[scalar])] * n
+    from horde.envs.robots import QUADRUPEDS
+
+    robot = QUADRUPEDS.get(cfg.get("robot"))
+    if robot is not None:
+        out[DEFAULT_POS] = out[DEFAULT_POS] or list(robot.default_joint_pos)
+        out[EFFORT] = out[EFFORT] or list(robot.effort_limit)
+    return {k: list(v) if v is not None else None for k, v in out.items()}
+
+
+def _is_pd(layout: dict) -> bool:
+    """PD position targets: the config's ``action_mode`` says so, or (tasks without one) the action type does."""
+    mode = layout["config"].get(ACTION_MODE)
+    return mode == "pd" if mode is not None else layout.get("action_type") == "position_target"
 
 
 def action_spec(env, layout: dict) -> dict:
@@ -60,16 +101,15 @@ def action_spec(env, layout: dict) -> dict:
     """
     names = layout["action_names"]
     n = len(names)
-    cfg = layout["config"]
-    default_pos = cfg.get(DEFAULT_POS)
-    offset = list(default_pos) if _is_pd(cfg) and default_pos is not None else [0.0] * n
+    default_pos = actuation(layout)[DEFAULT_POS]
+    offset = list(default_pos) if _is_pd(layout) and default_pos is not None else [0.0] * n
     return {
         "names": names,
         "type": layout["action_type"],
         "unit": layout["action_unit"],
         "scale": list(layout["action_scale"]),
         "offset": offset,
-        "default_joint_pos": list(default_pos) if default_pos is not None else None,
+        "default_joint_pos": default_pos,
         "clip": [-1.0, 1.0],
         "formula": "command = offset + scale * clip(action, -1, 1)",
     }
@@ -77,12 +117,13 @@ def action_spec(env, layout: dict) -> dict:
 
 def robot_spec(layout: dict) -> dict:
     """PD gains (pd action mode only) and effort limits per actuated joint, in action-column order; null where
-    the task has none (classic-control tasks)."""
-    cfg = layout["config"]
-    pd = _is_pd(cfg)
-    return {"pd_gains": {"kp": cfg.get(KP) if pd else None, "kd": cfg.get(KD) if pd else None,
+    the task has none (classic-control tasks). PD law, every physics substep:
+    ``tau = clip(kp * (target - q) - kd * qd, -effort, effort)`` with the target clipped to the joint's range."""
+    act = actuation(layout)
+    pd = _is_pd(layout)
+    return {"pd_gains": {"kp": act[KP] if pd else None, "kd": act[KD] if pd else None,
                          "kp_unit": "N m/rad", "kd_unit": "N m s/rad"},
-            "effort_limits": cfg.get(EFFORT), "effort_unit": "N m"}
+            "effort_limits": act[EFFORT], "effort_unit": "N m"}
 
 
 def recurrent_spec(policy, io: dict) -> dict | None:

@@ -7,7 +7,11 @@
 2. Closed loop: onnxruntime drives horde's own simulator for one episode in each of >= 64 envs; its mean return
    must be within 2% of the torch policy's on the same initial states, or inside the 95% confidence interval of
    torch's mean.
-3. Sim-to-sim in plain MuJoCo: ``horde sim2sim`` (deploy/sim2sim.py), not yet part of this ladder; reported as skipped.
+3. Sim-to-sim in plain MuJoCo (:mod:`horde.deploy.sim2sim`), for the tasks that have a MuJoCo twin (reach, quadruped):
+   the ONNX policy drives the MJCF in MuJoCo's C engine with observations rebuilt from the written ``policy.json``
+   alone, over a few episodes; passes when its mean return >= rung 2's ONNX return - 0.2 x |that return| (a ratio
+   >= 0.8 for positive returns). Advisory: a different simulator is expected to differ, so the figures are reported
+   and a FAIL does not stop the export. Other tasks: skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ FP16_REL_TOL = 1e-2
 """Open-loop limit for fp16 graphs: max abs action error relative to the std of torch's actions."""
 RETURN_REL_TOL = 0.02
 """Closed-loop limit: |mean return (onnx) - mean return (torch)| relative to torch's."""
-MUJOCO_SKIP_REASON = ("sim-to-sim in plain MuJoCo runs as its own command (`horde sim2sim run=<bundle>`, reach "
-                      "only so far); it is not part of the export ladder yet")
+SIM2SIM_EPISODES = 16
+"""Rung 3's MuJoCo episodes (about 0.5-1 s each for the quadruped on one CPU core)."""
 
 
 @dataclass
@@ -87,28 +91,62 @@ class ClosedLoopResult:
 
 
 @dataclass
+class SimToSimResult:
+    """Rung 3: the ONNX policy in plain MuJoCo against horde's closed-loop return (rung 2's ONNX figure)."""
+
+    task: str
+    mujoco: str
+    """MuJoCo version."""
+    episodes: int
+    mujoco_mean_return: float
+    mujoco_ci95: float
+    mujoco_mean_length: float
+    mujoco_failures: int
+    horde_mean_return: float
+    horde_mean_length: float
+    return_ratio: float
+    min_ratio: float
+    passed: bool
+    """Advisory: not part of :attr:`LadderReport.passed`."""
+    details: dict = field(default_factory=dict)
+    """Everything :func:`horde.deploy.sim2sim.run_sim2sim` reported (per-term means, task metrics)."""
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL (advisory: the bundle is still written)"
+        return (f"[3/3] sim-to-sim (MuJoCo {self.mujoco} C engine, observations from policy.json), {self.episodes} "
+                f"episodes: return {self.mujoco_mean_return:.2f} +- {self.mujoco_ci95:.2f} (95% CI, mean length "
+                f"{self.mujoco_mean_length:.0f}, {self.mujoco_failures} failed) vs horde {self.horde_mean_return:.2f} "
+                f"(length {self.horde_mean_length:.0f}), ratio {self.return_ratio:.3f}, pass if MuJoCo >= horde - "
+                f"{1 - self.min_ratio:.1f} x |horde|: {verdict}")
+
+
+@dataclass
 class LadderReport:
     """All rungs for one exported graph."""
 
     parity: ParityResult
     closed_loop: ClosedLoopResult | None
-    skipped: list[dict] = field(default_factory=lambda: [{"rung": 3, "name": "sim-to-sim (MuJoCo)",
-                                                          "reason": MUJOCO_SKIP_REASON}])
+    sim_to_sim: SimToSimResult | None = None
+    skipped: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
+        """Rungs 1 and 2 (rung 3 is advisory)."""
         return self.parity.passed and (self.closed_loop is None or self.closed_loop.passed)
 
     def lines(self) -> list[str]:
         out = [self.parity.line()]
         if self.closed_loop is not None:
             out.append(self.closed_loop.line())
+        if self.sim_to_sim is not None:
+            out.append(self.sim_to_sim.line())
         out += [f"[3/3] {s['name']}: SKIP ({s['reason']})" for s in self.skipped]
         return out
 
     def to_dict(self) -> dict:
         return {"passed": self.passed, "open_loop": asdict(self.parity),
-                "closed_loop": asdict(self.closed_loop) if self.closed_loop else None, "skipped": self.skipped}
+                "closed_loop": asdict(self.closed_loop) if self.closed_loop else None,
+                "sim_to_sim": asdict(self.sim_to_sim) if self.sim_to_sim else None, "skipped": self.skipped}
 
 
 # --- recording -----------------------------------------------------------------------------------------------------
@@ -253,12 +291,39 @@ def closed_loop(onnx_path: Path, reference, task: str, task_cfg, io: dict, *, ep
                             bool(diff <= limit))
 
 
+def sim_to_sim(bundle: Path, loop: ClosedLoopResult, *, episodes: int = SIM2SIM_EPISODES
+               ) -> tuple[SimToSimResult | None, dict | None]:
+    """Rung 3 on the bundle (or staging) directory ``bundle``, which must hold ``policy.json`` and the ONNX file:
+    (result, None), or (None, the skip record) for a task without a MuJoCo twin."""
+    from horde.deploy import sim2sim
+
+    name = "sim-to-sim (MuJoCo)"
+    try:
+        r = sim2sim.run_sim2sim(bundle, episodes=episodes, horde_return=loop.onnx_mean_return, write_report=False)
+    except sim2sim.Sim2SimError as exc:
+        return None, {"rung": 3, "name": name, "reason": str(exc)}
+    return SimToSimResult(
+        r["task"], r["mujoco"], episodes, r["mujoco_mean_return"], r["mujoco_return_ci95"], r["mujoco_mean_length"],
+        r["mujoco_failures"], loop.onnx_mean_return, loop.onnx_mean_length,
+        r["return_ratio"] if r["return_ratio"] is not None else float("nan"), r["min_return_ratio"],
+        bool(r["passed"]), r), None
+
+
 def run_ladder(onnx_path: Path, golden: dict[str, np.ndarray], reference, task: str, task_cfg, io: dict,
-               precision: str, *, episodes: int = 64, limit: float | None = None) -> LadderReport:
-    """Rungs 1 and 2 (3 is skipped): the gate an export must pass before it is written."""
+               precision: str, *, episodes: int = 64, limit: float | None = None, bundle: Path | None = None,
+               sim2sim_episodes: int = SIM2SIM_EPISODES) -> LadderReport:
+    """Rungs 1 and 2, the gate an export must pass before it is written, then rung 3 (advisory) when the gate
+    passed, ``bundle`` (the directory holding ``policy.json`` and the ONNX file) is given and the task has a MuJoCo
+    twin."""
     parity = open_loop_parity(onnx_path, golden, io, precision, limit=limit)
     loop = closed_loop(onnx_path, reference, task, task_cfg, io, episodes=episodes)
-    return LadderReport(parity, loop)
+    gate = parity.passed and loop.passed
+    if bundle is None or sim2sim_episodes <= 0 or not gate:
+        why = ("no bundle directory given" if bundle is None else "sim2sim_episodes=0" if sim2sim_episodes <= 0
+               else "not run: rung 1 or 2 failed")
+        return LadderReport(parity, loop, skipped=[{"rung": 3, "name": "sim-to-sim (MuJoCo)", "reason": why}])
+    result, skip = sim_to_sim(Path(bundle), loop, episodes=sim2sim_episodes)
+    return LadderReport(parity, loop, result, [skip] if skip else [])
 
 
 def golden_tolerances(golden: dict[str, np.ndarray], io: dict, precision: str) -> dict:

@@ -17,6 +17,7 @@ from horde.envs.cartpole import CartpoleEnv
 from horde.envs.core import WarpTaskEnv
 from horde.envs.humanoid import HumanoidEnv
 from horde.envs.pendulum import PendulumEnv
+from horde.envs.quadruped import QuadrupedEnv
 from horde.envs.reach import ReachEnv
 
 SKY = np.array([236, 241, 247], np.uint8)
@@ -92,8 +93,9 @@ def draw_bodies(env: WarpTaskEnv, snap: dict, i: int, size: tuple[int, int], *, 
                 follow: bool = True, extra=None) -> np.ndarray:
     """Side view (x right, z up, y shifts depth) of a Newton env's bodies; the camera follows the root in x."""
     pos = snap["body_pose"][i, :, :3]
-    u = pos[:, 0] + 0.35 * pos[:, 1]
-    v = pos[:, 2] + 0.2 * pos[:, 1]
+    depth = pos[:, 1] - pos[env.world.root_body, 1]  # y relative to the root: envs far apart in y stay in view
+    u = pos[:, 0] + 0.35 * depth
+    v = pos[:, 2] - snap["ground_z"][i] + 0.2 * depth
     cx = float(u[env.world.root_body]) if follow else 0.0
     c = Canvas(*size, x_range=(cx - span / 2, cx + span / 2), y_range=(-0.25, span * size[0] / size[1] - 0.25))
     c.rect(cx, -0.125, span, 0.125, np.array([205, 205, 200], np.uint8))
@@ -121,9 +123,32 @@ def draw_humanoid(env: HumanoidEnv, snap: dict, i: int, size: tuple[int, int]) -
         x, y, z, w = pose[3:]
         up = np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])  # torso z axis, world
         p = pose[:3] + 0.19 * up
-        c.circle(float(p[0] + 0.35 * p[1]), float(p[2] + 0.2 * p[1]), 0.09, CART)
+        depth = p[1] - pose[1]  # relative to the root, as draw_bodies projects
+        c.circle(float(p[0] + 0.35 * depth), float(p[2] - snap["ground_z"][k] + 0.2 * depth), 0.09, CART)
 
     return draw_bodies(env, snap, i, size, span=3.0, extra=head)
+
+
+def draw_quadruped(env: QuadrupedEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
+    """The quadruped from the side (1.6 m of ground in view), the camera following its base: the trunk as a thick
+    bar between the front and rear hips, legs as links, feet as discs; the commanded forward speed as an arrow."""
+    pos = snap["body_pose"][:, :, :3]
+    names = [lbl.split("/")[-1] for lbl in env.world.model.body_label[:env.world.bodies]]
+    hips = [names.index(f"{leg}_hip") for leg in ("FL", "FR", "RL", "RR")]
+
+    def trunk(c: Canvas, k: int) -> None:
+        p = pos[k]
+        depth = p[:, 1] - p[env.world.root_body, 1]
+        u, v = p[:, 0] + 0.35 * depth, p[:, 2] - snap["ground_z"][k] + 0.2 * depth
+        front, rear = hips[:2], hips[2:]
+        c.segment(float(u[front].mean()), float(v[front].mean()), float(u[rear].mean()), float(v[rear].mean()),
+                  0.09, DARK)
+        root = env.world.root_body
+        cmd = float(snap["command"][k, 0]) if "command" in snap else 0.0
+        y0 = float(v[root]) + 0.22
+        c.segment(float(u[root]), y0, float(u[root]) + 0.3 * cmd, y0, 0.02, POLE)
+
+    return draw_bodies(env, snap, i, size, span=1.6, extra=trunk)
 
 
 def draw_reach(env: ReachEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
@@ -140,6 +165,7 @@ RENDERERS: dict[type, Callable[[WarpTaskEnv, dict, int, tuple[int, int]], np.nda
     PendulumEnv: draw_pendulum,
     AntEnv: draw_ant,
     HumanoidEnv: draw_humanoid,
+    QuadrupedEnv: draw_quadruped,
     ReachEnv: draw_reach,
 }
 """Renderer per env class; tasks added by other code can register theirs here."""
@@ -153,6 +179,9 @@ def render_frame(env: WarpTaskEnv, env_ids: list[int], *, size: tuple[int, int] 
     snap = {"state": env.state.detach().cpu().numpy()}  # one device-to-host copy per buffer per frame
     if hasattr(env, "world"):
         snap["body_pose"] = env.world.body_pose.detach().cpu().numpy()
+        snap["ground_z"] = env.world.spawn_origin[:, 2].detach().cpu().numpy()  # terrain height at the spawn
+    if hasattr(env, "command"):
+        snap["command"] = env.command.detach().cpu().numpy()
     if hasattr(env, "target"):
         snap["target"] = env.target.detach().cpu().numpy()
     tiles = [draw(env, snap, i, size) for i in env_ids]

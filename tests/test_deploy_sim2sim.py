@@ -1,26 +1,52 @@
-"""Rung 3: an exported reach policy runs in plain MuJoCo with observations rebuilt from policy.json alone."""
+"""Rung 3: an exported reach or quadruped policy runs in plain MuJoCo with observations rebuilt from policy.json
+alone, inside the export ladder and as ``horde sim2sim``; the MuJoCo observation builder reproduces horde's."""
 
 import json
+from pathlib import Path
 
+import mujoco
+import numpy as np
 import pytest
+import torch
 from clihelp import run_cli
 
-from horde.deploy.sim2sim import Sim2SimError, run_sim2sim
+from horde.deploy import export_run
+from horde.deploy.sim2sim import QuadrupedTwin, Sim2SimError, load_setup, run_sim2sim
+
+REACH_STEPS = 100
+"""Episode length of the reach test run (200 by default)."""
+QUAD_STEPS = 50
+"""Episode length of the quadruped test run: keeps rung 2 (64 envs x 2 policies in Newton) to seconds."""
 
 
 @pytest.fixture(scope="module")
 def reach_bundle(tmp_path_factory):
     root = tmp_path_factory.mktemp("reach")
-    proc = run_cli("train", "task=reach", "num_envs=16", "max_iterations=2", f"run_root={root}", cwd=root)
+    proc = run_cli("train", "task=reach", "num_envs=16", "max_iterations=2", f"task.episode_length={REACH_STEPS}",
+                   f"run_root={root}", cwd=root)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run,) = (root / "reach").iterdir()
-    proc = run_cli("export", f"run={run}", cwd=root)
+    report = export_run(run)  # in-process: the CLI's export is tested in test_export.py
+    assert any(ln.startswith("[3/3] sim-to-sim (MuJoCo 3") and "ratio" in ln for ln in report.lines), report.lines
+    return Path(report.bundle_dir)
+
+
+@pytest.fixture(scope="module")
+def quad_export(tmp_path_factory):
+    """An untrained quadruped run (8 envs, 1 iteration, 50-step episodes, commands redrawn every 0.4 s) exported
+    with 4 MuJoCo episodes in rung 3."""
+    root = tmp_path_factory.mktemp("quad")
+    proc = run_cli("train", "task=quadruped", "num_envs=8", "max_iterations=1", f"task.episode_length={QUAD_STEPS}",
+                   "task.command_resample_s=0.4", f"run_root={root}", cwd=root)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (bundle,) = [p for p in (run / "exported").iterdir() if p.is_dir()]
-    return bundle
+    (run,) = (root / "quadruped").iterdir()
+    report = export_run(run, sim2sim_episodes=4)
+    return report
 
 
 def test_reach_policy_runs_in_mujoco(reach_bundle):
+    rung3 = json.loads((reach_bundle / "parity_report.json").read_text())["sim_to_sim"]
+    assert rung3["task"] == "reach" and rung3["episodes"] == 16 and rung3["mujoco_mean_length"] == REACH_STEPS
     r = run_sim2sim(reach_bundle, episodes=4)
     assert r["task"] == "reach" and r["episodes"] == 4
     assert r["mujoco_mean_return"] < 0 and r["horde_mean_return"] < 0  # distance penalties dominate untrained
@@ -29,11 +55,104 @@ def test_reach_policy_runs_in_mujoco(reach_bundle):
     assert json.loads((reach_bundle / "sim2sim_report.json").read_text())["episodes"] == 4
 
 
+def test_quadruped_policy_json_carries_the_pd_law_and_joint_offsets(quad_export):
+    spec = json.loads(Path(quad_export.json_path).read_text())
+    pose = [0.1, 0.8, -1.5, -0.1, 0.8, -1.5, 0.1, 1.0, -1.5, -0.1, 1.0, -1.5]
+    assert spec["action"]["offset"] == pose and spec["action"]["default_joint_pos"] == pose
+    assert spec["pd_gains"]["kp"] == [25.0] * 12 and spec["pd_gains"]["kd"] == [0.5] * 12
+    assert spec["effort_limits"][:3] == [23.7, 23.7, 45.43]
+    offsets = {t["name"]: t["offset"] for t in spec["observation"]["terms"]}
+    assert offsets["pos_FL_thigh_joint"] == 0.8 and offsets["pos_RR_calf_joint"] == -1.5  # relative to the pose
+    assert offsets["vel_FL_thigh_joint"] == 0.0 and offsets["lin_vel_x"] == 0.0
+
+
+def test_quadruped_rung3_runs_in_the_export_ladder(quad_export):
+    rung3 = quad_export.ladder["sim_to_sim"]
+    assert quad_export.passed and rung3 is not None and not quad_export.ladder["skipped"]
+    assert rung3["episodes"] == 4 and 1 <= rung3["mujoco_mean_length"] <= QUAD_STEPS
+    assert np.isfinite(rung3["mujoco_mean_return"]) and rung3["horde_mean_return"] == pytest.approx(
+        quad_export.ladder["closed_loop"]["onnx_mean_return"])
+    assert rung3["return_ratio"] == pytest.approx(rung3["mujoco_mean_return"] / rung3["horde_mean_return"])
+    line = next(ln for ln in quad_export.lines if ln.startswith("[3/3]"))
+    assert "sim-to-sim (MuJoCo" in line and "ratio" in line and ("PASS" in line or "FAIL" in line), line
+    report = json.loads((Path(quad_export.bundle_dir) / "parity_report.json").read_text())
+    scales = json.loads(Path(quad_export.json_path).read_text())["task_config"]["reward_scales"]
+    assert report["sim_to_sim"]["details"]["mujoco_term_means"].keys() == scales.keys()
+
+
+def test_quadruped_sim2sim_report(quad_export):
+    r = run_sim2sim(quad_export.bundle_dir, episodes=2, seed=1)
+    keys = {"task", "episodes", "mujoco", "mujoco_mean_return", "mujoco_return_ci95", "mujoco_mean_length",
+            "mujoco_failures", "mujoco_lin_vel_tracking_error_mean_mps", "mujoco_term_means", "horde_mean_return",
+            "return_ratio", "min_return_ratio", "rule", "passed"}
+    assert keys <= set(r) and r["task"] == "quadruped" and r["episodes"] == 2
+    assert set(r["mujoco_term_means"]) == {"track_lin_vel", "track_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation",
+                                           "torques", "action_rate", "feet_air_time", "undesired_contacts",
+                                           "terminated"}
+    assert r["mujoco_term_means"]["track_lin_vel"] > 0 > r["mujoco_term_means"]["torques"]
+    saved = json.loads((Path(quad_export.bundle_dir) / "sim2sim_report.json").read_text())
+    assert saved["mujoco_mean_return"] == pytest.approx(r["mujoco_mean_return"])
+
+
+def _to_mujoco(model, data, joint_q: np.ndarray, joint_qd: np.ndarray) -> None:
+    """Newton's floating-base state (position, quaternion xyzw, joints; base COM velocity and angular velocity in the
+    world frame, joint rates) -> MuJoCo's (quaternion wxyz; free-joint velocity of the body origin in the world
+    frame and angular velocity in the body frame)."""
+    data.qpos[:3], data.qpos[3:7], data.qpos[7:] = joint_q[:3], joint_q[[6, 3, 4, 5]], joint_q[7:]
+    mujoco.mj_kinematics(model, data)
+    base = model.body("base").id
+    rot = data.xmat[base].reshape(3, 3)
+    w = joint_qd[3:6]
+    data.qvel[:3] = joint_qd[:3] - np.cross(w, rot @ model.body_ipos[base])
+    data.qvel[3:6], data.qvel[6:] = rot.T @ w, joint_qd[6:]
+    mujoco.mj_forward(model, data)
+
+
+def test_mujoco_observations_and_rewards_match_horde_for_the_same_state(quad_export):
+    """The digital-twin check: horde's quadruped walks a few random steps; its state is set in MuJoCo, and the
+    observation builder of policy.json must give horde's observation; the reward terms that are functions of the
+    state (not of the solver's contacts) must give horde's terms."""
+    import warp as wp
+
+    from horde.envs import make
+    from horde.envs.quadruped import TERMS
+
+    spec = json.loads(Path(quad_export.json_path).read_text())
+    setup = load_setup(spec)
+    env = make("quadruped", num_envs=4, device="cpu", seed=5)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        prev = torch.rand(4, 12, generator=gen) * 2 - 1
+        env.step(prev)
+    actions = torch.rand(4, 12, generator=gen) * 2 - 1
+    res = env.step(actions)
+    assert not res.dones.any()
+    w = env.world
+    horde_terms = wp.to_torch(env._terms).numpy()  # this step's terms before scaling
+    twist_moving = np.abs(w.root_vel_base.numpy()).max()
+    assert twist_moving > 0.1, "the base must move for the velocity terms to be tested"
+    for i in range(4):
+        data = mujoco.MjData(setup.model)
+        _to_mujoco(setup.model, data, w.joint_q[i].double().numpy(), w.joint_qd[i].double().numpy())
+        twin: QuadrupedTwin = setup.new_twin()
+        twin.rng, twin.command = np.random.default_rng(0), env.command[i].double().numpy()
+        # the command was redrawn at this step when it had to be; the observation holds the current one
+        a = actions[i].clamp(-1, 1).double().numpy()
+        obs = setup.observe(data, twin, a)
+        np.testing.assert_allclose(obs, res.obs[i].numpy(), atol=2e-5, err_msg=f"env {i}")
+        tau = w.joint_f[i, 6:].double().numpy()
+        terms, failed = twin.terms(setup.model, data, setup.joints, a, prev[i].clamp(-1, 1).double().numpy(), tau)
+        assert not failed
+        for k in ("lin_vel_z", "ang_vel_xy", "orientation", "torques", "action_rate", "track_lin_vel", "track_ang_vel"):
+            assert terms[k] == pytest.approx(horde_terms[i, TERMS.index(k)], rel=1e-3, abs=1e-5), (i, k)
+
+
 def test_cli_and_refusal(reach_bundle, tiny_run):
     proc = run_cli("sim2sim", f"run={reach_bundle}", "episodes=2", cwd=reach_bundle)
     assert proc.returncode == 0 and "MuJoCo" in proc.stdout and "ratio" in proc.stdout, proc.stderr
-    from horde.deploy import export_run
-
-    cartpole = export_run(tiny_run, name="for_sim2sim")
-    with pytest.raises(Sim2SimError, match="tasks with one: reach"):
+    cartpole = export_run(tiny_run, name="for_sim2sim", sim2sim_episodes=2)
+    assert cartpole.ladder["sim_to_sim"] is None
+    assert "tasks with one: reach, quadruped" in cartpole.ladder["skipped"][0]["reason"]
+    with pytest.raises(Sim2SimError, match=r"^no sim-to-sim \(MuJoCo\) check for task 'cartpole'; tasks with one: "
+                                           r"reach, quadruped$"):
         run_sim2sim(cartpole.bundle_dir)

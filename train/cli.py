@@ -4,9 +4,10 @@
     horde train -m seed=0,1,2 task=cartpole,pendulum   # sweep: one run per combination, in turn
     horde train resume=runs/cartpole/<stamp> max_iterations=200   # continue exactly
     horde play run=runs/cartpole/<stamp> [episodes=100]
-    horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>]
+    horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>] [sim2sim_episodes=16]
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
-    horde sim2sim run=runs/reach/<stamp>     # the exported policy in plain MuJoCo, observations from policy.json
+    horde sim2sim run=runs/quadruped/<stamp> [episodes=16]   # reach, quadruped: the exported policy in plain
+                                             # MuJoCo (C engine), observations rebuilt from policy.json
     horde play run=<dir> video=true [envs=4] [steps=N]   # mp4 of the policy, rendered headless
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
@@ -72,14 +73,15 @@ def cmd_play(args: list[str]) -> dict:
 def cmd_export(args: list[str]) -> dict:
     from horde.deploy import export_run, report_dict
 
-    kv = _kv(args, {"run": str, "precision": str, "name": str, "out": str, "tolerance": float, "episodes": int},
-             "export")
+    kv = _kv(args, {"run": str, "precision": str, "name": str, "out": str, "tolerance": float, "episodes": int,
+                    "sim2sim_episodes": int}, "export")
     if "run" not in kv:
         raise UsageError("export needs run=<run dir or checkpoint>")
     if kv.get("precision", "fp32") not in ("fp32", "fp16"):
         raise UsageError(f"precision={kv['precision']}: valid values: fp32, fp16")
     report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision", "fp32"),
-                        tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64))
+                        tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64),
+                        **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
     for line in report.lines:
         print(line)
     files = ", ".join(sorted(p.name for p in Path(report.bundle_dir).iterdir()))
@@ -90,12 +92,13 @@ def cmd_export(args: list[str]) -> dict:
 def cmd_verify(args: list[str]) -> dict:
     from horde.deploy import ExportError, find_bundles, verify_bundle
 
-    kv = _kv(args, {"run": str, "checkpoint": str, "episodes": int}, "verify")
+    kv = _kv(args, {"run": str, "checkpoint": str, "episodes": int, "sim2sim_episodes": int}, "verify")
     if "run" not in kv:
         raise UsageError("verify needs run=<run dir, or one bundle dir under <run>/exported/>")
     results, failed = {}, []
     for bundle in find_bundles(kv["run"]):
-        rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"))
+        rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"),
+                            **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
         print(f"== {bundle}")
         for line in rep.lines:
             print(f"  {line}")
@@ -109,7 +112,7 @@ def cmd_verify(args: list[str]) -> dict:
 
 def cmd_sim2sim(args: list[str]) -> dict:
     from horde.deploy import find_bundles
-    from horde.deploy.sim2sim import run_sim2sim
+    from horde.deploy.sim2sim import run_sim2sim, summary_line
 
     kv = _kv(args, {"run": str, "episodes": int, "seed": int}, "sim2sim")
     if "run" not in kv:
@@ -117,10 +120,7 @@ def cmd_sim2sim(args: list[str]) -> dict:
     results = {}
     for bundle in find_bundles(kv["run"]):
         r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0))
-        ratio = f"{r['return_ratio']:.3f}" if r["return_ratio"] is not None else "n/a"
-        print(f"{bundle.name}: MuJoCo {r['mujoco']} C engine, {r['episodes']} episodes: return "
-              f"{r['mujoco_mean_return']:.2f} +- {r['mujoco_return_std']:.2f} vs horde {r['horde_mean_return']}, "
-              f"ratio {ratio}; final end-effector error {100 * r['mujoco_final_error_mean_m']:.2f} cm")
+        print(f"{bundle.name}: {summary_line(r)}")
         results[str(bundle)] = r
     return results
 
