@@ -1,7 +1,12 @@
 """Env-steps per second of horde's tasks on one device, against references run in the same process.
 
-    python benchmarks/sim_throughput.py [--json] [--quick] [--device cpu] [--num-envs 1 64 512 4096 16384]
-                                        [--cpu-threads 1]
+    python benchmarks/sim_throughput.py [--json] [--quick] [--device cpu] [--tasks cartpole ant humanoid quadruped]
+                                        [--num-envs ...] [--cpu-threads 1]
+
+Classic tasks (cartpole) run at N = 1, 64, 512, 4096, 16384; articulated tasks (ant, humanoid, quadruped) at
+N = 64, 512, 4096 through benchmarks/newton_throughput.py, in the same process, with its two references: raw Newton
+stepping of the same model (same solver, dt, substeps) and MuJoCo's C engine (``mujoco.rollout`` thread pool) on
+the same MJCF, integrator and solver stated. ``--num-envs`` overrides both size lists.
 
 For cartpole: horde with graph replay, horde eager (Python kernel launches), and a plain numpy batched
 cart-pole (benchmarks/numpy_cartpole.py) with the same dynamics, rewards and resets. Each figure is the median
@@ -79,18 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     ap.add_argument("--quick", action="store_true", help="few sizes, short windows (CI smoke)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--tasks", nargs="+", default=["cartpole"])
-    ap.add_argument("--num-envs", nargs="+", type=int, default=[1, 64, 512, 4096, 16384])
+    ap.add_argument("--tasks", nargs="+", default=["cartpole", "ant", "humanoid", "quadruped"])
+    ap.add_argument("--num-envs", nargs="+", type=int, default=None,
+                    help="default: 1 64 512 4096 16384 (classic), 64 512 4096 (articulated)")
     ap.add_argument("--seconds", type=float, default=0.5, help="length of one timed window")
     ap.add_argument("--repeats", type=int, default=5, help="timed windows per figure (median reported)")
     ap.add_argument("--cpu-threads", type=int, default=1, help="OS threads for horde's CPU step (TaskConfig)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    sizes, seconds, repeats = args.num_envs, args.seconds, args.repeats
+    import newton_throughput
+
+    articulated = [t for t in args.tasks if t in newton_throughput.BENCH_TASKS]
+    classic = [t for t in args.tasks if t not in articulated]
+    sizes, seconds, repeats = args.num_envs or [1, 64, 512, 4096, 16384], args.seconds, args.repeats
     if args.quick:
         sizes, seconds, repeats = [64, 4096], 0.1, 3
     rows = []
-    for task in args.tasks:
+    for task in classic:
         impls = ["horde-graph", "horde-eager"] + (["numpy"] if task.startswith("cartpole") else [])
         for n in sizes:
             steppers = {impl: make_stepper(task, impl, n, args.device if impl != "numpy" else "cpu", args.cpu_threads)
@@ -115,6 +125,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rs = f"{ratio:9.1f}" if ratio is not None else f"{'-':>9}"
             print(f"{r['task']:<18}{r['impl']:<13}{r['device']:<8}{r['num_envs']:>9}{r['env_steps_per_s']:>15,.0f}{rs}")
+    if articulated:
+        if args.quick:  # the quick smoke keeps to one articulated task (newton_throughput --quick covers two)
+            articulated = articulated[:1]
+        sys.stdout.flush()
+        return newton_throughput.main(
+            ["--tasks", *articulated, "--device", args.device]
+            + (["--json"] if args.json else []) + (["--quick"] if args.quick else [])
+            + (["--num-envs", *map(str, args.num_envs)] if args.num_envs else []))
     return 0
 
 
