@@ -50,24 +50,12 @@ import warp as wp
 
 from horde.envs import ant, get_task, humanoid, make, reach
 from horde.sim.device import resolve_device
+from horde.sim.newton_world import Actuation
 
 
-@dataclass(frozen=True, kw_only=True)
-class Drive:
-    """How a task turns actions in [-1, 1] into joint torques, per actuated joint (horde's ``Actuation``)."""
-
-    mode: str
-    """torque (action x scale) or pd (a PD law towards offset + action x scale)."""
-    scale: Sequence[float]
-    offset: Sequence[float]
-    stiffness: Sequence[float]
-    damping: Sequence[float]
-    effort_limit: Sequence[float]
-
-
-def config_drive(cfg) -> Drive:
+def config_drive(cfg) -> Actuation:
     """The drive of a task whose config has horde's actuation fields (ant, humanoid, reach)."""
-    return Drive(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
+    return Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
                  stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
 
 
@@ -85,7 +73,7 @@ class BenchTask:
     quiet: Callable[[Any], dict]
     """The task config -> config changes that turn failures, time-outs, initial-state noise (and anything else that
     resets or perturbs an env) off, see :func:`bench_config`."""
-    drive: Callable[[Any], Drive] = config_drive
+    drive: Callable[[Any], Actuation] = config_drive
     """The task config -> how actions become torques (the raw loop rebuilds it with Newton's own joint drives)."""
     ground: bool = True
     """The task has a ground plane."""
@@ -116,9 +104,9 @@ def _quadruped_robot(cfg):
     return resolve_robot(cfg.robot)
 
 
-def _quadruped_drive(cfg) -> Drive:
+def _quadruped_drive(cfg) -> Actuation:
     robot, n = _quadruped_robot(cfg), len(_quadruped_robot(cfg).joints)
-    return Drive(mode="pd", scale=[cfg.action_scale] * n, offset=robot.default_joint_pos, stiffness=[cfg.stiffness] * n,
+    return Actuation(mode="pd", scale=[cfg.action_scale] * n, offset=robot.default_joint_pos, stiffness=[cfg.stiffness] * n,
                  damping=[cfg.damping] * n, effort_limit=robot.effort_limit)
 
 
