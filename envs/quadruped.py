@@ -58,8 +58,10 @@ def _scales() -> dict[str, float]:
 
 
 def _sim() -> SimConfig:
-    # MuJoCo-Warp: stable with sphere feet on the plane and the heightfield at a 5 ms substep, and the only Newton
-    # solver here that reports contact forces (contact-force views, air time, base-contact failure).
+    # MuJoCo-Warp, by measurement (16 envs, 200 control steps of random PD targets, 4 x 5 ms): no world flagged by
+    # the health check. XPBD flagged worlds at the first step; Featherstone at 5 ms threw bases 42 m away within 10
+    # steps, and at 1 ms x 20 it held but ran 4.4x slower than MuJoCo-Warp. MuJoCo-Warp is also the solver whose
+    # contact forces horde reads (feet air time, thigh contacts, base-contact failure).
     return SimConfig(solver="mujoco")
 
 
