@@ -2,6 +2,7 @@
 
 Model -> State/Control -> Solver, as Newton lays it out:
 
+* :func:`load_robot` reads one robot from MJCF or URDF through Newton's importers;
 * :func:`build_model` replicates one robot builder into ``world_count`` separate worlds (optionally over a ground
   plane) and finalizes the model on the device;
 * :class:`NewtonWorld` owns the two swapped states, the control, the solver and (for solvers that need it) the
@@ -30,7 +31,7 @@ import warp as wp
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
 
-__all__ = ["ACTION_MODES", "SOLVERS", "Actuation", "NewtonWorld", "SimConfig", "build_model", "load_mjcf",
+__all__ = ["ACTION_MODES", "SOLVERS", "Actuation", "NewtonWorld", "SimConfig", "build_model", "load_mjcf", "load_robot",
            "make_solver", "set_joint_positions", "site_frame"]
 
 SOLVERS = ("mujoco", "xpbd", "featherstone")
@@ -235,6 +236,22 @@ def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | Non
         for sh in range(b.shape_count):
             b.custom_attributes["mujoco:contype"].values[sh] = 0
             b.custom_attributes["mujoco:conaffinity"].values[sh] = 1
+    return b
+
+
+def load_robot(path: str, *, contact_ke: float, solver: str, floating: bool | None = None,
+               self_collisions: bool = True, meshes: bool = True) -> newton.ModelBuilder:
+    """A builder holding one robot from an MJCF (``.xml``) or URDF (``.urdf``) file, through Newton's importers."""
+    if not str(path).lower().endswith(".urdf"):
+        return load_mjcf(path, contact_ke=contact_ke, solver=solver, floating=floating,
+                         self_collisions=self_collisions, meshes=meshes)
+    import newton
+
+    b = newton.ModelBuilder()
+    if solver == "mujoco":
+        newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.default_shape_cfg.ke = contact_ke
+    b.add_urdf(path, floating=floating, enable_self_collisions=self_collisions)
     return b
 
 
