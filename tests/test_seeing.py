@@ -51,7 +51,11 @@ def test_articulated_tasks_render_and_move():
     from horde.envs import make
     from horde.envs.render import render_frame
 
-    for task in ("ant", "reach"):
+    from horde.envs import task_names
+
+    articulated = [t for t in task_names() if t not in ("cartpole", "cartpole-swingup", "pendulum")]
+    assert {"ant", "humanoid", "quadruped", "quadruped-rough", "reach"} <= set(articulated)
+    for task in articulated:  # every articulated task has a renderer, and its robot moves in the frames
         env = make(task, num_envs=2, seed=0)
         first = render_frame(env, [0, 1])
         g = torch.Generator().manual_seed(0)
