@@ -106,7 +106,8 @@ def test_evaluate_carries_state_and_resets_it_per_env_on_done():
 
 def _fake_run(tmp_path, rnn_type, obs_std_scale=1.0):
     """A checkpoint of an untrained recurrent actor, saved the way the trainer saves one."""
-    cfg, task, raw = compose(["task=cartpole", f"algo.policy.rnn_type={rnn_type}", "algo.policy.rnn_hidden_dim=16"])
+    cfg, task, raw = compose(["task=cartpole", f"algo.policy.rnn_type={rnn_type}", "algo.policy.rnn_hidden_dim=16",
+                              "algo.policy.obs_normalization=true"])  # a normalizer for the export to carry
     torch.manual_seed(0)
     actor = build_actor(cfg.algo.policy, 5, 1)
     with torch.no_grad():
