@@ -400,6 +400,8 @@ class NewtonWorld:
         self.solver = make_solver(self.model, sim.solver, iterations=sim.solver_iterations,
                                   max_contacts=sim.max_contacts, max_constraints=sim.max_constraints)
         self.state_0, self.state_1 = self.model.state(), self.model.state()
+        # MuJoCo-Warp's per-world warm start (None for other solvers), cleared for reset worlds in reset()
+        self._warmstart = getattr(getattr(self.solver, "mjw_data", None), "qacc_warmstart", None)
         self.control = self.model.control()
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
         if sim.solver == "mujoco":  # MuJoCo-Warp detects contacts itself
@@ -557,9 +559,9 @@ class NewtonWorld:
             int(self.floating), self.yaw_range, self._origin, rng],
             outputs=[self._joint_q, self._joint_qd, self._joint_f])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
-        warm = getattr(getattr(self.solver, "mjw_data", None), "qacc_warmstart", None)
-        if warm is not None:
-            wp.launch(clear_warmstart, warm.shape, device=self.device, inputs=[mask], outputs=[warm])
+        if self._warmstart is not None:
+            wp.launch(clear_warmstart, self._warmstart.shape, device=self.device, inputs=[mask],
+                      outputs=[self._warmstart])
 
     # --- host side -------------------------------------------------------------------------------------------------
     @property
