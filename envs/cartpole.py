@@ -6,6 +6,7 @@ Observations: cart position [m], cart velocity [m/s], cos and sin of the pole an
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
@@ -13,12 +14,16 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import (
+    STATS_EPISODES,
+    STATS_LENGTH,
+    STATS_LENGTH_SQ,
+    STATS_RETURN,
+    STATS_RETURN_SQ,
+    STATS_TERMINATIONS,
     STATS_TERMS,
-    FlagLanes,
-    IntLanes,
+    STATS_TIME_OUTS,
     clear_episode,
     close_step,
-    record_episode,
     weighted_reward,
 )
 from horde.envs.registry import TaskSpec, register_task
@@ -26,10 +31,7 @@ from horde.sim.classic import (
     CARTPOLE_STATE,
     LANES,
     CartpoleParams,
-    CartpoleStateBlock,
-    Lanes,
     cartpole_advance,
-    cartpole_substep,
     is_finite,
     sincos,
     wrap_angle,
@@ -43,10 +45,6 @@ Terms = wp.types.vector(length=NUM_TERMS, dtype=float)
 """The reward terms of one env, in ``TERMS`` order."""
 Obs = wp.types.vector(length=OBS_DIM, dtype=float)
 """The observation of one env."""
-TermBlock = wp.types.matrix(shape=(LANES, NUM_TERMS), dtype=float)
-"""Reward terms (or their episode sums) of a CPU block, rows as in the [num_envs, 8] arrays."""
-ObsBlock = wp.types.matrix(shape=(LANES, OBS_DIM), dtype=float)
-"""Observations of a CPU block, rows as in the [num_envs, 5] array."""
 
 
 def _balance_scales() -> dict[str, float]:
@@ -173,7 +171,7 @@ def cartpole_post_step(
     i = wp.tid()
     failed, tv, ov = _evaluate(t, state[i, 0], state[i, 1], state[i, 2], state[i, 3], actions[i, 0])
     for k in range(NUM_TERMS):
-        terms[i, k] = tv[k]
+        terms[k, i] = tv[k]
     r = weighted_reward(i, scales, terms, episode_sums)
     done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
                       reward, terminated, truncated, dones, stats)
@@ -187,101 +185,238 @@ def cartpole_post_step(
             obs[i, k] = ov[k]
 
 
-@wp.kernel(enable_backward=False)
-def cartpole_step_blocks(
-    p: CartpoleParams,
-    decimation: int,
-    t: CartpoleTask,
-    scales: wp.array(dtype=float),
-    actions: wp.array(dtype=Lanes),
-    state: wp.array(dtype=CartpoleStateBlock),
-    rng: wp.array(dtype=wp.uint32),
-    episode_length: wp.array(dtype=IntLanes),
-    episode_return: wp.array(dtype=Lanes),
-    episode_sums: wp.array(dtype=TermBlock),
-    stats: wp.array(dtype=wp.float64),
-    obs: wp.array(dtype=ObsBlock),
-    final_obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=Lanes),
-    terms: wp.array(dtype=TermBlock),
-    terminated: wp.array(dtype=FlagLanes),
-    truncated: wp.array(dtype=FlagLanes),
-    dones: wp.array(dtype=FlagLanes),
-):
-    """CPU block path: ``cartpole_advance`` then ``cartpole_post_step`` for the ``LANES`` envs of block b.
+# --- CPU fast path: LANES envs per Warp thread in native code that clang vectorizes --------------------------------
+# Warp runs a CPU kernel's threads one after another in one OS thread, so a fast CPU step must fill the SIMD lanes
+# within a thread. Warp's kernel language can do that only through fixed-size vector and matrix *values*, copied in and
+# out of every block, and clang does not vectorize loops over Warp arrays, whose strides are run-time values: measured
+# at 4096 envs, the best Warp-only block kernel took 34-38 us a step, this native one 17 us. Each Warp thread calls one
+# native function for its block: a vectorized loop over the block's envs (physics substeps, reward terms, failure,
+# time-out, observations) reading and writing the env buffers in place through raw pointers, then the few finished envs
+# in env order (statistics, final observation, a fresh state from the env's random stream). Reward terms and episode
+# sums are term-major ([num_terms, num_envs], see horde.envs.core), so those stores are contiguous across lanes.
+# The C++ mirrors, statement for statement, ``sincos``, ``is_finite``, ``wrap_angle`` and ``cartpole_substep``
+# (horde.sim.classic), ``_evaluate``, ``_draw_state`` and ``_obs`` above, and ``weighted_reward``, ``close_step`` and
+# ``end_episode`` (horde.envs.episode), calling Warp's own ``wp::clamp``, ``wp::floor``, ``wp::abs`` and ``wp::randf``:
+# tests/test_sim.py pins this path to the one-env-per-thread kernels (which CUDA runs) bit for bit, NaN actions,
+# infinite states, random streams and statistics included, so a change to that maths not mirrored here fails there.
+# The block kernel is launched, and so compiled, on CPU devices only (``block_kernels``, a module of its own).
+_CPP_PRELUDE = r"""
+#if defined(__clang__) && !defined(__CUDA_ARCH__)
+#define HORDE_SIMD _Pragma("clang loop vectorize(assume_safety) vectorize_width(16) interleave_count(4)")
+#else
+#define HORDE_SIMD
+#endif
+const int lanes = @LANES@, n_state = @STATE_DIM@, n_obs = @OBS_DIM@;
+// sin, cos of x: horde.sim.classic.sincos
+auto sin_cos = [](float x, float& sin_x, float& cos_x) {
+    const float k = wp::floor(x * 0.636619772367581f + 0.5f);
+    float r = x - k * 1.5703125f;
+    r = r - k * 4.837512969970703125e-4f;
+    r = r - k * 7.54978995489188216e-8f;
+    const float r2 = r * r;
+    const float s = r + r * r2 * (-1.6666654611e-1f + r2 * (8.3321608736e-3f + r2 * (-1.9515295891e-4f)));
+    const float c = 1.0f - 0.5f * r2
+        + r2 * r2 * (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
+    const int q = ((int)k) & 3;
+    sin_x = q == 0 ? s : (q == 1 ? c : (q == 2 ? -s : -c));
+    cos_x = q == 0 ? c : (q == 1 ? -s : (q == 2 ? -c : s));
+};
+"""
+"""C++ shared by the native snippets: the SIMD loop pragma, sizes, ``sincos``."""
 
-    Block arrays are views of the [num_envs, ...] buffers; ``rng`` and ``final_obs`` are per env (touched only on
-    episode ends). The vectorized loop is branch-free; finished episodes are handled after it, in env order.
-    """
-    b = wp.tid()
-    a = actions[b]
-    s = state[b]
-    for _ in range(decimation):  # cartpole_advance on the block (inlined here: a Warp function would copy it)
-        for j in range(LANES):
-            x, x_dot, theta, theta_dot = cartpole_substep(p, s[j, 0], s[j, 1], s[j, 2], s[j, 3], a[j])
-            s[j, 0] = x
-            s[j, 1] = x_dot
-            s[j, 2] = theta
-            s[j, 3] = theta_dot
-    length = episode_length[b]
-    ret = episode_return[b]
-    sums = episode_sums[b]
-    scale = Terms()
-    for k in range(NUM_TERMS):
-        scale[k] = scales[k]
-    tm = TermBlock()
-    ob = ObsBlock()
-    rew = Lanes()
-    term = FlagLanes()
-    trunc = FlagLanes()
-    done = FlagLanes()
-    for j in range(LANES):  # vectorized by clang (see horde.sim.classic)
-        failed, tv, ov = _evaluate(t, s[j, 0], s[j, 1], s[j, 2], s[j, 3], a[j])
-        r = float(0.0)
-        for k in range(NUM_TERMS):
-            v = scale[k] * tv[k]
-            tm[j, k] = tv[k]
-            sums[j, k] = sums[j, k] + v
-            r += v
-        for k in range(OBS_DIM):
-            ob[j, k] = ov[k]
-        ln = length[j] + 1
-        time_out = (ln >= t.max_episode_length) and (not failed)
-        rew[j] = r
-        length[j] = ln
-        ret[j] = ret[j] + r
-        term[j] = wp.uint8(wp.where(failed, 1, 0))
-        trunc[j] = wp.uint8(wp.where(time_out, 1, 0))
-        done[j] = wp.uint8(wp.where(failed or time_out, 1, 0))
-    for j in range(LANES):  # episode ends: statistics in env order, then auto-reset
-        if done[j] != wp.uint8(0):
-            i = b * LANES + j
-            record_episode(stats, ret[j], length[j], term[j] != wp.uint8(0))
-            for k in range(NUM_TERMS):
-                wp.atomic_add(stats, STATS_TERMS + k, wp.float64(sums[j, k]))
-                sums[j, k] = 0.0
-            length[j] = 0
-            ret[j] = 0.0
-            for k in range(OBS_DIM):
-                final_obs[i, k] = ob[j, k]
-            x, x_dot, theta, theta_dot = _draw_state(t, rng, i)
-            s[j, 0] = x
-            s[j, 1] = x_dot
-            s[j, 2] = theta
-            s[j, 3] = theta_dot
-            o = _obs(x, x_dot, theta, theta_dot)
-            for k in range(OBS_DIM):
-                ob[j, k] = o[k]
-    state[b] = s
-    episode_length[b] = length
-    episode_return[b] = ret
-    episode_sums[b] = sums
-    obs[b] = ob
-    reward[b] = rew
-    terms[b] = tm
-    terminated[b] = term
-    truncated[b] = trunc
-    dones[b] = done
+_STEP_SNIPPET = r"""
+const int decimation = @DECIMATION@, n_terms = @NUM_TERMS@;
+const float flt_max = 3.4028234663852886e38f;
+// one physics substep in place: horde.sim.classic.cartpole_substep
+auto substep = [&p, &sin_cos](float& x, float& x_dot, float& theta, float& theta_dot, float action) {
+    const float force = wp::clamp(action, -1.0f, 1.0f) * p.max_force;
+    const float inv_mass = 1.0f / (p.cart_mass + p.pole_mass);
+    const float pml = p.pole_mass * p.pole_half_length;
+    float s, c;
+    sin_cos(theta, s, c);
+    const float temp = (force + pml * theta_dot * theta_dot * s) * inv_mass;
+    const float theta_acc = (p.gravity * s - c * temp)
+        / (p.pole_half_length * (4.0f / 3.0f - p.pole_mass * c * c * inv_mass));
+    const float x_acc = temp - pml * theta_acc * c * inv_mass;
+    x_dot = x_dot + p.dt * x_acc;
+    theta_dot = theta_dot + p.dt * theta_acc;
+    x = x + p.dt * x_dot;
+    theta = theta + p.dt * theta_dot;
+};
+float sc[n_terms];
+for (int k = 0; k < n_terms; ++k) sc[k] = scales.data[k];
+const int term_row = terms.strides[0] / (int)sizeof(float), sum_row = episode_sums.strides[0] / (int)sizeof(float);
+const float* __restrict__ act = actions.data + first;            // [num_envs, 1]
+float* __restrict__ st = state.data + n_state * first;            // [num_envs, 4]
+float* __restrict__ tm = terms.data + first;                      // [num_terms, num_envs]
+float* __restrict__ sums = episode_sums.data + first;             // [num_terms, num_envs]
+float* __restrict__ ob = obs.data + n_obs * first;                // [num_envs, 5]
+float* __restrict__ rew = reward.data + first;
+int* __restrict__ len = episode_length.data + first;
+float* __restrict__ ret = episode_return.data + first;
+bool* __restrict__ term = terminated.data + first;
+bool* __restrict__ trunc = truncated.data + first;
+bool* __restrict__ done = dones.data + first;
+wp::uint64 mask = 0;
+HORDE_SIMD
+for (int j = 0; j < lanes; ++j) {
+    // physics: horde.sim.classic.cartpole_advance (a constant substep count, unrolled so the lane loop vectorizes)
+    float x = st[n_state * j], x_dot = st[n_state * j + 1];
+    float theta = st[n_state * j + 2], theta_dot = st[n_state * j + 3];
+    for (int d = 0; d < decimation; ++d) substep(x, x_dot, theta, theta_dot, act[j]);
+    st[n_state * j] = x;
+    st[n_state * j + 1] = x_dot;
+    st[n_state * j + 2] = theta;
+    st[n_state * j + 3] = theta_dot;
+    // reward terms, failure, time-out, observations: horde.envs.cartpole._evaluate, horde.envs.episode.close_step
+    const float a = wp::clamp(act[j], -1.0f, 1.0f);
+    const bool finite = wp::abs(x) <= flt_max && wp::abs(x_dot) <= flt_max && wp::abs(theta) <= flt_max
+        && wp::abs(theta_dot) <= flt_max;
+    const float wrapped = theta - 6.283185307179586f * wp::floor((theta + 3.141592653589793f) * 0.15915494309189535f);
+    const float angle = finite ? wrapped : 0.0f;
+    x = finite ? x : 0.0f;
+    x_dot = finite ? x_dot : 0.0f;
+    theta_dot = finite ? theta_dot : 0.0f;
+    const bool failed = (!finite) || wp::abs(x) > t.cart_limit
+        || (t.pole_limit > 0.0f && wp::abs(angle) > t.pole_limit);
+    const float fail = failed ? 1.0f : 0.0f;
+    float sin_a, cos_a;
+    sin_cos(angle, sin_a, cos_a);
+    const float tv[n_terms] = {1.0f - fail, 0.5f * (cos_a + 1.0f), angle * angle, x * x, x_dot * x_dot,
+                               theta_dot * theta_dot, a * a, fail};
+    float r = 0.0f;
+    for (int k = 0; k < n_terms; ++k) {
+        const float v = sc[k] * tv[k];
+        tm[term_row * k + j] = tv[k];
+        sums[sum_row * k + j] = sums[sum_row * k + j] + v;
+        r += v;
+    }
+    ob[n_obs * j] = x;
+    ob[n_obs * j + 1] = x_dot;
+    ob[n_obs * j + 2] = cos_a;
+    ob[n_obs * j + 3] = sin_a;
+    ob[n_obs * j + 4] = theta_dot;
+    const int length = len[j] + 1;
+    const bool time_out = (length >= t.max_episode_length) && (!failed);
+    rew[j] = r;
+    term[j] = failed;
+    trunc[j] = time_out;
+    done[j] = failed || time_out;
+    len[j] = length;
+    ret[j] = ret[j] + r;
+    mask |= (wp::uint64)(failed || time_out) << j;
+}
+// finished envs, in env order: horde.envs.episode.end_episode, then _draw_state and _obs above
+double* __restrict__ sts = stats.data;
+wp::uint32* __restrict__ seed = rng.data + first;
+float* __restrict__ fin = final_obs.data + n_obs * first;         // [num_envs, 5]
+for (wp::uint64 left = mask; left != 0; left &= left - 1) {
+    const int j = __builtin_ctzll(left);
+    const float rt = ret[j];
+    const int length = len[j];
+    sts[@S_EPISODES@] += 1.0;
+    sts[@S_RETURN@] += (double)rt;
+    sts[@S_RETURN_SQ@] += (double)(rt * rt);
+    sts[@S_LENGTH@] += (double)length;
+    sts[@S_LENGTH_SQ@] += (double)length * (double)length;
+    sts[term[j] ? @S_TERMINATIONS@ : @S_TIME_OUTS@] += 1.0;
+    for (int k = 0; k < n_terms; ++k) {
+        sts[@S_TERMS@ + k] += (double)sums[sum_row * k + j];
+        sums[sum_row * k + j] = 0.0f;
+    }
+    len[j] = 0;
+    ret[j] = 0.0f;
+    for (int k = 0; k < n_obs; ++k) fin[n_obs * j + k] = ob[n_obs * j + k];
+    wp::uint32 s = seed[j];
+    const float x = wp::randf(s, -t.init_cart_pos_range, t.init_cart_pos_range);
+    const float x_dot = wp::randf(s, -t.init_vel_range, t.init_vel_range);
+    const float theta = t.init_pole_angle + wp::randf(s, -t.init_pole_angle_range, t.init_pole_angle_range);
+    const float theta_dot = wp::randf(s, -t.init_vel_range, t.init_vel_range);
+    seed[j] = s;
+    float sin_t, cos_t;
+    sin_cos(theta, sin_t, cos_t);
+    st[n_state * j] = x;
+    st[n_state * j + 1] = x_dot;
+    st[n_state * j + 2] = theta;
+    st[n_state * j + 3] = theta_dot;
+    ob[n_obs * j] = x;
+    ob[n_obs * j + 1] = x_dot;
+    ob[n_obs * j + 2] = cos_t;
+    ob[n_obs * j + 3] = sin_t;
+    ob[n_obs * j + 4] = theta_dot;
+}
+"""
+"""Envs [first, first + LANES): physics, reward terms, flags, observations, then the finished envs' resets."""
+
+
+
+@functools.cache
+def cartpole_block_kernel(decimation: int):
+    """The CPU block-step kernel for ``decimation`` substeps per control step (a compile-time constant, so that the
+    substeps unroll inside the vectorized lane loop; one module per value, compiled once and cached)."""
+    values = {"LANES": LANES, "DECIMATION": decimation, "STATE_DIM": len(CARTPOLE_STATE), "OBS_DIM": OBS_DIM,
+              "NUM_TERMS": NUM_TERMS, "S_EPISODES": STATS_EPISODES, "S_RETURN": STATS_RETURN,
+              "S_RETURN_SQ": STATS_RETURN_SQ, "S_LENGTH": STATS_LENGTH, "S_LENGTH_SQ": STATS_LENGTH_SQ,
+              "S_TERMINATIONS": STATS_TERMINATIONS, "S_TIME_OUTS": STATS_TIME_OUTS, "S_TERMS": STATS_TERMS}
+
+    def native(snippet: str) -> str:
+        out = _CPP_PRELUDE + snippet + "#undef HORDE_SIMD\n"
+        for key, value in values.items():
+            out = out.replace(f"@{key}@", str(value))
+        return out
+
+    @wp.func_native(native(_STEP_SNIPPET))
+    def step_lanes(
+        first: int,
+        p: CartpoleParams,
+        t: CartpoleTask,
+        scales: wp.array(dtype=float),
+        actions: wp.array2d(dtype=float),
+        state: wp.array2d(dtype=float),
+        rng: wp.array(dtype=wp.uint32),
+        episode_length: wp.array(dtype=wp.int32),
+        episode_return: wp.array(dtype=float),
+        episode_sums: wp.array2d(dtype=float),
+        stats: wp.array(dtype=wp.float64),
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+        reward: wp.array(dtype=float),
+        terms: wp.array2d(dtype=float),
+        terminated: wp.array(dtype=wp.bool),
+        truncated: wp.array(dtype=wp.bool),
+        dones: wp.array(dtype=wp.bool),
+    ):
+        """One block of ``LANES`` envs from ``first``: the whole control step (``_STEP_SNIPPET``)."""
+        ...
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def cartpole_step_blocks(
+        p: CartpoleParams,
+        t: CartpoleTask,
+        scales: wp.array(dtype=float),
+        actions: wp.array2d(dtype=float),
+        state: wp.array2d(dtype=float),
+        rng: wp.array(dtype=wp.uint32),
+        episode_length: wp.array(dtype=wp.int32),
+        episode_return: wp.array(dtype=float),
+        episode_sums: wp.array2d(dtype=float),
+        stats: wp.array(dtype=wp.float64),
+        first_env: int,
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+        reward: wp.array(dtype=float),
+        terms: wp.array2d(dtype=float),
+        terminated: wp.array(dtype=wp.bool),
+        truncated: wp.array(dtype=wp.bool),
+        dones: wp.array(dtype=wp.bool),
+    ):
+        """``cartpole_advance`` then ``cartpole_post_step`` for the ``LANES`` envs of block b (from ``first_env``) on
+        the full buffers. Finished envs are ended and reset in env order, so that the statistics are summed in the
+        order the one-env-per-thread kernels sum them on a CPU."""
+        step_lanes(first_env + wp.tid() * LANES, p, t, scales, actions, state, rng, episode_length, episode_return,
+                   episode_sums, stats, obs, final_obs, reward, terms, terminated, truncated, dones)
+
+    return cartpole_step_blocks
 
 
 @wp.kernel(enable_backward=False)
@@ -325,9 +460,10 @@ class CartpoleEnv(WarpTaskEnv):
         self._task.init_cart_pos_range = cfg.init_cart_pos_range
         self._task.init_vel_range = cfg.init_vel_range
         self._task.max_episode_length = cfg.episode_length
+        self.block_kernels = (cartpole_block_kernel(cfg.decimation),)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
-    step_kernels = (cartpole_advance, cartpole_post_step, cartpole_step_blocks)
+    step_kernels = (cartpole_advance, cartpole_post_step)
     has_block_step = True
 
     def action_scale(self) -> list[float]:
@@ -339,18 +475,12 @@ class CartpoleEnv(WarpTaskEnv):
     def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
         d, mid = self.dev.warp, self._block_end(start, stop)
         if mid > start:
-            def blk(arr, dtype):
-                return self._block_view(arr, dtype, start, mid)
-
             wp.launch(
-                cartpole_step_blocks, (mid - start) // LANES,
-                inputs=[self.physics, self.cfg.decimation, self._task, self._reward_scales, blk(self._actions, Lanes),
-                        blk(self._state, CartpoleStateBlock), self._env_slice(self._rng, start),
-                        blk(self._episode_length, IntLanes), blk(self._episode_return, Lanes),
-                        blk(self._episode_sums, TermBlock), stats],
-                outputs=[blk(self._obs, ObsBlock), self._env_slice(self._final_obs, start), blk(self._reward, Lanes),
-                         blk(self._terms, TermBlock), blk(self._terminated, FlagLanes), blk(self._truncated, FlagLanes),
-                         blk(self._dones, FlagLanes)],
+                self.block_kernels[0], (mid - start) // LANES,
+                inputs=[self.physics, self._task, self._reward_scales, self._actions, self._state,
+                        self._rng, self._episode_length, self._episode_return, self._episode_sums, stats, start],
+                outputs=[self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
+                         self._dones],
                 device=d,
             )
         if mid < stop:  # the envs after the last full block (stop is num_envs here)

@@ -6,9 +6,13 @@ automatic reset of finished envs, observations) and ``_launch_reset`` (reset the
 ``_launch_step`` is recorded once as a graph and replayed every step. The rsl-rl and gymnasium interfaces
 (:mod:`horde.envs.adapters`) are thin views over this core.
 
+Reward terms and their per-episode sums are stored term-major, ``[num_terms, num_envs]``, so that consecutive envs
+(consecutive GPU threads, consecutive SIMD lanes on a CPU) write consecutive addresses; ``terms`` is the transposed
+``[num_envs, num_terms]`` torch view of that buffer.
+
 On CPU a task with ``has_block_step`` steps whole blocks of ``LANES`` envs per Warp thread (see
-:mod:`horde.sim.classic` for why) through block views of the buffers (:meth:`_block_view`), then the envs after the
-last full block through the one-env-per-thread kernels on env slices (:meth:`_launch_post_step` with ``start``); with
+:mod:`horde.sim.classic` for why), then the envs after the last full block through the one-env-per-thread kernels on
+env slices (:meth:`_launch_post_step` with ``start``); with
 many envs the step is split into env ranges replayed on several OS threads (:class:`horde.sim.graph.ParallelStepGraph`,
 one statistics buffer per thread). The paths give the same trajectories bit for bit (episode statistics up to float64
 rounding when split); CUDA always runs one env per thread in one graph.
@@ -96,6 +100,8 @@ class WarpTaskEnv:
     """Physical unit of ``action_scale``."""
     has_block_step: ClassVar[bool] = False
     """On CPU the task steps blocks of ``LANES`` envs per Warp thread and implements ``_launch_step_range``."""
+    block_kernels: ClassVar[tuple] = ()
+    """Kernels only the CPU block path launches (compiled only there: they may hold CPU-only native code)."""
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         if num_envs < 1:
@@ -119,14 +125,14 @@ class WarpTaskEnv:
             self._obs = wp.zeros((n, obs_dim), dtype=float)
             self._final_obs = wp.zeros((n, obs_dim), dtype=float)
             self._reward = wp.zeros(n, dtype=float)
-            self._terms = wp.zeros((n, t), dtype=float)
+            self._terms = wp.zeros((t, n), dtype=float)  # term-major (see the module docstring)
             self._terminated = wp.zeros(n, dtype=wp.bool)
             self._truncated = wp.zeros(n, dtype=wp.bool)
             self._dones = wp.zeros(n, dtype=wp.bool)
             self._reset_mask = wp.zeros(n, dtype=wp.bool)
             self._episode_length = wp.zeros(n, dtype=wp.int32)
             self._episode_return = wp.zeros(n, dtype=float)
-            self._episode_sums = wp.zeros((n, t), dtype=float)
+            self._episode_sums = wp.zeros((t, n), dtype=float)
             self._stats = wp.zeros(episode.STATS_TERMS + t, dtype=wp.float64)
             self._rng = wp.zeros(n, dtype=wp.uint32)
             self._reward_scales = wp.array([cfg.reward_scales[k] for k in self.term_names], dtype=float)
@@ -140,8 +146,8 @@ class WarpTaskEnv:
         self.final_obs = wp.to_torch(self._final_obs)
         """Observation at the last step of each finished episode (valid where ``dones``), [num_envs, obs_dim]."""
         self.reward = wp.to_torch(self._reward)
-        self.terms = wp.to_torch(self._terms)
-        """Unscaled reward terms of the last step, [num_envs, len(term_names)]."""
+        self.terms = wp.to_torch(self._terms).T
+        """Unscaled reward terms of the last step, [num_envs, len(term_names)] (a transposed view: not contiguous)."""
         self.terminated = wp.to_torch(self._terminated)
         self.truncated = wp.to_torch(self._truncated)
         self.dones = wp.to_torch(self._dones)
@@ -150,6 +156,8 @@ class WarpTaskEnv:
         self._reset_mask_t = wp.to_torch(self._reset_mask)
         self._rng_t = wp.to_torch(self._rng)
 
+        self._is_cuda = self.dev.is_cuda
+        self._result = StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
         self._views: dict[tuple, wp.array] = {}
         self._stats_parts = [self._stats]
         self._configure_cpu_path(blocks=self.has_block_step and not self.dev.is_cuda)
@@ -176,12 +184,12 @@ class WarpTaskEnv:
         if actions.shape != self.actions.shape:
             raise ValueError(f"actions must have shape {tuple(self.actions.shape)}, got {tuple(actions.shape)}")
         self.actions.copy_(actions)
-        if self.dev.is_cuda:
+        if self._is_cuda:
             with self._stream_order():
                 self._graph()
         else:  # CPU: Warp and torch run in order already; keep the per-step cost at the graph replay
             self._graph()
-        return StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
+        return self._result
 
     @contextlib.contextmanager
     def _stream_order(self):
@@ -225,7 +233,7 @@ class WarpTaskEnv:
     def _resumable(self) -> dict[str, torch.Tensor]:
         return {
             "state": self.state, "obs": self.obs, "episode_length": self.episode_length, "rng": self._rng_t,
-            "episode_return": wp.to_torch(self._episode_return), "episode_sums": wp.to_torch(self._episode_sums),
+            "episode_return": wp.to_torch(self._episode_return), "episode_sums": wp.to_torch(self._episode_sums).T,
             "stats": wp.to_torch(self._stats),
         }
 
@@ -295,7 +303,8 @@ class WarpTaskEnv:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
             threads = min(self.cfg.cpu_threads, cores, self.num_envs // PARALLEL_MIN_ENVS)
         threads = max(1, min(threads, self.num_envs // LANES)) if self._use_blocks and self.cfg.use_graph else 1
-        d, kernels, use_graph = self.dev.warp, self.step_kernels, self.cfg.use_graph
+        d, use_graph = self.dev.warp, self.cfg.use_graph
+        kernels = self.step_kernels + (self.block_kernels if self._use_blocks else ())
         if threads == 1:
             self._graph = StepGraph(self._launch_step, d, kernels=kernels, use_graph=use_graph)
             return
@@ -321,22 +330,14 @@ class WarpTaskEnv:
         block kernels step envs [start, end), the one-env-per-thread kernels [end, stop)."""
         return start + (stop - start) // LANES * LANES if self._use_blocks else start
 
-    def _block_view(self, arr: wp.array, dtype, start: int, stop: int) -> wp.array:
-        """Envs [start, stop) of ``arr`` (leading axis = envs, contiguous; a whole number of blocks) as elements of
-        ``dtype`` (a Warp vector or matrix type with ``LANES`` rows): same memory, no copy."""
-        key = ("block", arr.ptr, dtype, start, stop)
-        if key not in self._views:
-            self._views[key] = wp.array(ptr=arr.ptr + start * arr.strides[0], dtype=dtype,
-                                        shape=((stop - start) // LANES,), device=self.dev.warp, copy=False)
-        return self._views[key]
-
     def _env_slice(self, arr: wp.array, start: int) -> wp.array:
-        """``arr[start:]`` along the env axis, created once."""
+        """``arr`` from env ``start`` on (the env axis is the last one of the term-major buffers), created once."""
         if start == 0:
             return arr
         key = ("slice", arr.ptr, start)
         if key not in self._views:
-            self._views[key] = arr[start:]
+            term_major = arr.ptr in (self._terms.ptr, self._episode_sums.ptr)
+            self._views[key] = arr[:, start:] if term_major else arr[start:]
         return self._views[key]
 
     # --- launch helpers for tasks whose kernels use horde's standard signatures (cartpole, pendulum) -------------

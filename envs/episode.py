@@ -1,5 +1,6 @@
 """Warp functions shared by every task kernel: reward-term sums, episode bookkeeping and statistics.
 
+Reward terms and episode sums are term-major arrays, ``[num_terms, num_envs]`` (see :mod:`horde.envs.core`).
 Statistics accumulate on the device (``stats``, float64) and are read once per training iteration, so the
 step never syncs with the host. Layout of ``stats``: ``[episodes, sum_return, sum_return_sq, sum_length,
 sum_length_sq, terminations, time_outs, sum_term_0, ..., sum_term_{T-1}]``.
@@ -8,8 +9,6 @@ sum_length_sq, terminations, time_outs, sum_term_0, ..., sum_term_{T-1}]``.
 from __future__ import annotations
 
 import warp as wp
-
-from horde.sim.classic import LANES
 
 STATS_EPISODES = 0
 STATS_RETURN = 1
@@ -22,12 +21,6 @@ STATS_TERMS = 7
 """Offset of the first per-term episode sum in ``stats``."""
 
 
-IntLanes = wp.types.vector(length=LANES, dtype=wp.int32)
-"""One int32 per env of a CPU block (episode lengths)."""
-FlagLanes = wp.types.vector(length=LANES, dtype=wp.uint8)
-"""One bool per env of a CPU block, as the bytes of a ``wp.bool`` array."""
-
-
 @wp.func
 def weighted_reward(
     i: int,
@@ -35,11 +28,11 @@ def weighted_reward(
     terms: wp.array2d(dtype=float),
     episode_sums: wp.array2d(dtype=float),
 ) -> float:
-    """Reward = sum_k scales[k] * terms[i, k]; adds each scaled term to this env's episode sums."""
+    """Reward = sum_k scales[k] * terms[k, i]; adds each scaled term to env i's episode sums."""
     r = float(0.0)
-    for k in range(terms.shape[1]):
-        v = scales[k] * terms[i, k]
-        episode_sums[i, k] = episode_sums[i, k] + v
+    for k in range(terms.shape[0]):
+        v = scales[k] * terms[k, i]
+        episode_sums[k, i] = episode_sums[k, i] + v
         r += v
     return r
 
@@ -64,23 +57,35 @@ def close_step(
     A time-out is reported only when the env did not also fail on the same step.
     """
     length = episode_length[i] + 1
-    ret = episode_return[i] + r
     time_out = (length >= max_episode_length) and (not failed)
     done = failed or time_out
     reward[i] = r
     terminated[i] = failed
     truncated[i] = time_out
     dones[i] = done
-    if done:
-        record_episode(stats, ret, length, failed)
-        for k in range(episode_sums.shape[1]):
-            wp.atomic_add(stats, STATS_TERMS + k, wp.float64(episode_sums[i, k]))
-            episode_sums[i, k] = 0.0
-        length = 0
-        ret = 0.0
     episode_length[i] = length
-    episode_return[i] = ret
+    episode_return[i] = episode_return[i] + r
+    if done:
+        end_episode(i, failed, episode_length, episode_return, episode_sums, stats)
     return done
+
+
+@wp.func
+def end_episode(
+    i: int,
+    failed: bool,
+    episode_length: wp.array(dtype=wp.int32),
+    episode_return: wp.array(dtype=float),
+    episode_sums: wp.array2d(dtype=float),
+    stats: wp.array(dtype=wp.float64),
+):
+    """Record env ``i``'s finished episode (return, length, outcome, per-term sums) in ``stats``; clear its counters."""
+    record_episode(stats, episode_return[i], episode_length[i], failed)
+    for k in range(episode_sums.shape[0]):
+        wp.atomic_add(stats, STATS_TERMS + k, wp.float64(episode_sums[k, i]))
+        episode_sums[k, i] = 0.0
+    episode_length[i] = 0
+    episode_return[i] = 0.0
 
 
 @wp.func
@@ -107,8 +112,8 @@ def clear_episode(
     """Zero env ``i``'s counters without recording statistics (explicit resets)."""
     episode_length[i] = 0
     episode_return[i] = 0.0
-    for k in range(episode_sums.shape[1]):
-        episode_sums[i, k] = 0.0
+    for k in range(episode_sums.shape[0]):
+        episode_sums[k, i] = 0.0
 
 
 @wp.kernel(enable_backward=False)

@@ -119,10 +119,10 @@ def locomotion_post_step(
         ctrl += a * a
         last_actions[i, k] = a
     fail = wp.where(failed, 1.0, 0.0)
-    terms[i, 0] = vx
-    terms[i, 1] = 1.0 - fail
-    terms[i, 2] = ctrl
-    terms[i, 3] = fail
+    terms[0, i] = vx
+    terms[1, i] = 1.0 - fail
+    terms[2, i] = ctrl
+    terms[3, i] = fail
     r = weighted_reward(i, scales, terms, episode_sums)
     _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
     done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,

@@ -102,9 +102,9 @@ def pendulum_post_step(
         theta = 0.0
         theta_dot = 0.0
     angle = wrap_angle(theta)
-    terms[i, 0] = angle * angle
-    terms[i, 1] = theta_dot * theta_dot
-    terms[i, 2] = a * a
+    terms[0, i] = angle * angle
+    terms[1, i] = theta_dot * theta_dot
+    terms[2, i] = a * a
     r = weighted_reward(i, scales, terms, episode_sums)
     done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
                       reward, terminated, truncated, dones, stats)

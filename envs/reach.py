@@ -159,10 +159,10 @@ def reach_post_step(
     vel = float(0.0)
     for k in range(joint_qd.shape[1]):
         vel += wp.where(ok, joint_qd[i, k] * joint_qd[i, k], 0.0)
-    terms[i, 0] = dist
-    terms[i, 1] = wp.where(ok, 1.0 - wp.tanh(dist / t.precision_std), 0.0)
-    terms[i, 2] = rate
-    terms[i, 3] = vel
+    terms[0, i] = dist
+    terms[1, i] = wp.where(ok, 1.0 - wp.tanh(dist / t.precision_std), 0.0)
+    terms[2, i] = rate
+    terms[3, i] = vel
     r = weighted_reward(i, scales, terms, episode_sums)
     _write_obs(t, i, ok, joint_q, joint_qd, body_q, target, last_actions, state, obs)
     done = close_step(i, r, not ok, t.max_episode_length, episode_length, episode_return, episode_sums,

@@ -4,19 +4,16 @@ Each system is a ``@wp.func`` that advances one physics substep, plus two kernel
 
 - ``*_advance``: RL path, ``decimation`` substeps in place for one env per thread (no tape, no allocation);
 - ``*_substep``: differentiable path, one substep from ``state_in`` to a *fresh* ``state_out`` so that a
-  ``wp.Tape`` never sees a state overwritten (these live in their own modules, so backward kernels compile only when a gradient is asked for).
+  ``wp.Tape`` never sees a state overwritten (these live in their own modules, so backward kernels compile only
+  when a gradient is asked for).
 
 Angles are measured from upright [rad]; forces in [N], torques in [N m], time in [s].
 
-Blocks on CPU (``LANES``, ``Lanes``, ``CartpoleStateBlock``; used by ``horde.envs.cartpole``): Warp runs a CPU
-kernel's threads one after another, and the per-env work is a chain of dependent float ops, so one env per thread
-leaves the SIMD units idle; Warp arrays have run-time strides, which stop clang from vectorizing across envs. A thread
-that copies ``LANES`` envs into fixed-size Warp vectors and matrices (an array of blocks viewing the same memory),
-runs a constant-trip loop over them and copies them back lets clang vectorize the loop (16 float lanes with AVX-512)
-with bit-identical results: measured ~6x faster per env for the cart-pole substeps. What stops vectorization:
-``wp.isfinite`` (a libm call; use ``is_finite``), ``range(n)`` with a run-time ``n``, loops of 16 or fewer
-iterations (Warp unrolls them), stores through run-time strides. What costs: every block read or passed to or from a
-Warp function is a copy (``arr[b][j, k]`` copies the whole block per access), so load a block once per kernel.
+CPU blocks (``LANES``; used by ``horde.envs.cartpole``): Warp runs a CPU kernel's threads one after another in one
+OS thread, so one env per thread leaves the SIMD units idle. The cart-pole's CPU step therefore gives each thread a
+block of ``LANES`` envs, stepped by a native loop that clang vectorizes (see ``horde.envs.cartpole``), bit-identical
+to the one-env-per-thread kernels that CUDA runs. ``is_finite`` and ``sincos`` exist for that loop's sake: libm's
+``isfinite``, ``sinf`` and ``cosf`` are scalar calls that stop vectorization.
 """
 
 from __future__ import annotations
@@ -31,15 +28,8 @@ PENDULUM_STATE = ("angle", "angular_vel")
 
 
 LANES = 64
-"""Envs per CPU thread on the block path: a multiple of the SIMD width, small enough to stay in L1, and above
-``wp.config.max_unroll`` (16) so that Warp emits a loop for clang to vectorize (measured: 16 lanes, unrolled, ran
-~3x slower than 32 or 64 lanes)."""
+"""Envs per CPU thread on the block path: four 16-float AVX-512 vectors, the bits of one uint64 done mask."""
 FLT_MAX = wp.constant(3.4028234663852886e38)
-
-Lanes = wp.types.vector(length=LANES, dtype=float)
-"""One float per env of a block."""
-CartpoleStateBlock = wp.types.matrix(shape=(LANES, len(CARTPOLE_STATE)), dtype=float)
-"""Cart-pole states of a block, rows laid out as in the [num_envs, 4] state array."""
 
 
 @wp.struct
@@ -102,12 +92,12 @@ def wrap_angle(x: float) -> float:
 def cartpole_substep(p: CartpoleParams, x: float, x_dot: float, theta: float, theta_dot: float, action: float):
     """One semi-implicit Euler substep; ``action`` in [-1, 1] is scaled to a cart force."""
     force = wp.clamp(action, -1.0, 1.0) * p.max_force
-    total_mass = p.cart_mass + p.pole_mass
+    inv_mass = 1.0 / (p.cart_mass + p.pole_mass)  # one division per substep instead of three (a CPU step's cost)
     pml = p.pole_mass * p.pole_half_length
     s, c = sincos(theta)
-    temp = (force + pml * theta_dot * theta_dot * s) / total_mass
-    theta_acc = (p.gravity * s - c * temp) / (p.pole_half_length * (4.0 / 3.0 - p.pole_mass * c * c / total_mass))
-    x_acc = temp - pml * theta_acc * c / total_mass
+    temp = (force + pml * theta_dot * theta_dot * s) * inv_mass
+    theta_acc = (p.gravity * s - c * temp) / (p.pole_half_length * (4.0 / 3.0 - p.pole_mass * c * c * inv_mass))
+    x_acc = temp - pml * theta_acc * c * inv_mass
     x_dot_new = x_dot + p.dt * x_acc
     theta_dot_new = theta_dot + p.dt * theta_acc
     return x + p.dt * x_dot_new, x_dot_new, theta + p.dt * theta_dot_new, theta_dot_new

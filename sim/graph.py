@@ -41,16 +41,16 @@ class StepGraph:
         self._graph = None
 
     def __call__(self) -> None:
-        if not self._use_graph:
-            self._launch_fn()
+        if self._graph is not None:
+            wp.capture_launch(self._graph)
             return
-        if self._graph is None:
+        if self._use_graph:
             self._graph = self._capture()
-            if self._graph is None:  # capture unsupported here: stay eager from now on
-                self._use_graph = False
-                self._launch_fn()
+            if self._graph is not None:
+                wp.capture_launch(self._graph)
                 return
-        wp.capture_launch(self._graph)
+            self._use_graph = False  # capture unsupported here: stay eager from now on
+        self._launch_fn()
 
     def _capture(self):
         # Load only the modules this step uses: forcing all would also compile unrelated (backward) kernels.

@@ -128,7 +128,7 @@ def test_mujoco_observations_and_rewards_match_horde_for_the_same_state(quad_exp
     res = env.step(actions)
     assert not res.dones.any()
     w = env.world
-    horde_terms = wp.to_torch(env._terms).numpy()  # this step's terms before scaling
+    horde_terms = env.terms.numpy()  # this step's terms before scaling, [num_envs, num_terms]
     twist_moving = np.abs(w.root_vel_base.numpy()).max()
     assert twist_moving > 0.1, "the base must move for the velocity terms to be tested"
     for i in range(4):
