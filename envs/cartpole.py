@@ -22,6 +22,7 @@ from horde.envs.episode import (
     STATS_TERMINATIONS,
     STATS_TERMS,
     STATS_TIME_OUTS,
+    Episodes,
     clear_episode,
     close_step,
     weighted_reward,
@@ -151,30 +152,19 @@ def _evaluate(t: CartpoleTask, x: float, x_dot: float, theta: float, theta_dot: 
 @wp.kernel(enable_backward=False)
 def cartpole_post_step(
     t: CartpoleTask,
-    scales: wp.array(dtype=float),
     actions: wp.array2d(dtype=float),
     state: wp.array2d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
-    stats: wp.array(dtype=wp.float64),
+    ep: Episodes,
     obs: wp.array2d(dtype=float),
     final_obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terms: wp.array2d(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Reward terms, failure, time-out, statistics, auto-reset and observations for env i."""
     i = wp.tid()
     failed, tv, ov = _evaluate(t, state[i, 0], state[i, 1], state[i, 2], state[i, 3], actions[i, 0])
     for k in range(NUM_TERMS):
-        terms[k, i] = tv[k]
-    r = weighted_reward(i, scales, terms, episode_sums)
-    done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
-                      reward, terminated, truncated, dones, stats)
+        ep.terms[k, i] = tv[k]
+    done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
     if done:
         for k in range(OBS_DIM):
             final_obs[i, k] = ov[k]
@@ -244,19 +234,19 @@ auto substep = [&p, &sin_cos](float& x, float& x_dot, float& theta, float& theta
     theta = theta + p.dt * theta_dot;
 };
 float sc[n_terms];
-for (int k = 0; k < n_terms; ++k) sc[k] = scales.data[k];
-const int term_row = terms.strides[0] / (int)sizeof(float), sum_row = episode_sums.strides[0] / (int)sizeof(float);
+for (int k = 0; k < n_terms; ++k) sc[k] = ep.scales.data[k];
+const int term_row = ep.terms.strides[0] / (int)sizeof(float), sum_row = ep.sums.strides[0] / (int)sizeof(float);
 const float* __restrict__ act = actions.data + first;            // [num_envs, 1]
 float* __restrict__ st = state.data + n_state * first;            // [num_envs, 4]
-float* __restrict__ tm = terms.data + first;                      // [num_terms, num_envs]
-float* __restrict__ sums = episode_sums.data + first;             // [num_terms, num_envs]
+float* __restrict__ tm = ep.terms.data + first;                   // [num_terms, num_envs]
+float* __restrict__ sums = ep.sums.data + first;                  // [num_terms, num_envs]
 float* __restrict__ ob = obs.data + n_obs * first;                // [num_envs, 5]
-float* __restrict__ rew = reward.data + first;
-int* __restrict__ len = episode_length.data + first;
-float* __restrict__ ret = episode_return.data + first;
-bool* __restrict__ term = terminated.data + first;
-bool* __restrict__ trunc = truncated.data + first;
-bool* __restrict__ done = dones.data + first;
+float* __restrict__ rew = ep.reward.data + first;
+int* __restrict__ len = ep.length.data + first;
+float* __restrict__ ret = ep.returns.data + first;
+bool* __restrict__ term = ep.terminated.data + first;
+bool* __restrict__ trunc = ep.truncated.data + first;
+bool* __restrict__ done = ep.dones.data + first;
 wp::uint64 mask = 0;
 HORDE_SIMD
 for (int j = 0; j < lanes; ++j) {
@@ -307,7 +297,7 @@ for (int j = 0; j < lanes; ++j) {
     mask |= (wp::uint64)(failed || time_out) << j;
 }
 // finished envs, in env order: horde.envs.episode.end_episode, then _draw_state and _obs above
-double* __restrict__ sts = stats.data;
+double* __restrict__ sts = ep.stats.data;
 wp::uint32* __restrict__ seed = rng.data + first;
 float* __restrict__ fin = final_obs.data + n_obs * first;         // [num_envs, 5]
 for (wp::uint64 left = mask; left != 0; left &= left - 1) {
@@ -370,21 +360,12 @@ def cartpole_block_kernel(decimation: int):
         first: int,
         p: CartpoleParams,
         t: CartpoleTask,
-        scales: wp.array(dtype=float),
         actions: wp.array2d(dtype=float),
         state: wp.array2d(dtype=float),
         rng: wp.array(dtype=wp.uint32),
-        episode_length: wp.array(dtype=wp.int32),
-        episode_return: wp.array(dtype=float),
-        episode_sums: wp.array2d(dtype=float),
-        stats: wp.array(dtype=wp.float64),
+        ep: Episodes,
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
-        reward: wp.array(dtype=float),
-        terms: wp.array2d(dtype=float),
-        terminated: wp.array(dtype=wp.bool),
-        truncated: wp.array(dtype=wp.bool),
-        dones: wp.array(dtype=wp.bool),
     ):
         """One block of ``LANES`` envs from ``first``: the whole control step (``_STEP_SNIPPET``)."""
         ...
@@ -393,28 +374,18 @@ def cartpole_block_kernel(decimation: int):
     def cartpole_step_blocks(
         p: CartpoleParams,
         t: CartpoleTask,
-        scales: wp.array(dtype=float),
         actions: wp.array2d(dtype=float),
         state: wp.array2d(dtype=float),
         rng: wp.array(dtype=wp.uint32),
-        episode_length: wp.array(dtype=wp.int32),
-        episode_return: wp.array(dtype=float),
-        episode_sums: wp.array2d(dtype=float),
-        stats: wp.array(dtype=wp.float64),
+        ep: Episodes,
         first_env: int,
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
-        reward: wp.array(dtype=float),
-        terms: wp.array2d(dtype=float),
-        terminated: wp.array(dtype=wp.bool),
-        truncated: wp.array(dtype=wp.bool),
-        dones: wp.array(dtype=wp.bool),
     ):
         """``cartpole_advance`` then ``cartpole_post_step`` for the ``LANES`` envs of block b (from ``first_env``) on
         the full buffers. Finished envs are ended and reset in env order, so that the statistics are summed in the
         order the one-env-per-thread kernels sum them on a CPU."""
-        step_lanes(first_env + wp.tid() * LANES, p, t, scales, actions, state, rng, episode_length, episode_return,
-                   episode_sums, stats, obs, final_obs, reward, terms, terminated, truncated, dones)
+        step_lanes(first_env + wp.tid() * LANES, p, t, actions, state, rng, ep, obs, final_obs)
 
     return cartpole_step_blocks
 
@@ -425,18 +396,14 @@ def cartpole_reset(
     mask: wp.array(dtype=wp.bool),
     state: wp.array2d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
+    ep: Episodes,
     obs: wp.array2d(dtype=float),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Explicit reset of the envs where ``mask`` is True."""
     i = wp.tid()
     if mask[i]:
         _sample_state(t, rng, state, i)
-        clear_episode(i, episode_length, episode_return, episode_sums)
-        dones[i] = False
+        clear_episode(ep, i)
         _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
 
 
@@ -475,14 +442,10 @@ class CartpoleEnv(WarpTaskEnv):
     def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
         d, mid = self.dev.warp, self._block_end(start, stop)
         if mid > start:
-            wp.launch(
-                self.block_kernels[0], (mid - start) // LANES,
-                inputs=[self.physics, self._task, self._reward_scales, self._actions, self._state,
-                        self._rng, self._episode_length, self._episode_return, self._episode_sums, stats, start],
-                outputs=[self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
-                         self._dones],
-                device=d,
-            )
+            wp.launch(self.block_kernels[0], (mid - start) // LANES,
+                      inputs=[self.physics, self._task, self._actions, self._state, self._rng, self.episodes(0, stats),
+                              start],
+                      outputs=[self._obs, self._final_obs], device=d)
         if mid < stop:  # the envs after the last full block (stop is num_envs here)
             wp.launch(cartpole_advance, stop - mid,
                       inputs=[self.physics, self.cfg.decimation, self._env_slice(self._actions, mid)],

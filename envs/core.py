@@ -340,32 +340,43 @@ class WarpTaskEnv:
             self._views[key] = arr[:, start:] if term_major else arr[start:]
         return self._views[key]
 
+    def episodes(self, start: int = 0, stats: wp.array | None = None) -> episode.Episodes:
+        """The episode buffers of envs [start, num_envs) as one kernel argument (statistics into ``stats``, default
+        the env's own), created once per (start, stats)."""
+        stats = self._stats if stats is None else stats
+        key = ("episodes", start, stats.ptr)
+        if key not in self._views:
+            v = self._env_slice
+            ep = episode.Episodes()
+            ep.scales = self._reward_scales
+            ep.terms, ep.sums = v(self._terms, start), v(self._episode_sums, start)
+            ep.length, ep.returns = v(self._episode_length, start), v(self._episode_return, start)
+            ep.reward = v(self._reward, start)
+            ep.terminated, ep.truncated, ep.dones = (v(a, start) for a in (self._terminated, self._truncated,
+                                                                            self._dones))
+            ep.stats = stats
+            self._views[key] = ep
+        return self._views[key]
+
     # --- launch helpers for tasks whose kernels use horde's standard signatures (cartpole, pendulum) -------------
     def _launch_post_step(self, kernel, task, *, start: int = 0, stats: wp.array | None = None) -> None:
-        """``kernel(task, scales, actions, state, rng, episode_length, episode_return, episode_sums, stats)
-        -> (obs, final_obs, reward, terms, terminated, truncated, dones)``, one thread per env from env ``start`` on."""
+        """``kernel(task, actions, state, rng, episodes) -> (obs, final_obs)``, one thread per env from env ``start``
+        on."""
         if start >= self.num_envs:
             return
         v = self._env_slice
         wp.launch(
             kernel, self.num_envs - start,
-            inputs=[task, self._reward_scales, v(self._actions, start), v(self._state, start), v(self._rng, start),
-                    v(self._episode_length, start), v(self._episode_return, start), v(self._episode_sums, start),
-                    self._stats if stats is None else stats],
-            outputs=[v(self._obs, start), v(self._final_obs, start), v(self._reward, start), v(self._terms, start),
-                     v(self._terminated, start), v(self._truncated, start), v(self._dones, start)],
+            inputs=[task, v(self._actions, start), v(self._state, start), v(self._rng, start),
+                    self.episodes(start, stats)],
+            outputs=[v(self._obs, start), v(self._final_obs, start)],
             device=self.dev.warp,
         )
 
     def _launch_masked_reset(self, kernel, task) -> None:
-        """``kernel(task, mask, state, rng, episode_length, episode_return, episode_sums) -> (obs, dones)``."""
-        wp.launch(
-            kernel, self.num_envs,
-            inputs=[task, self._reset_mask, self._state, self._rng, self._episode_length, self._episode_return,
-                    self._episode_sums],
-            outputs=[self._obs, self._dones],
-            device=self.dev.warp,
-        )
+        """``kernel(task, mask, state, rng, episodes) -> obs``."""
+        wp.launch(kernel, self.num_envs, inputs=[task, self._reset_mask, self._state, self._rng, self.episodes()],
+                  outputs=[self._obs], device=self.dev.warp)
 
     # --- task hooks --------------------------------------------------------------------------------------------
     def _launch_step(self) -> None:

@@ -23,7 +23,7 @@ import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
-from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.sim.device import resolve_device
 from horde.sim.newton_world import Actuation, NewtonWorld, joint_dof_layout, load_mjcf
 
@@ -82,7 +82,6 @@ def _write_obs(t: LocomotionTask, i: int, ok: bool, joint_q: wp.array2d(dtype=fl
 @wp.kernel(enable_backward=False)
 def locomotion_post_step(
     t: LocomotionTask,
-    scales: wp.array(dtype=float),
     actions: wp.array2d(dtype=float),
     joint_q: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
@@ -90,19 +89,11 @@ def locomotion_post_step(
     body_qd: wp.array2d(dtype=wp.spatial_vector),
     root_vel_base: wp.array2d(dtype=float),
     unstable: wp.array(dtype=wp.bool),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
-    stats: wp.array(dtype=wp.float64),
+    ep: Episodes,
     last_actions: wp.array2d(dtype=float),
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
     final_obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terms: wp.array2d(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Reward terms, failure, time-out, statistics and observations of env i (its physics reset comes next)."""
     i = wp.tid()
@@ -119,14 +110,13 @@ def locomotion_post_step(
         ctrl += a * a
         last_actions[i, k] = a
     fail = wp.where(failed, 1.0, 0.0)
-    terms[0, i] = vx
-    terms[1, i] = 1.0 - fail
-    terms[2, i] = ctrl
-    terms[3, i] = fail
-    r = weighted_reward(i, scales, terms, episode_sums)
+    ep.terms[0, i] = vx
+    ep.terms[1, i] = 1.0 - fail
+    ep.terms[2, i] = ctrl
+    ep.terms[3, i] = fail
+    r = weighted_reward(ep, i)
     _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
-    done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
-                      reward, terminated, truncated, dones, stats)
+    done = close_step(ep, i, r, failed, t.max_episode_length)
     if done:
         for k in range(obs.shape[1]):
             final_obs[i, k] = obs[i, k]
@@ -157,17 +147,13 @@ def locomotion_observe(
 @wp.kernel(enable_backward=False)
 def locomotion_reset_episode(
     mask: wp.array(dtype=wp.bool),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
+    ep: Episodes,
     last_actions: wp.array2d(dtype=float),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Explicit reset of the episode counters of the envs in ``mask``."""
     i = wp.tid()
     if mask[i]:
-        clear_episode(i, episode_length, episode_return, episode_sums)
-        dones[i] = False
+        clear_episode(ep, i)
         for k in range(last_actions.shape[1]):
             last_actions[i, k] = 0.0
 
@@ -236,10 +222,9 @@ class LocomotionEnv(WarpTaskEnv):
         w.simulate(self._actions)
         w.inspect()
         wp.launch(locomotion_post_step, n, device=d, inputs=[
-            self._task, self._reward_scales, self._actions, w._joint_q, w._joint_qd, w._body_q, w._body_qd,
-            w.root_vel_base_array, w.unstable_array, self._episode_length, self._episode_return, self._episode_sums,
-            self._stats], outputs=[self._last_actions, self._state, self._obs, self._final_obs, self._reward,
-                                   self._terms, self._terminated, self._truncated, self._dones])
+            self._task, self._actions, w._joint_q, w._joint_qd, w._body_q, w._body_qd,
+            w.root_vel_base_array, w.unstable_array, self.episodes()],
+            outputs=[self._last_actions, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
 
@@ -250,9 +235,8 @@ class LocomotionEnv(WarpTaskEnv):
             outputs=[self._state, self._obs])
 
     def _launch_reset(self) -> None:
-        wp.launch(locomotion_reset_episode, self.num_envs, device=self.dev.warp, inputs=[self._reset_mask],
-                  outputs=[self._episode_length, self._episode_return, self._episode_sums, self._last_actions,
-                           self._dones])
+        wp.launch(locomotion_reset_episode, self.num_envs, device=self.dev.warp,
+                  inputs=[self._reset_mask, self.episodes()], outputs=[self._last_actions])
         self.world.reset(self._reset_mask, self._rng)
         self._observe(self._reset_mask)
 

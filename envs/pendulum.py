@@ -12,7 +12,7 @@ import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
-from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 
@@ -76,21 +76,12 @@ def _sample_state(t: PendulumTask, rng: wp.array(dtype=wp.uint32), state: wp.arr
 @wp.kernel(enable_backward=False)
 def pendulum_post_step(
     t: PendulumTask,
-    scales: wp.array(dtype=float),
     actions: wp.array2d(dtype=float),
     state: wp.array2d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
-    stats: wp.array(dtype=wp.float64),
+    ep: Episodes,
     obs: wp.array2d(dtype=float),
     final_obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terms: wp.array2d(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Reward terms, time-out, statistics, auto-reset and observations for env i."""
     i = wp.tid()
@@ -102,12 +93,10 @@ def pendulum_post_step(
         theta = 0.0
         theta_dot = 0.0
     angle = wrap_angle(theta)
-    terms[0, i] = angle * angle
-    terms[1, i] = theta_dot * theta_dot
-    terms[2, i] = a * a
-    r = weighted_reward(i, scales, terms, episode_sums)
-    done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
-                      reward, terminated, truncated, dones, stats)
+    ep.terms[0, i] = angle * angle
+    ep.terms[1, i] = theta_dot * theta_dot
+    ep.terms[2, i] = a * a
+    done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
     if done:
         _write_obs(final_obs, i, theta, theta_dot)
         _sample_state(t, rng, state, i)
@@ -120,18 +109,14 @@ def pendulum_reset(
     mask: wp.array(dtype=wp.bool),
     state: wp.array2d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
+    ep: Episodes,
     obs: wp.array2d(dtype=float),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Explicit reset of the envs where ``mask`` is True."""
     i = wp.tid()
     if mask[i]:
         _sample_state(t, rng, state, i)
-        clear_episode(i, episode_length, episode_return, episode_sums)
-        dones[i] = False
+        clear_episode(ep, i)
         _write_obs(obs, i, state[i, 0], state[i, 1])
 
 

@@ -31,7 +31,7 @@ import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
-from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.robots import LEG_JOINTS, resolve_robot
 from horde.sim.device import resolve_device
@@ -211,7 +211,6 @@ def quad_post_step(
     ranges: ActuationRanges,
     kp0: wp.array(dtype=float),
     kd0: wp.array(dtype=float),
-    scales: wp.array(dtype=float),
     actions: wp.array2d(dtype=float),
     default_q: wp.array(dtype=float),
     joint_q: wp.array2d(dtype=float),
@@ -222,10 +221,7 @@ def quad_post_step(
     contact: wp.array2d(dtype=wp.vec3),
     unstable: wp.array(dtype=wp.bool),
     centre_z: wp.array(dtype=float),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
-    stats: wp.array(dtype=wp.float64),
+    ep: Episodes,
     rng: wp.array(dtype=wp.uint32),
     command: wp.array2d(dtype=float),
     air_time: wp.array2d(dtype=float),
@@ -239,11 +235,6 @@ def quad_post_step(
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
     final_obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terms: wp.array2d(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Reward terms, failure, time-out, statistics, observations; for finished envs: curriculum and a new command."""
     i = wp.tid()
@@ -282,25 +273,24 @@ def quad_post_step(
         rate += d * d
         last_actions[i, k] = a
     fail = wp.where(failed, 1.0, 0.0)
-    terms[0, i] = wp.where(ok, wp.exp(-(ex * ex + ey * ey) / sig2), 0.0)
-    terms[1, i] = wp.where(ok, wp.exp(-(ez * ez) / sig2), 0.0)
-    terms[2, i] = v[2] * v[2]
-    terms[3, i] = w[0] * w[0] + w[1] * w[1]
-    terms[4, i] = wp.where(ok, g[0] * g[0] + g[1] * g[1], 0.0)
-    terms[5, i] = wp.where(ok, torque, 0.0)
-    terms[6, i] = rate
-    terms[7, i] = wp.where(moving and ok, air, 0.0)
-    terms[8, i] = thighs
-    terms[9, i] = fail
-    r = weighted_reward(i, scales, terms, episode_sums)
-    steps = episode_length[i] + 1
+    ep.terms[0, i] = wp.where(ok, wp.exp(-(ex * ex + ey * ey) / sig2), 0.0)
+    ep.terms[1, i] = wp.where(ok, wp.exp(-(ez * ez) / sig2), 0.0)
+    ep.terms[2, i] = v[2] * v[2]
+    ep.terms[3, i] = w[0] * w[0] + w[1] * w[1]
+    ep.terms[4, i] = wp.where(ok, g[0] * g[0] + g[1] * g[1], 0.0)
+    ep.terms[5, i] = wp.where(ok, torque, 0.0)
+    ep.terms[6, i] = rate
+    ep.terms[7, i] = wp.where(moving and ok, air, 0.0)
+    ep.terms[8, i] = thighs
+    ep.terms[9, i] = fail
+    r = weighted_reward(ep, i)
+    steps = ep.length[i] + 1
     s = rng[i]
     if t.resample_steps > 0 and steps % t.resample_steps == 0:
         s = _sample_command(t, i, s, command)
     s = _write_obs(t, i, ok, s, default_q, joint_q, joint_qd, body_q, root_vel_base, command, last_actions, state,
                    obs)
-    done = close_step(i, r, failed, t.max_episode_length, episode_length, episode_return, episode_sums,
-                      reward, terminated, truncated, dones, stats)
+    done = close_step(ep, i, r, failed, t.max_episode_length)
     if done:
         for k in range(obs.shape[1]):
             final_obs[i, k] = obs[i, k]
@@ -355,9 +345,7 @@ def quad_reset_episode(
     kp0: wp.array(dtype=float),
     kd0: wp.array(dtype=float),
     mask: wp.array(dtype=wp.bool),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
+    ep: Episodes,
     rng: wp.array(dtype=wp.uint32),
     command: wp.array2d(dtype=float),
     air_time: wp.array2d(dtype=float),
@@ -366,13 +354,11 @@ def quad_reset_episode(
     kp: wp.array2d(dtype=float),
     kd: wp.array2d(dtype=float),
     strength: wp.array2d(dtype=float),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Explicit reset of the envs in ``mask``: counters, command, air time, action delay, actuation draws."""
     i = wp.tid()
     if mask[i]:
-        clear_episode(i, episode_length, episode_return, episode_sums)
-        dones[i] = False
+        clear_episode(ep, i)
         s = _sample_command(t, i, rng[i], command)
         delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
         s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
@@ -480,12 +466,11 @@ class QuadrupedEnv(WarpTaskEnv):
         w.simulate(self._applied)
         w.inspect()
         wp.launch(quad_post_step, n, device=d, inputs=[
-            self._task, self._grid, self._ranges, w._stiffness0, w._damping0, self._reward_scales, self._actions, w._default_q, w._joint_q, w._joint_qd,
-            w._joint_f, w._body_q, w.root_vel_base_array, self._contact, w.unstable_array, self._centre_z,
-            self._episode_length, self._episode_return, self._episode_sums, self._stats], outputs=[
+            self._task, self._grid, self._ranges, w._stiffness0, w._damping0, self._actions, w._default_q,
+            w._joint_q, w._joint_qd, w._joint_f, w._body_q, w.root_vel_base_array, self._contact, w.unstable_array,
+            self._centre_z, self.episodes()], outputs=[
             self._rng, self._command, self._air_time, self._last_actions, self._level, self._origin, self._delay,
-            w._stiffness, w._damping, w._strength, self._state, self._obs, self._final_obs, self._reward, self._terms, self._terminated, self._truncated,
-            self._dones])
+            w._stiffness, w._damping, w._strength, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
 
@@ -499,8 +484,8 @@ class QuadrupedEnv(WarpTaskEnv):
         w = self.world
         wp.launch(quad_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self._ranges, w._stiffness0, w._damping0, self._reset_mask], outputs=[
-            self._episode_length, self._episode_return, self._episode_sums, self._rng, self._command, self._air_time,
-            self._last_actions, self._delay, w._stiffness, w._damping, w._strength, self._dones])
+            self.episodes(), self._rng, self._command, self._air_time, self._last_actions, self._delay,
+            w._stiffness, w._damping, w._strength])
         self.world.reset(self._reset_mask, self._rng)
         self._observe(self._reset_mask)
 

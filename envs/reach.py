@@ -16,7 +16,7 @@ import torch
 import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
-from horde.envs.episode import clear_episode, close_step, weighted_reward
+from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.device import resolve_device
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions, site_frame
@@ -124,16 +124,12 @@ def _sample_target(t: ReachTask, i: int, rng: wp.array(dtype=wp.uint32), target:
 @wp.kernel(enable_backward=False)
 def reach_post_step(
     t: ReachTask,
-    scales: wp.array(dtype=float),
     actions: wp.array2d(dtype=float),
     joint_q: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
     body_q: wp.array2d(dtype=wp.transform),
     unstable: wp.array(dtype=wp.bool),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
-    stats: wp.array(dtype=wp.float64),
+    ep: Episodes,
     rng: wp.array(dtype=wp.uint32),
     target: wp.array(dtype=wp.vec3),
     final_error: wp.array(dtype=float),
@@ -141,11 +137,6 @@ def reach_post_step(
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
     final_obs: wp.array2d(dtype=float),
-    reward: wp.array(dtype=float),
-    terms: wp.array2d(dtype=float),
-    terminated: wp.array(dtype=wp.bool),
-    truncated: wp.array(dtype=wp.bool),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Reward terms, time-out, statistics and observations of env i; a finished env gets a new target."""
     i = wp.tid()
@@ -159,14 +150,13 @@ def reach_post_step(
     vel = float(0.0)
     for k in range(joint_qd.shape[1]):
         vel += wp.where(ok, joint_qd[i, k] * joint_qd[i, k], 0.0)
-    terms[0, i] = dist
-    terms[1, i] = wp.where(ok, 1.0 - wp.tanh(dist / t.precision_std), 0.0)
-    terms[2, i] = rate
-    terms[3, i] = vel
-    r = weighted_reward(i, scales, terms, episode_sums)
+    ep.terms[0, i] = dist
+    ep.terms[1, i] = wp.where(ok, 1.0 - wp.tanh(dist / t.precision_std), 0.0)
+    ep.terms[2, i] = rate
+    ep.terms[3, i] = vel
+    r = weighted_reward(ep, i)
     _write_obs(t, i, ok, joint_q, joint_qd, body_q, target, last_actions, state, obs)
-    done = close_step(i, r, not ok, t.max_episode_length, episode_length, episode_return, episode_sums,
-                      reward, terminated, truncated, dones, stats)
+    done = close_step(ep, i, r, not ok, t.max_episode_length)
     if done:
         final_error[i] = wp.where(ok, dist, -1.0)
         for k in range(obs.shape[1]):
@@ -199,18 +189,14 @@ def reach_reset_episode(
     t: ReachTask,
     mask: wp.array(dtype=wp.bool),
     rng: wp.array(dtype=wp.uint32),
-    episode_length: wp.array(dtype=wp.int32),
-    episode_return: wp.array(dtype=float),
-    episode_sums: wp.array2d(dtype=float),
+    ep: Episodes,
     target: wp.array(dtype=wp.vec3),
     last_actions: wp.array2d(dtype=float),
-    dones: wp.array(dtype=wp.bool),
 ):
     """Explicit reset of the envs in ``mask``: counters cleared, a new target."""
     i = wp.tid()
     if mask[i]:
-        clear_episode(i, episode_length, episode_return, episode_sums)
-        dones[i] = False
+        clear_episode(ep, i)
         for k in range(last_actions.shape[1]):
             last_actions[i, k] = 0.0
         _sample_target(t, i, rng, target)
@@ -278,10 +264,9 @@ class ReachEnv(WarpTaskEnv):
         w.simulate(self._actions)
         w.inspect()
         wp.launch(reach_post_step, n, device=d, inputs=[
-            self._task, self._reward_scales, self._actions, w._joint_q, w._joint_qd, w._body_q, w.unstable_array,
-            self._episode_length, self._episode_return, self._episode_sums, self._stats, self._rng, self._target],
-            outputs=[self._final_error, self._last_actions, self._state, self._obs, self._final_obs, self._reward,
-                     self._terms, self._terminated, self._truncated, self._dones])
+            self._task, self._actions, w._joint_q, w._joint_qd, w._body_q, w.unstable_array, self.episodes(),
+            self._rng, self._target],
+            outputs=[self._final_error, self._last_actions, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
 
@@ -292,9 +277,9 @@ class ReachEnv(WarpTaskEnv):
             outputs=[self._state, self._obs])
 
     def _launch_reset(self) -> None:
-        wp.launch(reach_reset_episode, self.num_envs, device=self.dev.warp, inputs=[self._task, self._reset_mask,
-                  self._rng], outputs=[self._episode_length, self._episode_return, self._episode_sums, self._target,
-                                       self._last_actions, self._dones])
+        wp.launch(reach_reset_episode, self.num_envs, device=self.dev.warp,
+                  inputs=[self._task, self._reset_mask, self._rng, self.episodes()],
+                  outputs=[self._target, self._last_actions])
         self.world.reset(self._reset_mask, self._rng)
         self._observe(self._reset_mask)
 
