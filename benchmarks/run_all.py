@@ -81,6 +81,30 @@ def _fmt(v) -> str:
     return "" if v is None else str(v)
 
 
+RATIO_KEYS = ("ratio", "wall_time_ratio", "env_steps_ratio", "value")
+"""Where a script's ratio row keeps its figure."""
+
+
+def ratio_rows(results: dict) -> list[dict]:
+    """One row per ratio a script reported (rows labelled ``ratio:a/b`` or of kind ``ratio``), for the summary."""
+    out = []
+    for name, res in results.items():
+        for r in res["rows"]:
+            label = next((r[k] for k in ("impl", "learner") if str(r.get(k, "")).startswith("ratio:")), None)
+            if label is None and r.get("kind") != "ratio":
+                continue
+            value = next((r[k] for k in RATIO_KEYS if isinstance(r.get(k), (int, float))
+                          and not isinstance(r.get(k), bool)), None)
+            what = label[6:] if label else r.get("what", "ratio")
+            subject = " ".join(str(r[k]) for k in ("task", "policy") if r.get(k))
+            n = r.get("num_envs", "")
+            extra = {k: v for k, v in r.items() if k not in ("impl", "learner", "kind", "task", "policy", "num_envs",
+                                                            "device", "what", *RATIO_KEYS)}
+            out.append({"script": name, "subject": subject, "ratio of": what, "N": n, "value": value,
+                        "notes": ", ".join(f"{k}={_fmt(v)}" for k, v in extra.items())})
+    return out
+
+
 def markdown(info: dict, results: dict) -> str:
     gpu = f", GPU {info['gpu']}" if info.get("gpu") else ", no GPU"
     out = [f"# horde benchmark results", "",
@@ -90,6 +114,13 @@ def markdown(info: dict, results: dict) -> str:
            f"stable-baselines3 {info['stable-baselines3']}.", "",
            "Regenerate with `make bench` (or `make bench DEVICE=cuda:0`). Every ratio compares two figures "
            "measured in the same script run on the same machine.", ""]
+    ratios = ratio_rows(results)
+    if ratios:
+        out += ["## Summary: every ratio", "", "| script | subject | ratio of | N | value | notes |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {r['script']} | {r['subject']} | {r['ratio of']} | {r['N']} | {_fmt(r['value'])} | {r['notes']} |"
+                for r in ratios]
+        out += [""]
     for name, res in results.items():
         out += [f"## {name}", "", f"status: {res['status']}, {res['seconds']:.0f} s", ""]
         rows = [{k: v for k, v in r.items() if k not in ("curve", "curves")} for r in res["rows"]

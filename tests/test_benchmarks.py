@@ -47,3 +47,25 @@ def test_run_all_writes_json_table_and_plots(tmp_path):
     assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
     assert data["results"]["sim_throughput"]["status"] == "ok"
     assert list(tmp_path.glob("*_throughput.png"))
+    table = (BENCH / "RESULTS_quick.md").read_text()
+    summary = table.split("## Summary: every ratio", 1)[1].split("\n## ", 1)[0]
+    assert "| sim_throughput | cartpole | horde-graph/numpy | 4096 |" in summary  # the headline ratio, one row
+
+
+def test_ratio_rows_collects_each_scripts_ratios():
+    sys.path.insert(0, str(BENCH))
+    import run_all
+
+    results = {
+        "sim_throughput": {"rows": [{"task": "cartpole", "impl": "horde-graph", "num_envs": 64, "env_steps_per_s": 9.0},
+                                    {"task": "cartpole", "impl": "ratio:horde-graph/numpy", "num_envs": 64,
+                                     "ratio": 12.5}]},
+        "train_vs_sb3": {"rows": [{"task": "cartpole", "learner": "ratio:sb3-ppo/horde-ppo", "wall_time_ratio": 6.8,
+                                   "seeds": 3}]},
+        "diff_vs_ppo": {"rows": [{"kind": "ratio", "task": "pendulum", "what": "ppo/shac env steps", "value": 7.0}]},
+    }
+    rows = run_all.ratio_rows(results)
+    assert [(r["script"], r["ratio of"], r["value"]) for r in rows] == [
+        ("sim_throughput", "horde-graph/numpy", 12.5), ("train_vs_sb3", "sb3-ppo/horde-ppo", 6.8),
+        ("diff_vs_ppo", "ppo/shac env steps", 7.0)]
+    assert rows[1]["notes"] == "seeds=3"
