@@ -8,8 +8,9 @@ N = 64, 512, 4096 through benchmarks/newton_throughput.py, in the same process, 
 stepping of the same model (same solver, dt, substeps) and MuJoCo's C engine (``mujoco.rollout`` thread pool) on
 the same MJCF, integrator and solver stated. ``--num-envs`` overrides both size lists.
 
-For cartpole: horde with graph replay, horde eager (Python kernel launches), and a plain numpy batched
-cart-pole (benchmarks/numpy_cartpole.py) with the same dynamics, rewards and resets. Each figure is the median
+For cartpole: horde with graph replay, horde eager (Python kernel launches), on a CPU horde's one-env-per-thread
+kernels (the ones CUDA runs) replayed without the CPU block path, and a plain numpy batched cart-pole
+(benchmarks/numpy_cartpole.py) with the same dynamics, rewards and resets. Each figure is the median
 of ``--repeats`` timed windows; the implementations' windows alternate (one window of each, then the next round)
 so that load from other processes drifts over all of them alike. Actions are fixed random values in [-1, 1]
 held in device memory. ``--cpu-threads`` splits horde's CPU step over that many OS threads (``TaskConfig``).
@@ -71,8 +72,10 @@ def make_stepper(task: str, impl: str, num_envs: int, device: str, cpu_threads: 
         env = NumpyCartpole(spec.config, num_envs, seed=0)
         actions = np.random.default_rng(0).uniform(-1, 1, (num_envs, 1)).astype(np.float32)
         return (lambda: env.step(actions)), (lambda: None)
-    cfg = type(spec.config)(**{**spec.config.__dict__, "use_graph": impl == "horde-graph", "cpu_threads": cpu_threads})
+    cfg = type(spec.config)(**{**spec.config.__dict__, "use_graph": impl != "horde-eager", "cpu_threads": cpu_threads})
     env = make(task, num_envs=num_envs, device=device, seed=0, config=cfg)
+    if impl == "horde-per-env":  # the one-env-per-thread kernels CUDA runs, replayed on the CPU (no block path)
+        env._configure_cpu_path(blocks=False)
     g = torch.Generator(device="cpu").manual_seed(0)
     actions = (torch.rand(num_envs, env.num_actions, generator=g) * 2 - 1).to(env.device)
     sync = torch.cuda.synchronize if env.dev.is_cuda else (lambda: None)
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes, seconds, repeats = [64, 4096], 0.1, 3
     rows = []
     for task in classic:
-        impls = ["horde-graph", "horde-eager"] + (["numpy"] if task.startswith("cartpole") else [])
+        per_env = ["horde-per-env"] if args.device == "cpu" and get_task(task).env_cls.has_block_step else []
+        impls = ["horde-graph", "horde-eager", *per_env] + (["numpy"] if task.startswith("cartpole") else [])
         for n in sizes:
             steppers = {impl: make_stepper(task, impl, n, args.device if impl != "numpy" else "cpu", args.cpu_threads)
                         for impl in impls}
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.json:
                     print(json.dumps(row), flush=True)
     if not args.json:
-        print(f"{'task':<18}{'impl':<13}{'device':<8}{'num_envs':>9}{'env-steps/s':>15}{'x numpy':>9}")
+        print(f"{'task':<18}{'impl':<15}{'device':<8}{'num_envs':>9}{'env-steps/s':>15}{'x numpy':>9}")
     ref = {(r["task"], r["num_envs"]): r["env_steps_per_s"] for r in rows if r["impl"] == "numpy"}
     for r in rows:
         ratio = r["env_steps_per_s"] / ref[(r["task"], r["num_envs"])] if (r["task"], r["num_envs"]) in ref else None
@@ -124,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "num_envs": r["num_envs"], "ratio": round(ratio, 2)}))
         else:
             rs = f"{ratio:9.1f}" if ratio is not None else f"{'-':>9}"
-            print(f"{r['task']:<18}{r['impl']:<13}{r['device']:<8}{r['num_envs']:>9}{r['env_steps_per_s']:>15,.0f}{rs}")
+            print(f"{r['task']:<18}{r['impl']:<15}{r['device']:<8}{r['num_envs']:>9}{r['env_steps_per_s']:>15,.0f}{rs}")
     if articulated:
         if args.quick:  # the quick smoke keeps to one articulated task (newton_throughput --quick covers two)
             articulated = articulated[:1]
