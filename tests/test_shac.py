@@ -11,7 +11,15 @@ import torch
 from clihelp import run_cli
 
 from horde.train.config import ConfigError, compose
-from horde.train.shac import SHACConfig, SHACTrainer, linear_lr, polyak_update, td_lambda_targets
+from horde.train.shac import (
+    SHACConfig,
+    SHACTrainer,
+    linear_lr,
+    mean_bound_penalty,
+    polyak_update,
+    straight_through_clip,
+    td_lambda_targets,
+)
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -42,6 +50,28 @@ def test_polyak_update_and_linear_lr():
     torch.testing.assert_close(dst.weight, torch.full((2,), 0.25 * 1.0 + 0.75 * 3.0))
     torch.testing.assert_close(dst.running_mean, torch.full((2,), 7.0)), "buffers are copied, not averaged"
     assert linear_lr(1e-2, 1e-4, 0, 10) == 1e-2 and linear_lr(1e-2, 1e-4, 10, 10) == pytest.approx(1e-4)
+
+
+def test_straight_through_clip_and_mean_bound_penalty_by_hand():
+    x = torch.tensor([[-2.5], [-0.5], [0.25], [1.5]], requires_grad=True)
+    y = straight_through_clip(x)
+    torch.testing.assert_close(y.detach(), torch.tensor([[-1.0], [-0.5], [0.25], [1.0]]))
+    (y * torch.tensor([[1.0], [2.0], [3.0], [4.0]])).sum().backward()
+    torch.testing.assert_close(x.grad, torch.tensor([[1.0], [2.0], [3.0], [4.0]])), "identity gradient, clipped or not"
+    # relu(|m| - 1)^2 summed over actions: (2.5 - 1)^2 = 2.25, 0, (1.5 - 1)^2 + 0 = 0.25
+    m = torch.tensor([[-2.5, 0.0], [0.5, -0.9], [1.5, 1.0]])
+    torch.testing.assert_close(mean_bound_penalty(m), torch.tensor([2.25, 0.0, 0.25]))
+
+
+def test_clipped_actor_gets_a_gradient_where_its_actions_saturate(tmp_path):
+    # With action_squash=clip every action below is clipped to +1; a plain clamp would pass no gradient at all.
+    cfg, task, raw = compose(["task=pendulum", "algo=shac", "num_envs=8", "algo.horizon=4", "algo.mean_bound_coef=0",
+                              "algo.policy.action_squash=clip", f"run_root={tmp_path}"])
+    trainer = SHACTrainer(cfg, task, raw, quiet=True)
+    with torch.no_grad():
+        trainer.actor.mlp[-1].bias.fill_(10.0)
+    trainer._rollout().backward()
+    assert float(trainer.actor.mlp[-1].bias.grad.abs().sum()) > 0
 
 
 def test_algo_shac_composes_and_refuses_tasks_without_a_differentiable_rollout(tmp_path):
@@ -80,7 +110,8 @@ def test_shac_run_through_the_cli_plays_and_exports(tmp_path):
     assert ckpt["config"]["algo_name"] == "shac" and ckpt["iteration"] == 3
     assert {"actor_state_dict", "critic_state_dict", "optimizer_state_dict", "obs_dim", "num_actions"} <= set(ckpt)
     summary = json.loads((run / "train_summary.json").read_text())
-    assert summary["env_steps"] == 3 * 8 * 32 and 0.95 < sum(summary["time_share"].values()) < 1.05
+    horizon = ckpt["config"]["algo"]["horizon"]  # configs/tuned/pendulum_shac.yaml
+    assert summary["env_steps"] == 3 * 8 * horizon and 0.95 < sum(summary["time_share"].values()) < 1.05
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -96,23 +127,49 @@ def test_shac_run_through_the_cli_plays_and_exports(tmp_path):
     assert list(run.rglob("*.onnx"))
 
 
-@pytest.mark.slow
-def test_shac_learns_the_cartpole_swingup(tmp_path):
+def _train_and_track(tmp_path, task: str, seed: int, env_steps: int) -> tuple[list[float], dict]:
+    """Train SHAC with the tuned config, its iteration count (and so a linear learning-rate decay) set by the
+    benchmark's budget, for ``env_steps``; evaluate the deterministic policy (32 episodes, seed 999) every 512 env
+    steps, as benchmarks/diff_vs_ppo.py does. Returns the evaluation returns (the first before any training)."""
+    import importlib.util
+
     from horde.policies import InferencePolicy
     from horde.train.evaluate import evaluate
 
-    # 16 envs x 32-step horizon pinned here (the tuned config is 8 x 16, which needs more iterations than fit in 60 s)
-    cfg, task, raw = compose(["task=cartpole-swingup", "algo=shac", "seed=1", "max_iterations=40", "num_envs=16",
-                              "algo.horizon=32", "algo.actor_learning_rate=5e-3", f"run_root={tmp_path}"])
+    spec = importlib.util.spec_from_file_location("diff_vs_ppo", BENCH / "diff_vs_ppo.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    probe, _, _ = compose([f"task={task}", "algo=shac"])
+    iterations = bench.BUDGET_STEPS[task] // (probe.num_envs * probe.algo.horizon)
+    cfg, task, raw = compose([f"task={task}", "algo=shac", f"seed={seed}", f"max_iterations={iterations}",
+                              f"save_interval={iterations + 1}", f"run_root={tmp_path}"])
     trainer = SHACTrainer(cfg, task, raw, quiet=True)
-    start = evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32, seed=999).summary()["mean_return"]
-    summary = trainer.learn()
-    end = evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32, seed=999).summary()["mean_return"]
-    # Hanging still scores about 0 and a swing-up that holds the pole about 300-450; seed 1 at this config
-    # passed 200 after about 28 iterations (14k env steps) on CPU.
-    assert start < 100 and end > 150, (start, end)
-    assert summary["env_steps"] == 40 * 16 * 32
-    assert summary["train_seconds"] < 60, summary["train_seconds"]
+    per_iter = cfg.num_envs * cfg.algo.horizon
+
+    def score() -> float:
+        return evaluate(InferencePolicy(trainer.actor), task, cfg.task, episodes=32, seed=999).summary()["mean_return"]
+
+    returns = [score()]
+
+    def on_iteration(tr) -> bool:
+        if (tr.iteration * per_iter) % 512 < per_iter:
+            returns.append(score())
+        return tr.iteration * per_iter >= env_steps
+
+    return returns, trainer.learn(on_iteration)
+
+
+@pytest.mark.slow
+def test_shac_swings_up_the_pendulum_and_the_cartpole(tmp_path):
+    # Tuned configs (the benchmark's): the pendulum's deterministic policy first scored >= -400 at 3,584 env steps
+    # (seed 0) and the swing-up's >= 200 at 13,312 (seed 1); random policies score about -1,150 and 0. The budgets
+    # below leave some margin; a crossing is what the benchmark measures (the pendulum's does not always hold).
+    pendulum, summary = _train_and_track(tmp_path / "p", "pendulum", seed=0, env_steps=6144)
+    assert pendulum[0] < -900 and max(pendulum) >= -400, pendulum
+    assert summary["train_seconds"] < 30, summary["train_seconds"]
+    swingup, summary = _train_and_track(tmp_path / "c", "cartpole-swingup", seed=1, env_steps=16384)
+    assert swingup[0] < 100 and max(swingup) >= 200, swingup
+    assert summary["train_seconds"] < 45, summary["train_seconds"]
 
 
 def test_benchmark_quick_mode_prints_every_figure():
@@ -121,11 +178,12 @@ def test_benchmark_quick_mode_prints_every_figure():
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     kinds = {r["kind"] for r in rows}
-    assert kinds == {"memory", "run", "summary", "ratio"}
+    assert kinds == {"memory", "run", "summary", "ratio", "curves"}
     runs = [r for r in rows if r["kind"] == "run"]
     assert {(r["task"], r["algo"]) for r in runs} == {(t, a) for t in ("pendulum", "cartpole-swingup")
                                                       for a in ("ppo", "shac")}
-    assert len({r["num_envs"] for r in runs}) == 1, "same env count for both learners"
+    for task in ("pendulum", "cartpole-swingup"):
+        assert len({r["num_envs"] for r in runs if r["task"] == task}) == 1, "same env count for both learners"
     for r in runs:
         assert r["steps_trained"] > 0 and r["curve"], r
     for r in rows:

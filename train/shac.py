@@ -6,9 +6,11 @@ actions from the Gaussian actor by reparameterization (``mean + std * noise``), 
     actor loss = -1 / (H N) * sum over envs and segments of [ sum_t gamma^t r_t + gamma^len V'(s_end) ]
 
 by backpropagating through the physics. A segment ends at the horizon or at an episode end; ``V'`` is the target
-critic, zero after a failure. The critic then regresses TD(lambda) targets over the same rollout (detached), and
-the target critic follows it slowly (Polyak averaging). Gradients are clipped by norm; observations are normalized
-with running statistics inside the actor and the critic, as PPO's are.
+critic, zero after a failure. The critic then regresses TD(lambda) targets over the same rollout (detached; with
+``critic_replay`` also over the last few rollouts, their targets recomputed), and the target critic follows it
+slowly (Polyak averaging). Gradients are clipped by norm; observations are normalized with running statistics
+inside the actor and the critic, as PPO's are. Actions are tanh-squashed as in the paper, or clipped with a
+straight-through gradient (``policy.action_squash=clip``) plus a penalty on a mean outside [-1, 1].
 
 The actor is the same rsl-rl ``MLPModel`` with a Gaussian head that PPO trains (:func:`horde.policies.build_actor`)
 and is saved under the same checkpoint keys, so ``horde play`` and ``horde export`` work on SHAC runs unchanged.
@@ -41,7 +43,8 @@ STAT_KEYS = ("episodes", "return", "return_sq", "length", "length_sq", "terminat
 
 
 def _shac_policy() -> ActorCriticConfig:
-    # tanh squashing as in Xu et al.: a clipped action has zero gradient, and swing-up optima sit at the torque limit
+    # tanh squashing as in Xu et al.; action_squash=clip clips with a straight-through gradient instead (a plain clip
+    # passes none), which the pendulum needs: there the tanh saturates and its gradient vanishes.
     return ActorCriticConfig(init_noise_std=0.5, action_squash="tanh")
 
 
@@ -75,6 +78,12 @@ class SHACConfig:
     """Gradient-norm clip of the actor and the critic."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this inside the learner (logged returns stay in the task's units)."""
+    critic_replay: int = 0
+    """Earlier rollouts that the critic fits besides the newest, their TD(lambda) targets recomputed with the current
+    target critic (0: only the newest, as in Xu et al.). Not checkpointed: a resumed run starts without them."""
+    mean_bound_coef: float = 1.0
+    """With ``policy.action_squash=clip``: weight of :func:`mean_bound_penalty` (summed over the horizon, averaged
+    over envs) in the actor loss; it keeps the straight-through gradient from pushing the mean far past the clip."""
     policy: ActorCriticConfig = field(default_factory=_shac_policy)
     """Actor and critic networks (feed-forward only)."""
 
@@ -100,6 +109,16 @@ def td_lambda_targets(rewards: torch.Tensor, next_values: torch.Tensor, ends: to
         nxt = rewards[t] + gamma * blend
         out[t] = nxt
     return out
+
+
+def straight_through_clip(actions: torch.Tensor) -> torch.Tensor:
+    """Actions [N, A] clipped to [-1, 1] in value, with the identity as gradient (a clipped action passes one)."""
+    return actions + (actions.clamp(-1.0, 1.0) - actions).detach()
+
+
+def mean_bound_penalty(mean: torch.Tensor) -> torch.Tensor:
+    """relu(|mean| - 1)^2 summed over actions: [N, A] -> [N]; zero inside the action box."""
+    return (mean.abs() - 1.0).clamp_min(0.0).square().sum(-1)
 
 
 @torch.no_grad()
@@ -161,7 +180,7 @@ class SHACTrainer:
         self.obs_dim, self.num_actions = probe.shape[1], self.model.rollout.action_dim
         self.actor = build_actor(a.policy, self.obs_dim, self.num_actions).to(self.device)
         self._tanh = a.policy.action_squash == "tanh"
-        self._pre_squash = list(self.actor.mlp)[:-1]  # the actor's layers before its Tanh
+        self._pre_squash = list(self.actor.mlp)[:-1] if self._tanh else []  # the actor's layers before its Tanh
         _, critic_cfg = rsl_model_cfgs(a.policy)
         critic_cfg = {k: v for k, v in critic_cfg.items() if k != "class_name"}
         groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
@@ -184,6 +203,9 @@ class SHACTrainer:
         self._rew_buf = torch.zeros(t_steps, n, device=self.device)
         self._next_value_buf = torch.zeros(t_steps, n, device=self.device)
         self._end_buf = torch.zeros(t_steps, n, dtype=torch.bool, device=self.device)
+        self._next_obs_buf = torch.zeros(t_steps, n, self.obs_dim, device=self.device)
+        self._fail_buf = torch.zeros(t_steps, n, dtype=torch.bool, device=self.device)
+        self._replay: list[tuple[torch.Tensor, ...]] = []
         self._scales = torch.tensor(list(self.model.reward_scales.values()), device=self.device)
 
         self.config_dict = {**to_container(raw_cfg), "algo_name": "shac"}
@@ -215,6 +237,7 @@ class SHACTrainer:
         rew_acc = torch.zeros(n, device=self.device)
         disc = torch.ones(n, device=self.device)
         loss = torch.zeros((), device=self.device)
+        penalty = torch.zeros((), device=self.device)
         for t in range(a.horizon):
             obs = m.obs(state)
             self._obs_buf[t] = obs.detach()
@@ -225,8 +248,10 @@ class SHACTrainer:
                 for layer in self._pre_squash:
                     pre = layer(pre)
                 actions = torch.tanh(pre + std * noise)
-            else:
-                actions = self.actor.mlp(latent) + std * noise
+            else:  # a = clip(mu + std * eps) with a straight-through gradient; deterministic a = clip(mu)
+                mean = self.actor.mlp(latent)
+                actions = straight_through_clip(mean + std * noise)
+                penalty = penalty + mean_bound_penalty(mean).sum()
             timer.mark("inference")
             nxt = m.rollout.step(state, actions)
             timer.mark("sim")
@@ -236,7 +261,10 @@ class SHACTrainer:
             length = self.episode_length + 1
             timed_out = (length >= m.episode_length) & ~failed
             done = failed | timed_out
-            next_value = torch.where(failed, 0.0, _value(self.target_critic, m.obs(nxt)))
+            next_obs = m.obs(nxt)
+            next_value = torch.where(failed, 0.0, _value(self.target_critic, next_obs))
+            self._next_obs_buf[t] = next_obs.detach()
+            self._fail_buf[t] = failed
             rew_acc = rew_acc + disc * (a.reward_scale * reward)
             disc = disc * gamma
             # A segment closes at an episode end, and every env's at the horizon: add its bootstrapped return.
@@ -251,7 +279,7 @@ class SHACTrainer:
             state = torch.where(done[:, None], m.sample_state(n, self.gen), nxt)
             timer.mark("other")
         self.state = state.detach()
-        return loss / (a.horizon * n)
+        return loss / (a.horizon * n) + a.mean_bound_coef * penalty / n
 
     def _record(self, reward, scaled_terms, length, done, failed, timed_out) -> None:
         """Episode bookkeeping on the device (no host sync): finished episodes go to the statistics."""
@@ -267,11 +295,28 @@ class SHACTrainer:
         self.episode_sums = torch.where(done[:, None], 0.0, sums)
         self.episode_length = torch.where(done, 0, length).to(torch.int32)
 
+    @torch.no_grad()
+    def _critic_data(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Observations [M, obs_dim] and TD(lambda) targets [M] of the newest rollout and the replayed ones."""
+        a = self.cfg.algo
+        obs = [self._obs_buf.view(-1, self.obs_dim)]
+        targets = [td_lambda_targets(self._rew_buf, self._next_value_buf, self._end_buf, a.gamma, a.lam).view(-1)]
+        if a.critic_replay < 1:
+            return obs[0], targets[0]
+        for old_obs, next_obs, rew, failed, ends in self._replay:
+            next_values = torch.where(failed, 0.0, _value(self.target_critic, next_obs.view(-1, self.obs_dim))
+                                      .view(failed.shape))
+            obs.append(old_obs.view(-1, self.obs_dim))
+            targets.append(td_lambda_targets(rew, next_values, ends, a.gamma, a.lam).view(-1))
+        self._replay.append((self._obs_buf.clone(), self._next_obs_buf.clone(), self._rew_buf.clone(),
+                             self._fail_buf.clone(), self._end_buf.clone()))
+        del self._replay[:-a.critic_replay]
+        return torch.cat(obs), torch.cat(targets)
+
     def _train_critic(self) -> torch.Tensor:
         """Regress TD(lambda) targets of the last rollout; returns the mean loss of the last pass (a tensor)."""
         a = self.cfg.algo
-        targets = td_lambda_targets(self._rew_buf, self._next_value_buf, self._end_buf, a.gamma, a.lam).view(-1)
-        obs = self._obs_buf.view(-1, self.obs_dim)
+        obs, targets = self._critic_data()
         total = torch.zeros((), device=self.device)
         for _ in range(a.critic_iterations):
             total = torch.zeros((), device=self.device)
