@@ -1,6 +1,6 @@
 """Env steps and wall time to a return threshold: SHAC (gradients through the simulator) vs PPO, on CPU.
 
-    python benchmarks/diff_vs_ppo.py [--json] [--quick] [--seeds 0 1 2] [--tasks pendulum cartpole-swingup]
+    python benchmarks/diff_vs_ppo.py [--json] [--quick] [--seeds 0 1 2] [--tasks pendulum cartpole-swingup reach]
                                      [--num-envs N] [--ppo-sweep]
 
 For each differentiable task, PPO and SHAC train with the same number of envs (``NUM_ENVS[task]``) and the same
@@ -31,10 +31,16 @@ epochs, a critic in units of 100: ``algo.policy.value_scale=100``), 19,456 at 64
 runs at 32 envs, where SHAC's figure is lowest.
 On the swing-up SHAC reached 200 in about 20-40k env steps at 8 envs and worse at 64 or more, where it spins
 the pole and does not learn to catch it; PPO's best at 8 envs needed 17k. So the swing-up runs at 8 envs.
+reach (threshold 60: the untrained deterministic policies score -30 to -70; PPO's climb to 80-100 by 400k env
+steps, SHAC's to 105-170 by 40k) runs at 64 envs on Featherstone for both learners; SHAC with a 4-step horizon and random initial
+episode clocks (configs/tuned/reach_shac.yaml). PPO at 256 envs needed about 410k env steps (seed 0).
 
-Measured 2026-11-23 on the loaded 2-core CPU (109 s in all): pendulum PPO 11,264 / 11,264 / 25,600, SHAC 3,584 /
-5,120 / 3,584 (3.14x; SHAC's crossings did not hold, PPO's did); swing-up PPO 17,408 / 39,936 / 10,752, SHAC
-43,008 / 13,312 / 22,528 (0.77x). Issue #4's 5x is not met on either task.
+Measured 2026-11-23 on the 2-core CPU (12.5 minutes in all), env steps to the threshold, seeds 0 / 1 / 2:
+pendulum PPO 11,264 / 11,264 / 25,600, SHAC 3,584 / 5,120 / 3,584 (3.14x; SHAC's crossings did not hold, PPO's
+mostly did); swing-up PPO 17,408 / 39,936 / 10,752, SHAC 43,008 / 13,312 / 22,528 (0.77x); reach PPO 181,248 /
+294,912 / 258,048, SHAC 12,288 / 12,288 / 12,288 (21.0x in env steps; 70.5 s against 17.0 s of training, 4.2x;
+SHAC stayed above 60 in all 12 evaluations after its reaches and went on to 105-170). Issue #4's 5x is met on
+reach.
 
 Also printed: memory that a differentiable rollout keeps per env per control step until backward (the Warp
 buffers counted by ``DiffRollout.bytes_per_env_step``, and the resident-memory growth of a held rollout).
@@ -56,10 +62,18 @@ import time
 
 import torch
 
-THRESHOLD = {"pendulum": -400.0, "cartpole-swingup": 200.0}
-BUDGET_STEPS = {"pendulum": 100_000, "cartpole-swingup": 60_000}
-NUM_ENVS = {"pendulum": 32, "cartpole-swingup": 8}
+THRESHOLD = {"pendulum": -400.0, "cartpole-swingup": 200.0, "reach": 60.0}
+BUDGET_STEPS = {"pendulum": 100_000, "cartpole-swingup": 60_000, "reach": 400_000}
+NUM_ENVS = {"pendulum": 32, "cartpole-swingup": 8, "reach": 64}
 """Env count per task, the same for both learners (``--num-envs`` sets one count for every task)."""
+TASK_OVERRIDES = {"reach": ("task.sim.solver=featherstone",)}
+"""Task settings both learners train and are evaluated with: reach's differentiable model is the arm on
+Featherstone (MuJoCo-Warp, the env's default, gives no gradients), so the env runs Featherstone too."""
+EVAL_EVERY_TASK = {"reach": 4096}
+"""Evaluation grid per task where it differs from ``EVAL_EVERY`` (a reach evaluation builds no env but plays 200
+steps of the Featherstone arm, about a second: PPO's ~200k steps would otherwise spend most of the run there)."""
+MEMORY_SIZE = {"reach": (256, 32)}
+"""(envs, steps) of the memory measurement where 4096 x 100 would not fit (reach holds ~116 KB per env-step)."""
 EVAL_EVERY = 512
 EVAL_EPISODES = 32
 EVAL_SEED = 999
@@ -102,12 +116,22 @@ PPO_CANDIDATES: dict[str, list[tuple[str, ...]]] = {
         (f"{_V}=100",),                    # not in 60k / 48,640 / 46,592 -> 48,640
         (f"{_T}=64", f"{_V}=100"),         # 45,056 / 23,040 / 49,664 -> 45,056
     ],
+    # reach at 64 envs, seed 0 only (a PPO run to 60 takes 2-3 minutes here): env steps to 60, evaluated every
+    # 8,192 env steps for the first four and 4,096 for the last two.
+    "reach": [
+        (),                                # 205,824 (T=24, lr 1e-3, 5 epochs, 4 mini-batches; best 84 in 400k)
+        (f"{_V}=100",),                    # 181,248 (best 99 in 400k) (best)
+        (f"{_V}=100", f"{_E}=10"),         # 221,184
+        (f"{_V}=100", f"{_T}=48"),         # 270,336
+        (f"{_V}=100", "algo.num_mini_batches=8"),      # 262,656
+        (f"{_V}=100", "algo.random_episode_start=true"),  # 267,264
+    ],
 }
 """PPO settings tried on top of configs/tuned/<task>_ppo.yaml at ``NUM_ENVS[task]`` envs (``--ppo-sweep`` reruns
 them); the figures in the comments are env steps to the threshold. At 64 envs on the pendulum the best of 21 was
 19,456 (T=16, 10 epochs, value_scale 100), at 128 envs 29,696 (T=8, value_scale 100)."""
 PPO_OVERRIDES: dict[str, tuple[str, ...]] = {"pendulum": (f"{_T}=8", f"{_E}=20", f"{_V}=100"),
-                                             "cartpole-swingup": (f"{_T}=64",)}
+                                             "cartpole-swingup": (f"{_T}=64",), "reach": (f"{_V}=100",)}
 """PPO's best measured setting per task (the lowest median in ``PPO_CANDIDATES``); the output names it."""
 
 
@@ -139,17 +163,24 @@ def measure_memory(task: str, *, num_envs: int, steps: int) -> dict:
             "rss_bytes_per_env_step": held / (num_envs * steps)}
 
 
+_EVAL_ENVS: dict[str, object] = {}
+
+
 def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget_steps: int,
-                       overrides: tuple[str, ...] = (), eval_every: int = EVAL_EVERY) -> dict:
+                       overrides: tuple[str, ...] = (), eval_every: int | None = None) -> dict:
     """Train until the deterministic evaluation reaches the threshold or the env-step budget runs out.
 
-    ``overrides`` are extra Hydra overrides on top of the tuned config (PPO's best setting, or a sweep's)."""
+    ``overrides`` are extra Hydra overrides on top of the tuned config (PPO's best setting, or a sweep's), after
+    the task's own (``TASK_OVERRIDES``)."""
+    from horde.envs import make
     from horde.policies import InferencePolicy
     from horde.train.config import compose
     from horde.train.evaluate import evaluate
     from horde.train.ppo import PPOTrainer
     from horde.train.shac import SHACTrainer
 
+    eval_every = eval_every or EVAL_EVERY_TASK.get(task, EVAL_EVERY)
+    overrides = (*TASK_OVERRIDES.get(task, ()), *overrides)
     root = tempfile.mkdtemp(prefix="diff_vs_ppo_")
     probe, _, _ = compose([f"task={task}", f"algo={algo}", *overrides])
     steps_per_iter = num_envs * (probe.algo.horizon if algo == "shac" else probe.algo.num_steps_per_env)
@@ -172,7 +203,11 @@ def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget
             next_eval += eval_every
         e0 = time.perf_counter()
         train_s = e0 - t0 - rec["eval_seconds"]
-        ret = evaluate(InferencePolicy(actor()), name, cfg.task, episodes=EVAL_EPISODES, seed=EVAL_SEED).summary()
+        key = repr(cfg.task)  # one evaluation env per task config, reused (the same episodes as a fresh one)
+        if key not in _EVAL_ENVS:
+            _EVAL_ENVS[key] = make(name, num_envs=EVAL_EPISODES, seed=EVAL_SEED, config=cfg.task)
+        ret = evaluate(InferencePolicy(actor()), name, cfg.task, episodes=EVAL_EPISODES, seed=EVAL_SEED,
+                       core=_EVAL_ENVS[key]).summary()
         rec["eval_seconds"] += time.perf_counter() - e0
         r = ret["mean_return"]
         if rec["reached"]:  # the evaluations after a reach only say whether it held
@@ -240,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t_all = time.perf_counter()
     for task in args.tasks:
-        mem = measure_memory(task, num_envs=256 if args.quick else 4096, steps=32 if args.quick else 100)
+        envs_m, steps_m = (256, 32) if args.quick else MEMORY_SIZE.get(task, (4096, 100))
+        mem = measure_memory(task, num_envs=envs_m, steps=steps_m)
         emit(mem, f"[{task}] differentiable rollout memory: {mem['counted_bytes_per_env_step']} B/env/step counted "
                   f"(Warp values + grads), {mem['rss_bytes_per_env_step']:.0f} B/env/step RSS growth "
                   f"({mem['num_envs']} envs x {mem['steps']} steps held)")

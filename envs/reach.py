@@ -298,4 +298,96 @@ register_task("reach", TaskSpec(
     env_cls=ReachEnv,
     config=ReachConfig(),
     description="horde's 7-DoF arm (assets/arm7.xml): bring the end effector to a random target in a box",
+    differentiable=True,
 ))
+
+
+# --- differentiable model: the arm on Featherstone (horde.sim.diff_articulation), the task's terms in torch ----------
+NJ = len(JOINTS)
+DIFF_STATE = {"joint_q": slice(0, NJ), "joint_qd": slice(NJ, 2 * NJ), "ee": slice(2 * NJ, 2 * NJ + 3),
+              "target": slice(2 * NJ + 3, 2 * NJ + 6), "last_actions": slice(2 * NJ + 6, 3 * NJ + 6),
+              "action_rate": slice(3 * NJ + 6, 3 * NJ + 7)}
+"""Columns of reach's differentiable state [N, 28]: joint angles [rad], rates [rad/s], end-effector position [m],
+target [m] (world frame), the last clipped actions, and the last step's action-rate term (the reward needs the
+previous actions, which the next state no longer holds)."""
+DIFF_STATE_DIM = 3 * NJ + 7
+
+
+class ReachRollout:
+    """reach's differentiable control step on the :data:`DIFF_STATE` layout: the arm's physics through
+    :class:`horde.sim.diff_articulation.ArticulationDiffRollout`, the task's own columns in torch."""
+
+    state_dim = DIFF_STATE_DIM
+    action_dim = NJ
+
+    def __init__(self, physics) -> None:
+        self.physics = physics
+        self.device = physics.device
+
+    @property
+    def bytes_per_env_step(self) -> int:
+        """Memory a control step holds per env until backward (the physics' Warp buffers dominate)."""
+        return self.physics.bytes_per_env_step + 8 * (self.state_dim - self.physics.state_dim)
+
+    def step(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Next state [N, 28] after one control step under ``actions`` [N, 7] in [-1, 1]."""
+        arm = self.physics.step(state[:, : 2 * NJ + 3], actions)
+        a = actions.clamp(-1.0, 1.0)
+        rate = (a - state[:, DIFF_STATE["last_actions"]]).square().sum(-1, keepdim=True)
+        return torch.cat([arm, state[:, DIFF_STATE["target"]], a, rate], dim=-1)
+
+
+def obs_from_state(state: torch.Tensor) -> torch.Tensor:
+    """Observations [N, 30] of differentiable states [N, 28], in ``OBS_NAMES`` order (``_write_obs``)."""
+    ee, target = state[:, DIFF_STATE["ee"]], state[:, DIFF_STATE["target"]]
+    return torch.cat([state[:, DIFF_STATE["joint_q"]], state[:, DIFF_STATE["joint_qd"]], ee, target, target - ee,
+                      state[:, DIFF_STATE["last_actions"]]], dim=-1)
+
+
+def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: ReachConfig) -> dict[str, torch.Tensor]:
+    """Unscaled reward terms, each [N], of post-step states [N, 28] (``reach_post_step``; a healthy world)."""
+    dist = (state[:, DIFF_STATE["target"]] - state[:, DIFF_STATE["ee"]]).norm(dim=-1)
+    return {"distance": dist, "precision": 1.0 - torch.tanh(dist / cfg.precision_std),
+            "action_rate": state[:, DIFF_STATE["action_rate"]][:, 0],
+            "joint_vel": state[:, DIFF_STATE["joint_qd"]].square().sum(-1)}
+
+
+def sample_states(cfg: ReachConfig, rollout: ReachRollout, num_envs: int, generator: torch.Generator) -> torch.Tensor:
+    """Initial states [num_envs, 28] from the env's reset distribution (drawn with torch, not Warp's streams):
+    default pose + uniform noise, rates +- ``init_joint_vel_range``, a target uniform in the box, no last action."""
+    dev = rollout.device
+
+    def uniform(lo, hi, cols: int) -> torch.Tensor:
+        u = torch.rand(num_envs, cols, generator=generator, device=dev)
+        return torch.as_tensor(lo, dtype=torch.float32, device=dev) + u * (torch.as_tensor(hi, device=dev) - lo)
+
+    q0 = torch.tensor(cfg.default_joint_pos, dtype=torch.float32, device=dev)
+    q = q0 + uniform(-cfg.init_joint_pos_range, cfg.init_joint_pos_range, NJ)
+    qd = uniform(-cfg.init_joint_vel_range, cfg.init_joint_vel_range, NJ)
+    target = uniform(torch.tensor(cfg.target_low, device=dev), torch.tensor(cfg.target_high, device=dev), 3)
+    ee = rollout.physics.sites(q)
+    zeros = torch.zeros(num_envs, NJ + 1, device=dev)
+    return torch.cat([q, qd, ee, target, zeros], dim=-1)
+
+
+def diff_task(cfg: ReachConfig, device: str = "cpu"):
+    """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`): the arm on Featherstone, whose
+    gradients match finite differences (``tests/test_diff.py``); MuJoCo-Warp, the env's default solver, gives none.
+    Train and evaluate with ``task.sim.solver=featherstone`` for the same dynamics."""
+    from horde.sim.diff import DiffTask
+    from horde.sim.diff_articulation import ArticulationDiffRollout
+
+    robot = load_mjcf(str(ARM_MJCF), contact_ke=cfg.sim.contact_ke, solver="featherstone")
+    set_joint_positions(robot, JOINTS, cfg.default_joint_pos)
+    ee_body, ee_offset = site_frame(robot, "ee")
+    actuation = Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
+                          stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
+    physics = ArticulationDiffRollout(robot, actuated_joints=JOINTS, actuation=actuation, sim_dt=cfg.sim_dt,
+                                      decimation=cfg.decimation, sites=[(ee_body, ee_offset)], device=device)
+    rollout = ReachRollout(physics)
+    return DiffTask(
+        rollout=rollout, obs=obs_from_state, reward_terms=lambda s, a: reward_terms_from_state(s, a, cfg),
+        reward_scales=dict(cfg.reward_scales),
+        failed=lambda s: ~torch.isfinite(s).all(dim=-1),
+        sample_state=lambda n, g: sample_states(cfg, rollout, n, g), episode_length=cfg.episode_length,
+    )

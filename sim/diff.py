@@ -49,7 +49,45 @@ PHYSICS: dict[object, tuple[wp.Kernel, int, int]] = {
 """Differentiable substep kernel, state width and action width, by physics-constants ``@wp.struct``."""
 
 
-class DiffRollout:
+class TapedRollout:
+    """The public surface of a differentiable control step (``step``, ``rollout``); subclasses set ``state_dim``,
+    ``action_dim``, ``device`` and ``dev``, and implement ``_forward`` (run one control step, under a ``wp.Tape``
+    when ``taped``) and ``_backward`` (replay that tape, return the input gradients) for :class:`_DiffStep`."""
+
+    state_dim: int
+    action_dim: int
+
+    def _forward(self, state: torch.Tensor, actions: torch.Tensor, taped: bool):
+        raise NotImplementedError
+
+    def _backward(self, tape, s_in, a_in, out, grad_out: torch.Tensor):
+        raise NotImplementedError
+
+    def step(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Next state [N, S] after one control step from ``state`` [N, S] under ``actions`` [N, A] in [-1, 1]."""
+        n = state.shape[0]
+        if state.shape != (n, self.state_dim) or actions.shape != (n, self.action_dim):
+            raise ValueError(f"expected state [N, {self.state_dim}] and actions [N, {self.action_dim}], got "
+                             f"{tuple(state.shape)} and {tuple(actions.shape)}")
+        return _DiffStep.apply(state, actions, self)
+
+    def rollout(self, state: torch.Tensor, policy: Callable[[torch.Tensor, int], torch.Tensor], steps: int, *,
+                truncate_every: int = 0) -> torch.Tensor:
+        """States [steps + 1, N, S] from ``state`` under ``policy(state, t) -> actions [N, A]``.
+
+        ``truncate_every=k > 0`` detaches the state every k steps, so gradients flow back at most k steps and
+        the tapes (and policy activations) before each cut can be freed as soon as nothing else needs them.
+        """
+        states = [state]
+        for t in range(steps):
+            if truncate_every > 0 and t > 0 and t % truncate_every == 0:
+                state = state.detach()
+            state = self.step(state, policy(state, t))
+            states.append(state)
+        return torch.stack(states)
+
+
+class DiffRollout(TapedRollout):
     """Differentiable control steps of a batch of worlds whose physics is one ``*_step_diff`` kernel.
 
     ``step(state [N, S], actions [N, A]) -> next state [N, S]`` is differentiable in both arguments. States are
@@ -116,30 +154,6 @@ class DiffRollout:
                 "the kernel has no backward pass (enable_backward=False?) or does not propagate gradients")
         return g_state, g_act
 
-    # --- public surface ----------------------------------------------------------------------------------------
-    def step(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Next state [N, S] after one control step from ``state`` [N, S] under ``actions`` [N, A] in [-1, 1]."""
-        n = state.shape[0]
-        if state.shape != (n, self.state_dim) or actions.shape != (n, self.action_dim):
-            raise ValueError(f"expected state [N, {self.state_dim}] and actions [N, {self.action_dim}], got "
-                             f"{tuple(state.shape)} and {tuple(actions.shape)}")
-        return _DiffStep.apply(state, actions, self)
-
-    def rollout(self, state: torch.Tensor, policy: Callable[[torch.Tensor, int], torch.Tensor], steps: int, *,
-                truncate_every: int = 0) -> torch.Tensor:
-        """States [steps + 1, N, S] from ``state`` under ``policy(state, t) -> actions [N, A]``.
-
-        ``truncate_every=k > 0`` detaches the state every k steps, so gradients flow back at most k steps and
-        the tapes (and policy activations) before each cut can be freed as soon as nothing else needs them.
-        """
-        states = [state]
-        for t in range(steps):
-            if truncate_every > 0 and t > 0 and t % truncate_every == 0:
-                state = state.detach()
-            state = self.step(state, policy(state, t))
-            states.append(state)
-        return torch.stack(states)
-
 
 class _DiffStep(torch.autograd.Function):
     """One control step through Warp: forward under a ``wp.Tape``, backward by replaying it."""
@@ -189,8 +203,8 @@ class DiffTask:
     Every function is batched over ``[num_envs, ...]`` and mirrors the task's Warp kernels term by term.
     """
 
-    rollout: DiffRollout
-    """The differentiable control step."""
+    rollout: TapedRollout
+    """The differentiable control step (``step``, ``action_dim``, ``device``, ``bytes_per_env_step``)."""
     obs: Callable[[torch.Tensor], torch.Tensor]
     """state [N, S] -> observations [N, obs_dim], as the env reports them."""
     reward_terms: Callable[[torch.Tensor, torch.Tensor], dict[str, torch.Tensor]]
@@ -223,9 +237,10 @@ def register_diff_task(name: str, builder: Callable, *, replace: bool = False) -
 
 def _builtin() -> None:
     # Imported lazily: horde.envs imports horde.sim, so the built-in tasks cannot be named at import time.
-    from horde.envs import cartpole, pendulum
+    from horde.envs import cartpole, pendulum, reach
 
-    for name, builder in (("pendulum", pendulum.diff_task), ("cartpole-swingup", cartpole.diff_task)):
+    for name, builder in (("pendulum", pendulum.diff_task), ("cartpole-swingup", cartpole.diff_task),
+                          ("reach", reach.diff_task)):
         DIFF_TASKS.setdefault(name, builder)
 
 

@@ -87,6 +87,18 @@ class Actuation:
 
 
 # --- kernels -------------------------------------------------------------------------------------------------------
+@wp.func
+def joint_torque(mode: int, a: float, scale: float, offset: float, stiffness: float, damping: float, lower: float,
+                 upper: float, q: float, qd: float) -> float:
+    """The actuation law for a clipped action ``a``: ``a`` x scale, or a PD law towards offset + ``a`` x scale
+    (clipped to the joint's limits). One definition for the env step and the differentiable step."""
+    tau = a * scale
+    if mode == _PD:
+        target = wp.clamp(offset + a * scale, lower, upper)
+        tau = stiffness * (target - q) - damping * qd
+    return tau
+
+
 @wp.kernel(enable_backward=False)
 def actuate_joints(
     mode: int,
@@ -109,12 +121,9 @@ def actuate_joints(
     env's motor strength, clipped to its effort limit (gains, strength and limits are per env: randomizable)."""
     i, k = wp.tid()
     a = wp.clamp(actions[i, k], -1.0, 1.0)
-    qi = q_index[k]
     di = qd_index[k]
-    tau = a * scale[k]
-    if mode == _PD:
-        target = wp.clamp(offset[k] + a * scale[k], lower[k], upper[k])
-        tau = stiffness[i, k] * (target - joint_q[i, qi]) - damping[i, k] * joint_qd[i, di]
+    tau = joint_torque(mode, a, scale[k], offset[k], stiffness[i, k], damping[i, k], lower[k], upper[k],
+                       joint_q[i, q_index[k]], joint_qd[i, di])
     joint_f[i, di] = wp.clamp(tau * strength[i, k], -effort[i, k], effort[i, k])
 
 
@@ -256,11 +265,12 @@ def load_robot(path: str, *, contact_ke: float, solver: str, floating: bool | No
 
 
 def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, solver: str, ground: bool,
-                contact_ke: float, terrain=None) -> newton.Model:
+                contact_ke: float, terrain=None, requires_grad: bool = False) -> newton.Model:
     """``world_count`` separate copies of ``robot`` (no spacing: worlds never collide), finalized on ``device``.
 
     ``terrain`` (an object with ``add_to(builder)``, e.g. :class:`horde.sim.terrain.Terrain`) replaces the ground
-    plane: its static shapes are global, shared by every world."""
+    plane: its static shapes are global, shared by every world. ``requires_grad`` gives the model's arrays gradient
+    buffers (differentiable rollouts, :mod:`horde.sim.diff_articulation`)."""
     import newton
 
     scene = newton.ModelBuilder()
@@ -275,7 +285,7 @@ def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, so
     # horde computes joint torques itself (effort limits, one PD law for every solver): no solver-side drives.
     scene.joint_target_ke = [0.0] * len(scene.joint_target_ke)
     scene.joint_target_kd = [0.0] * len(scene.joint_target_kd)
-    return scene.finalize(device=device)
+    return scene.finalize(device=device, requires_grad=requires_grad)
 
 
 def make_solver(model: newton.Model, name: str, *, iterations: int = 0, max_contacts: int = 40,

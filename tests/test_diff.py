@@ -181,7 +181,7 @@ def test_a_kernel_without_backward_raises_instead_of_returning_zero_gradients():
 
 def test_tasks_without_a_differentiable_rollout_say_so():
     with pytest.raises(NotDifferentiableError, match="task 'cartpole' has no differentiable rollout; "
-                                                     "differentiable tasks: cartpole-swingup, pendulum"):
+                                                     "differentiable tasks: cartpole-swingup, pendulum, reach"):
         make_diff_task("cartpole")
     with pytest.raises(NotDifferentiableError, match="no differentiable step for physics"):
         DiffRollout(object(), decimation=1)

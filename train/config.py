@@ -52,6 +52,9 @@ class PPOConfig:
     """Learning-rate schedule: adaptive (KL-driven) or fixed."""
     desired_kl: float = 0.01
     """Target KL for the adaptive schedule."""
+    random_episode_start: bool = False
+    """Start every env at a random point of its first episode (rsl-rl's ``init_at_random_ep_len``), so that episode
+    ends are spread over iterations instead of every env sharing one episode clock."""
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     """Actor and critic networks."""
 

@@ -36,6 +36,7 @@ class EvalResult:
 @torch.inference_mode()
 def evaluate(
     policy, task: str, task_cfg: TaskConfig, *, episodes: int = 100, device: str = "cpu", seed: int = 12345,
+    core=None,
 ) -> EvalResult:
     """Run ``episodes`` envs in parallel for one full episode each; the policy sees raw observations.
 
@@ -44,8 +45,17 @@ def evaluate(
     the state of each env is zeroed when its episode ends (the env auto-resets inside ``step``). Any callable
     with that interface works, e.g. an onnxruntime session wrapper. Every env finishes within ``episode_length``
     steps, so the loop has a fixed length and never syncs.
+
+    ``core`` reuses an env of ``episodes`` envs made for ``task_cfg`` (re-seeded and reset here, so the episodes
+    are the same as in a fresh one): repeated evaluations skip building the env and recording its graph.
     """
-    core = make(task, num_envs=episodes, device=device, seed=seed, config=task_cfg)
+    if core is None:
+        core = make(task, num_envs=episodes, device=device, seed=seed, config=task_cfg)
+    else:
+        if core.num_envs != episodes:
+            raise ValueError(f"the env to reuse has {core.num_envs} envs, not {episodes}")
+        core.seed(seed)
+        core.reset()
     if isinstance(policy, torch.nn.Module):
         policy = policy.to(core.device)
     recurrent = bool(getattr(policy, "is_recurrent", False))

@@ -162,6 +162,9 @@ class PPOTrainer:
         self.writer = None
         if resume_ckpt is not None:
             self._restore(resume_ckpt)
+        elif cfg.algo.random_episode_start:
+            g = torch.Generator().manual_seed(seed)
+            self.core.episode_length.copy_(torch.randint(0, self.core.max_episode_length, (num_envs,), generator=g))
         if not self.quiet:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
             ranks = f" x {self.dist.world_size} ranks" if self.dist.enabled else ""

@@ -81,6 +81,10 @@ class SHACConfig:
     critic_replay: int = 0
     """Earlier rollouts that the critic fits besides the newest, their TD(lambda) targets recomputed with the current
     target critic (0: only the newest, as in Xu et al.). Not checkpointed: a resumed run starts without them."""
+    random_episode_start: bool = False
+    """Start every env at a random point of its first episode (as rsl-rl's runner does for PPO), so that episode ends,
+    and the fresh initial states and targets they bring, are spread over iterations instead of all envs sharing one
+    episode clock (reach: 64 targets for 12 iterations of 16 steps)."""
     mean_bound_coef: float = 1.0
     """With ``policy.action_squash=clip``: weight of :func:`mean_bound_penalty` (summed over the horizon, averaged
     over envs) in the actor loss; it keeps the straight-through gradient from pushing the mean far past the clip."""
@@ -196,6 +200,9 @@ class SHACTrainer:
         t_steps, k = a.horizon, len(self.model.reward_scales)
         self.state = self.model.sample_state(n, self.gen)
         self.episode_length = torch.zeros(n, dtype=torch.int32, device=self.device)
+        if a.random_episode_start:
+            self.episode_length = torch.randint(0, self.model.episode_length, (n,), generator=self.gen,
+                                                device=self.device, dtype=torch.int32)
         self.episode_return = torch.zeros(n, device=self.device)
         self.episode_sums = torch.zeros(n, k, device=self.device)
         self._stats = torch.zeros(len(STAT_KEYS) + k, dtype=torch.float64, device=self.device)
