@@ -1,6 +1,6 @@
 """``make bench``: run every benchmark script, then write one JSON file, a Markdown table and PNG plots.
 
-    python benchmarks/run_all.py [--device cpu|cuda:0] [--quick] [--only sim_throughput ...]
+    python benchmarks/run_all.py [--device cpu|cuda:0] [--quick] [--only sim_throughput ...] [--render]
 
 Each script prints JSON lines with ``--json``; this collects them per script into
 ``benchmarks/results/<date>_<device>.json`` and renders ``benchmarks/RESULTS.md`` (date, CPU/GPU model, core count,
@@ -145,43 +145,57 @@ def plots(results: dict, prefix: Path) -> list[Path]:
     tput = [r for name in ("sim_throughput", "newton_throughput") for r in results.get(name, {}).get("rows", [])
             if "env_steps_per_s" in r]
     if tput:
-        fig, ax = plt.subplots(figsize=(8, 5.5), constrained_layout=True)
-        series = {}
-        for r in tput:
-            series.setdefault(f"{r['task']} {r['impl']} ({r['device']})", []).append((r["num_envs"], r["env_steps_per_s"]))
-        for label, pts in sorted(series.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("number of envs")
-        ax.set_ylabel("env steps per second")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-        ax.set_title("Simulation throughput")
+        tasks = sorted({r["task"] for r in tput}, key=lambda t: (t != "cartpole", t))
+        impls = sorted({r["impl"] for r in tput})
+        color = {impl: f"C{k}" for k, impl in enumerate(impls)}  # one colour per implementation in every panel
+        cols = min(2, len(tasks))
+        rows = -(-len(tasks) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), constrained_layout=True, squeeze=False)
+        for ax, task in zip(axes.flat, tasks, strict=False):
+            series = {}
+            for r in (r for r in tput if r["task"] == task):
+                series.setdefault((r["impl"], r["device"]), []).append((r["num_envs"], r["env_steps_per_s"]))
+            for (impl, device), pts in sorted(series.items()):
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=color[impl],
+                        label=f"{impl} ({device})")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("number of envs")
+            ax.set_ylabel("env steps per second")
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=8)
+            ax.set_title(task)
+        for ax in list(axes.flat)[len(tasks):]:
+            ax.set_visible(False)
+        fig.suptitle("Simulation throughput (log-log)")
         path = prefix.with_name(prefix.name + "_throughput.png")
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
-    curves = [c for name in ("train_vs_sb3", "diff_vs_ppo") for r in results.get(name, {}).get("rows", [])
-              for c in r.get("curves", [])]
-    for task in sorted({c["task"] for c in curves}):
-        fig, ax = plt.subplots(figsize=(8, 5.5), constrained_layout=True)
-        colors = {}
-        for c in (c for c in curves if c["task"] == task and c["curve"]):
-            color = colors.setdefault(c["learner"], f"C{len(colors)}")
-            ax.plot([p[0] for p in c["curve"]], [p[2] for p in c["curve"]], color=color, alpha=0.8,
-                    label=c["learner"] if c["seed"] == min(x["seed"] for x in curves if x["learner"] == c["learner"]
-                                                          and x["task"] == task) else None)
-        ax.set_xlabel("training wall time [s] (evaluation excluded)")
-        ax.set_ylabel("deterministic evaluation return")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        ax.set_title(f"{task}: return against wall time (one line per seed)")
-        path = prefix.with_name(prefix.name + f"_learning_{task}.png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+    for script in ("train_vs_sb3", "diff_vs_ppo"):  # one plot per comparison: its own learners and threshold
+        rows = results.get(script, {}).get("rows", [])
+        curves = [c for r in rows for c in r.get("curves", [])]
+        for task in sorted({c["task"] for c in curves}):
+            fig, ax = plt.subplots(figsize=(8, 5.5), constrained_layout=True)
+            threshold = next((r["threshold"] for r in rows if r.get("task") == task and "threshold" in r), None)
+            if threshold is not None:
+                ax.axhline(threshold, color="0.4", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
+            colors = {}
+            for c in (c for c in curves if c["task"] == task and c["curve"]):
+                first = c["seed"] == min(x["seed"] for x in curves if x["learner"] == c["learner"] and x["task"] == task)
+                ax.plot([p[0] for p in c["curve"]], [p[2] for p in c["curve"]],
+                        color=colors.setdefault(c["learner"], f"C{len(colors)}"), alpha=0.8,
+                        label=c["learner"] if first else None)
+            ax.set_xlabel("training wall time [s] (evaluation excluded)")
+            ax.set_ylabel("deterministic evaluation return")
+            ax.grid(alpha=0.3)
+            ax.legend()
+            ax.set_title(f"{task} ({script}): return against wall time, one line per seed")
+            path = prefix.with_name(prefix.name + f"_learning_{script}_{task}.png")
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
     return written
 
 
@@ -189,12 +203,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--quick", action="store_true", help="every script in its quick mode (smoke test)")
-    ap.add_argument("--only", nargs="+", default=None, help="run only these scripts")
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="run only these scripts; the other scripts' results of the same day and device are kept")
     ap.add_argument("--out", default=str(HERE / "results"), help="results folder")
+    ap.add_argument("--render", action="store_true",
+                    help="run nothing: write the table and plots again from today's results file")
     args = ap.parse_args(argv)
     info = machine_info(args.device)
+    out = Path(args.out)
+    tag = f"{info['date']}_{args.device.replace(':', '')}" + ("_quick" if args.quick else "")
     results = {}
-    for name in args.only or SCRIPTS:
+    if (args.only or args.render) and (out / f"{tag}.json").is_file():  # keep today's figures of the others
+        results = json.loads((out / f"{tag}.json").read_text())["results"]
+    elif args.render:
+        print(f"[bench] --render: no {out / (tag + '.json')} to render", file=sys.stderr)
+        return 2
+    for name in [] if args.render else args.only or SCRIPTS:
         if not (HERE / f"{name}.py").is_file():
             print(f"[bench] {name}: script not present, skipped", flush=True)
             continue
@@ -202,9 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, seconds, status = run_script(name, args.device, args.quick)
         results[name] = {"rows": rows, "seconds": seconds, "status": status}
         print(f"[bench] {name}: {status}, {len(rows)} rows, {seconds:.0f} s", flush=True)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = f"{info['date']}_{args.device.replace(':', '')}" + ("_quick" if args.quick else "")
     (out / f"{tag}.json").write_text(json.dumps({"machine": info, "results": results}, indent=1))
     md = markdown(info, results)
     pngs = plots(results, out / tag)

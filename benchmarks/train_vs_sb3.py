@@ -256,17 +256,18 @@ def main(argv: list[str] | None = None) -> int:
                             "device": rs[0]["setup"]["device"], "clock": CLOCK,
                             "hyperparameters": rs[0]["setup"]["hyperparameters"],
                             "task_settings": rs[0]["setup"]["task_settings"], "task_note": TASK_NOTE[task]})
-        h = next((s for s in summary if s["task"] == task and s["learner"] == "horde-ppo"), None)
         b = next((s for s in summary if s["task"] == task and s["learner"] == "sb3-ppo"), None)
-        if h and b and h["median_seconds"] and b["median_seconds"]:
-            summary.append({"task": task, "learner": "ratio:sb3-ppo/horde-ppo", "wall_time_ratio":
-                            b["median_seconds"] / h["median_seconds"], "seeds": len(seeds)})
+        for learner in ("horde-ppo", "horde-shac"):
+            h = next((s for s in summary if s["task"] == task and s["learner"] == learner), None)
+            if h and b and h["median_seconds"] and b["median_seconds"]:
+                summary.append({"task": task, "learner": f"ratio:sb3-ppo/{learner}", "wall_time_ratio":
+                                b["median_seconds"] / h["median_seconds"], "seeds": len(seeds)})
     for s in summary:
         print(json.dumps({"summary": True, **s}) if args.json else "  " + json.dumps(s))
     if not args.json:
         for s in summary:
             if "wall_time_ratio" in s:
-                print(f"# {s['task']}: median wall time to threshold, SB3 / horde = {s['wall_time_ratio']:.2f} "
+                print(f"# {s['task']}: median wall time to threshold, {s['learner'][6:]} = {s['wall_time_ratio']:.2f} "
                       f"over {s['seeds']} seeds", flush=True)
             elif s.get("median_seconds") is not None:
                 per_seed = ", ".join(f"{v:.2f}" for v in s["seconds_per_seed"])

@@ -40,16 +40,31 @@ def test_train_vs_sb3_quick_json():
 
 
 def test_run_all_writes_json_table_and_plots(tmp_path):
+    import datetime as dt
+
+    # --only reruns some scripts and keeps the others' results of the same day and device
+    kept = {"rows": [{"task": "cartpole", "learner": "ratio:sb3-ppo/horde-ppo", "wall_time_ratio": 6.8, "seeds": 3}],
+            "seconds": 1.0, "status": "ok"}
+    earlier = tmp_path / f"{dt.date.today().isoformat()}_cpu_quick.json"
+    earlier.write_text(json.dumps({"machine": {}, "results": {"train_vs_sb3": kept}}))
     proc = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick", "--only", "sim_throughput",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     data = json.loads(next(tmp_path.glob("*_quick.json")).read_text())
     assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
     assert data["results"]["sim_throughput"]["status"] == "ok"
+    assert data["results"]["train_vs_sb3"] == kept
     assert list(tmp_path.glob("*_throughput.png"))
     table = (BENCH / "RESULTS_quick.md").read_text()
     summary = table.split("## Summary: every ratio", 1)[1].split("\n## ", 1)[0]
     assert "| sim_throughput | cartpole | horde-graph/numpy | 4096 |" in summary  # the headline ratio, one row
+    assert "| train_vs_sb3 | cartpole | sb3-ppo/horde-ppo |  | 6.8 |" in summary
+    for png in tmp_path.glob("*.png"):
+        png.unlink()
+    proc = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick", "--render", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)  # the table and plots again, nothing rerun
+    assert proc.returncode == 0 and "sim_throughput ..." not in proc.stdout, proc.stdout + proc.stderr
+    assert list(tmp_path.glob("*_throughput.png"))
 
 
 def test_ratio_rows_collects_each_scripts_ratios():
