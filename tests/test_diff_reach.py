@@ -148,3 +148,18 @@ def test_memory_per_step_is_counted(task):
     held = (_rss_bytes() - before) / (n * steps)
     s.sum().backward()
     assert 0.5 * counted < held < 2 * counted, (held, counted)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_gradient_equals_cpu(task):
+    """The same rollout on cuda:0 (Featherstone's CUDA kernels, solvers from a CUDA pool) gives the CPU's gradients
+    (float32 on both, different reduction orders: 1e-3)."""
+    s0, actions, weights = _problem(task)
+    g_state, g_act = _gradients(task, s0, actions, weights)
+    gpu = make_diff_task("reach", device="cuda")
+    g_state_c, g_act_c = _gradients(gpu, s0.cuda(), actions.cuda(), weights.cuda())
+    torch.testing.assert_close(g_state_c.cpu(), g_state, rtol=1e-3, atol=1e-4 * float(g_state.abs().max()))
+    torch.testing.assert_close(g_act_c.cpu(), g_act, rtol=1e-3, atol=1e-4 * float(g_act.abs().max()))
+    state = gpu.sample_state(16, torch.Generator(device="cuda").manual_seed(0))
+    assert state.device.type == "cuda" and torch.isfinite(state).all()
