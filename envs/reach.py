@@ -390,4 +390,5 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
         reward_scales=dict(cfg.reward_scales),
         failed=lambda s: ~torch.isfinite(s).all(dim=-1),
         sample_state=lambda n, g: sample_states(cfg, rollout, n, g), episode_length=cfg.episode_length,
+        env_settings={"sim.solver": "featherstone"},
     )

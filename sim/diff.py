@@ -18,7 +18,7 @@ instead of passing silently.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import warp as wp
@@ -217,6 +217,20 @@ class DiffTask:
     """(num_envs, generator) -> initial states [num_envs, S] drawn from the task's reset distribution."""
     episode_length: int
     """Control steps before a time-out."""
+    env_settings: dict[str, object] = field(default_factory=dict)
+    """Task-config settings (dotted paths under the task config) the env must have to run the dynamics this model
+    differentiates, e.g. ``{"sim.solver": "featherstone"}`` for reach; SHAC refuses a config without them."""
+
+    def mismatched_settings(self, task_config) -> dict[str, tuple[object, object]]:
+        """``{path: (required, actual)}`` for each of :attr:`env_settings` that ``task_config`` does not have."""
+        out = {}
+        for path, want in self.env_settings.items():
+            have = task_config
+            for part in path.split("."):
+                have = getattr(have, part)
+            if have != want:
+                out[path] = (want, have)
+        return out
 
     def reward(self, next_state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Reward [N] = sum of scale x term, as the env's post-step kernel computes it."""

@@ -81,6 +81,10 @@ def test_algo_shac_composes_and_refuses_tasks_without_a_differentiable_rollout(t
     with pytest.raises(ConfigError, match="task 'cartpole' has no differentiable rollout; differentiable tasks: "
                                           "cartpole-swingup, pendulum, reach"):
         SHACTrainer(cfg, task, raw, quiet=True)
+    # reach differentiates Featherstone: a config whose env runs another solver would play other dynamics
+    cfg, task, raw = compose(["task=reach", "algo=shac", "task.sim.solver=mujoco", f"run_root={tmp_path}"])
+    with pytest.raises(ConfigError, match="add task.sim.solver=featherstone"):
+        SHACTrainer(cfg, task, raw, quiet=True)
 
 
 def test_actor_gradient_reaches_every_parameter_through_the_simulator(tmp_path):

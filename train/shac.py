@@ -175,6 +175,12 @@ class SHACTrainer:
             self.model = make_diff_task(task, config=cfg.task, device=cfg.device)
         except NotDifferentiableError as exc:
             raise ConfigError(f"algo=shac needs a differentiable task: {exc}") from None
+        wrong = self.model.mismatched_settings(cfg.task)
+        if wrong:  # play, export and evaluation build the env from this config: it must run the trained dynamics
+            fix = " ".join(f"task.{k}={want}" for k, (want, _) in wrong.items())
+            got = ", ".join(f"task.{k}={have}" for k, (_, have) in wrong.items())
+            raise ConfigError(f"algo=shac on '{task}' differentiates the dynamics of {fix}, but the config has {got}: "
+                              f"add {fix} (configs/tuned/{task}_shac.yaml sets it)")
         self.device = self.model.rollout.device
         self.num_envs = n = cfg.num_envs
         self.gen = torch.Generator(device=self.device).manual_seed(cfg.seed)
