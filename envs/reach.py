@@ -19,6 +19,7 @@ from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.device import resolve_device
+from horde.sim.diff import TapedRollout
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions, site_frame
 
 ARM_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7.xml"
@@ -313,9 +314,10 @@ previous actions, which the next state no longer holds)."""
 DIFF_STATE_DIM = 3 * NJ + 7
 
 
-class ReachRollout:
+class ReachRollout(TapedRollout):
     """reach's differentiable control step on the :data:`DIFF_STATE` layout: the arm's physics through
-    :class:`horde.sim.diff_articulation.ArticulationDiffRollout`, the task's own columns in torch."""
+    :class:`horde.sim.diff_articulation.ArticulationDiffRollout`, the task's own columns in torch (``rollout``,
+    with its gradient truncation, is :class:`horde.sim.diff.TapedRollout`'s)."""
 
     state_dim = DIFF_STATE_DIM
     action_dim = NJ
@@ -323,6 +325,7 @@ class ReachRollout:
     def __init__(self, physics) -> None:
         self.physics = physics
         self.device = physics.device
+        self.dev = physics.dev
 
     @property
     def bytes_per_env_step(self) -> int:
@@ -331,7 +334,9 @@ class ReachRollout:
 
     def step(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Next state [N, 28] after one control step under ``actions`` [N, 7] in [-1, 1]."""
-        arm = self.physics.step(state[:, : 2 * NJ + 3], actions)
+        if state.shape[1:] != (self.state_dim,):
+            raise ValueError(f"expected state [N, {self.state_dim}], got {tuple(state.shape)}")
+        arm = self.physics.step(state[:, : DIFF_STATE["ee"].stop], actions)
         a = actions.clamp(-1.0, 1.0)
         rate = (a - state[:, DIFF_STATE["last_actions"]]).square().sum(-1, keepdim=True)
         return torch.cat([arm, state[:, DIFF_STATE["target"]], a, rate], dim=-1)
@@ -372,7 +377,7 @@ def sample_states(cfg: ReachConfig, rollout: ReachRollout, num_envs: int, genera
 
 def diff_task(cfg: ReachConfig, device: str = "cpu"):
     """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`): the arm on Featherstone, whose
-    gradients match finite differences (``tests/test_diff.py``); MuJoCo-Warp, the env's default solver, gives none.
+    gradients match finite differences (``tests/test_diff_reach.py``); MuJoCo-Warp, the env's default solver, gives none.
     Train and evaluate with ``task.sim.solver=featherstone`` for the same dynamics."""
     from horde.sim.diff import DiffTask
     from horde.sim.diff_articulation import ArticulationDiffRollout

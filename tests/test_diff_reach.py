@@ -125,6 +125,23 @@ def test_model_matches_the_env_on_featherstone(task):
         last = actions.clamp(-1, 1)
 
 
+def test_rollout_truncates_gradients(task):
+    s0, actions, _ = _problem(task)
+    s0.requires_grad_(True)
+    w = torch.zeros(1, len(JOINTS), requires_grad=True)
+    policy = lambda s, t: actions[t % STEPS] + w  # noqa: E731
+    states = task.rollout.rollout(s0, policy, 4, truncate_every=2)
+    assert states.shape == (5, NUM_ENVS, task.rollout.state_dim)
+    states[-1][:, DIFF_STATE["ee"]].sum().backward()
+    assert torch.count_nonzero(s0.grad) == 0, "gradient crossed the truncation"
+    assert w.grad.abs().max() > 0
+    s0.grad = None
+    task.rollout.rollout(s0, policy, 4)[-1][:, DIFF_STATE["ee"]].sum().backward()
+    assert s0.grad.abs().max() > 0
+    with pytest.raises(ValueError, match="expected state"):
+        task.rollout.step(s0[:, :-1], actions[0])
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -207,6 +207,21 @@ def test_random_episode_start_spreads_the_episode_clocks(tmp_path):
         assert int(clock.abs().max()) == 0, f"{algo}: the default starts every episode at step 0"
 
 
+def test_benchmark_runs_one_learner_with_overrides():
+    proc = subprocess.run([sys.executable, str(BENCH / "diff_vs_ppo.py"), "--quick", "--json", "--tasks", "pendulum",
+                           "--learners", "shac", "--shac-overrides", "algo.horizon=2", "--eval-every", "1024"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    runs = [r for r in rows if r["kind"] == "run"]
+    assert runs and {r["algo"] for r in runs} == {"shac"}
+    assert all(r["overrides"] == ["algo.horizon=2"] for r in runs), runs
+    assert [s for s, _, _ in runs[0]["curve"]] == list(range(1024, runs[0]["steps_trained"] + 1, 1024))
+    summary = next(r for r in rows if r["kind"] == "summary")
+    assert summary["config"].endswith("+ algo.horizon=2")
+    assert not [r for r in rows if r["kind"] == "ratio"], "a ratio needs both learners"
+
+
 def test_benchmark_quick_mode_prints_every_figure():
     proc = subprocess.run([sys.executable, str(BENCH / "diff_vs_ppo.py"), "--quick", "--json"],
                           capture_output=True, text=True, timeout=600)
