@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from horde.envs.core import TaskConfig
 from horde.envs.locomotion import ROOT_COORDS, ROOT_DOFS, TERMS, LocomotionEnv, build_locomotion_world, obs_names
 from horde.envs.registry import TaskSpec, register_task
-from horde.sim.newton_world import NewtonWorld, SimConfig
+from horde.sim.fields import choice
+from horde.sim.newton_world import ACTION_MODES, NewtonWorld, SimConfig
 
 JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
 OBS_NAMES = obs_names(JOINTS)
@@ -43,7 +44,7 @@ class AntConfig(TaskConfig):
     decimation: int = 2
     sim: SimConfig = field(default_factory=_sim)
     """Newton world: solver and its settings, health-check bounds."""
-    action_mode: str = "torque"
+    action_mode: str = choice(ACTION_MODES, default="torque")
     """torque (the classic Ant: action x action_scale N m) or pd (position targets around default_joint_pos)."""
     action_scale: list[float] = field(default_factory=lambda: [15.0] * 8)
     """Per joint: torque at action +1 [N m] (torque mode; nv_ant's motor gear) or target offset [rad] (pd mode)."""

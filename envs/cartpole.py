@@ -301,7 +301,11 @@ double* __restrict__ sts = ep.stats.data;
 wp::uint32* __restrict__ seed = rng.data + first;
 float* __restrict__ fin = final_obs.data + n_obs * first;         // [num_envs, 5]
 for (wp::uint64 left = mask; left != 0; left &= left - 1) {
+#if defined(__CUDA_ARCH__)  // never launched on CUDA, but every loaded module must compile there (compile-cuda)
+    const int j = __ffsll((long long)left) - 1;
+#else
     const int j = __builtin_ctzll(left);
+#endif
     const float rt = ret[j];
     const int length = len[j];
     sts[@S_EPISODES@] += 1.0;

@@ -34,6 +34,7 @@ import warp as wp
 from horde.envs import episode
 from horde.sim import StepGraph, resolve_device
 from horde.sim.classic import LANES
+from horde.sim.fields import bounded
 from horde.sim.graph import ParallelStepGraph
 
 PARALLEL_MIN_ENVS = 2048
@@ -45,15 +46,15 @@ takes less than waking a thread may cost under load (tens of microseconds). Not 
 class TaskConfig:
     """Fields shared by every task; a task's config subclasses this."""
 
-    episode_length: int = 500
+    episode_length: int = bounded(500, ge=1)
     """Control steps before a time-out."""
-    sim_dt: float = 0.01
+    sim_dt: float = bounded(0.01, gt=0)
     """Physics substep [s]."""
-    decimation: int = 2
+    decimation: int = bounded(2, ge=1)
     """Physics substeps per control step."""
     use_graph: bool = True
     """Replay the step as a recorded graph (CPU or CUDA graph); False launches kernels eagerly every step."""
-    cpu_threads: int = 1
+    cpu_threads: int = bounded(1, ge=1)
     """OS threads a CPU step is split over (tasks with a block step, graph replay, at least 2048 envs per thread).
     Pays off only on otherwise idle cores: on a loaded machine the slower thread sets the pace."""
     reward_scales: dict[str, float] = field(default_factory=dict)

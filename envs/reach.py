@@ -20,7 +20,8 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
-from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions, site_frame
+from horde.sim.fields import choice
+from horde.sim.newton_world import ACTION_MODES, Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions, site_frame
 
 ARM_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7.xml"
 JOINTS = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
@@ -49,7 +50,7 @@ class ReachConfig(TaskConfig):
     decimation: int = 4
     sim: SimConfig = field(default_factory=_sim)
     """Newton world: solver and its settings, health-check bounds."""
-    action_mode: str = "pd"
+    action_mode: str = choice(ACTION_MODES, default="pd")
     """pd (position targets around default_joint_pos) or torque (action x action_scale N m)."""
     action_scale: list[float] = field(default_factory=lambda: [2.0, 1.5, 2.0, 1.5, 2.0, 1.5, 2.0])
     """Per joint: target offset at action +1 [rad] (pd mode) or torque at action +1 [N m] (torque mode)."""

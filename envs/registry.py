@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.sim.fields import check_fields
 
 
 class UnknownTaskError(KeyError):
@@ -63,6 +64,7 @@ def make(
     cfg = copy.deepcopy(spec.config) if config is None else config
     if not isinstance(cfg, type(spec.config)):
         raise TypeError(f"task '{name}' takes a {type(spec.config).__name__}, got {type(cfg).__name__}")
+    check_fields(cfg, "task")
     env = spec.env_cls(cfg, num_envs=num_envs, device=device, seed=seed)
     env.task_name = name
     return env

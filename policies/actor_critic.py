@@ -11,10 +11,16 @@ from rsl_rl.modules.distribution import GaussianDistribution
 from tensordict import TensorDict
 from torch import nn
 
+from horde.sim.fields import bounded, choice
+
 OBS_GROUP = "policy"
 """The single observation group horde's tasks expose to rsl-rl."""
 
 RNN_TYPES = ("none", "gru", "lstm")
+ACTION_SQUASHES = ("clip", "tanh")
+ACTIVATIONS = ("elu", "selu", "relu", "crelu", "lrelu", "tanh", "sigmoid", "softplus", "gelu", "swish", "mish",
+               "identity")
+"""rsl-rl's activation names (``rsl_rl.utils.resolve_nn_activation``)."""
 """Valid values of :attr:`ActorCriticConfig.rnn_type`."""
 
 
@@ -27,28 +33,28 @@ class ActorCriticConfig:
     """Hidden layer widths of the actor MLP."""
     critic_hidden_dims: list[int] = field(default_factory=lambda: [64, 64])
     """Hidden layer widths of the critic MLP."""
-    activation: str = "elu"
+    activation: str = choice(ACTIVATIONS, default="elu")
     """Activation of both MLPs (rsl-rl names: elu, relu, tanh, ...)."""
-    init_noise_std: float = 1.0
+    init_noise_std: float = bounded(1.0, gt=0)
     """Initial standard deviation of the Gaussian action noise."""
     obs_normalization: bool = True
     """Normalize observations with running mean and std (baked into the exported policy)."""
     obs_normalization_until: int | None = None
     """Stop updating the normalizer once it has seen this many observations (all ranks together); None: never (PPO).
     Statistics that keep moving as the policy improves rescale the inputs under weights trained for the old scale."""
-    value_scale: float = 1.0
+    value_scale: float = bounded(1.0, gt=0)
     """Units of the critic's values (PPO): PPO is given rewards divided by this, so the critic fits returns /
     value_scale. rsl-rl clips each value update to clip_param (0.2) in the critic's units per iteration, so returns
     in the hundreds (a reward of about 1 per step) leave an unscaled critic behind for tens of iterations (cartpole:
     median 23.5 PPO iterations to the benchmark's bar unscaled, 8 with 100). Advantages are normalized, so the policy
     update does not depend on it otherwise; the exported policy has no critic."""
-    rnn_type: str = "none"
+    rnn_type: str = choice(RNN_TYPES)
     """Recurrent core before both MLPs: none (feed-forward), gru or lstm."""
-    rnn_hidden_dim: int = 64
+    rnn_hidden_dim: int = bounded(64, ge=1)
     """Width of the recurrent hidden state (ignored when rnn_type=none)."""
-    rnn_num_layers: int = 1
+    rnn_num_layers: int = bounded(1, ge=1)
     """Stacked recurrent layers (ignored when rnn_type=none)."""
-    action_squash: str = "clip"
+    action_squash: str = choice(ACTION_SQUASHES)
     """How the actor's mean reaches [-1, 1]: clip (linear head; the env clips) or tanh (a Tanh after the head)."""
 
     @property

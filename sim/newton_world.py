@@ -28,6 +28,8 @@ import numpy as np
 import torch
 import warp as wp
 
+from horde.sim.fields import choice
+
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
 
@@ -50,7 +52,7 @@ _PD, _TORQUE = 0, 1
 class SimConfig:
     """Newton world settings of an articulated task (``task.sim.<field>=...`` on the command line)."""
 
-    solver: str = "mujoco"
+    solver: str = choice(SOLVERS)
     """Newton solver: mujoco (MuJoCo-Warp), xpbd or featherstone."""
     solver_iterations: int = 0
     """Constraint-solver iterations per substep; 0 keeps the solver's (or the MJCF option's) default."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
+from horde.sim.fields import choice
+
 __all__ = ["KINDS", "TERRAIN_TYPES", "Terrain", "TerrainConfig", "TerrainGrid", "terrain_level_update"]
 
 KINDS = ("flat", "rough")
@@ -31,7 +33,7 @@ TERRAIN_TYPES = ("noise", "slope_up", "slope_down", "stairs")
 class TerrainConfig:
     """Terrain of a legged task (``task.terrain.<field>=...`` on the command line)."""
 
-    kind: str = "flat"
+    kind: str = choice(KINDS)
     """flat (a ground plane) or rough (heightfield tiles with a curriculum)."""
     tile_size: float = 8.0
     """Side of one square tile [m]."""

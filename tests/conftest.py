@@ -11,6 +11,17 @@ from clihelp import run_cli
 torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.gpu`` tests need CUDA: without a usable device they skip, with that reason. On a GPU machine
+    ``pytest -m gpu`` runs exactly them."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (torch sees none here); run `pytest -m gpu` on a GPU machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """A 3-iteration cartpole run made through the CLI (not trained to competence; for plumbing tests)."""

@@ -20,10 +20,16 @@ def test_unknown_command_task_and_key_fail_in_one_line(tmp_path):
                            (("train", "nmu_envs=3"), "valid keys there:"),
                            (("play",), "play needs run="),
                            (("play", "run=/nonexistent/run"), "no such run directory"),
-                           (("play", "run=x", "episods=3"), "valid keys: run, episodes")]:
+                           (("play", "run=x", "episods=3"), "valid keys: run, episodes"),
+                           (("train", "task=ant", "task.sim.solver=foo"),
+                            "task.sim.solver=foo: not a valid choice; valid choices: mujoco, xpbd, featherstone"),
+                           (("train", "device=tpu"), "unknown device 'tpu'"),
+                           (("train", "algo.learning_rate=-1"), "algo.learning_rate=-1.0: must be > 0"),
+                           *([(("train", "device=cuda"), "no CUDA device is usable here")]
+                             if not torch.cuda.is_available() else [])]:
         proc = run_cli(*args, cwd=tmp_path)
         assert proc.returncode == 2, (args, proc.stderr)
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "CUDA" not in ln]
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("Warp CUDA warning")]
         assert len(lines) == 1 and expected in lines[0], (args, proc.stderr)
         assert "Traceback" not in proc.stderr
 

@@ -186,6 +186,7 @@ def test_build_engine_arguments_and_missing_tensorrt(bundle, tmp_path):
         assert not (bundle / "policy.engine").exists()
 
 
+@pytest.mark.gpu
 def test_tensorrt_engine_build_and_selftest(bundle, tmp_path):
     pytest.importorskip("tensorrt", reason="TensorRT is not importable here (needs NVIDIA's wheels or JetPack)")
     dst = _copy(bundle, tmp_path)

@@ -179,7 +179,9 @@ def test_gru_policy_trains_exports_and_plays(tmp_path):
     policy, ckpt, cfg, _ = load_policy(run)
     assert policy.is_recurrent and cfg.algo.policy.rnn_type == "gru" and ckpt["iteration"] == 6
     res = evaluate(policy, "cartpole", cfg.task, episodes=32).summary()
-    assert res["mean_episode_length"] > 30, res  # learning something (random policies last ~20 steps)
+    # learning something: random policies last about 20 steps; after these 6 iterations seeds 0-9 of the same run
+    # lasted 156, 101, 174, 464, 166, 170, 103, 90, 360 and 155 steps on average (2-core AMD EPYC, 2026-11-23)
+    assert res["mean_episode_length"] > 30, res
     for precision in ("fp32", "fp16"):
         report = export_run(run, precision=precision)
         assert report.passed, report.lines

@@ -110,7 +110,7 @@ def test_device_errors_are_one_line():
             resolve_device("cuda:0")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine)")
+@pytest.mark.gpu
 def test_cuda_graph_step_matches_cpu():
     """The same seed on cuda:0 (CUDA graph, torch and Warp streams ordered by waits) and on the CPU."""
     out = {}

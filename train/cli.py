@@ -12,6 +12,7 @@
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
     horde tasks                     # registered tasks
+    horde compile-cuda [archs=87,90] [tasks=a,b]   # build every task on the CPU, compile its CUDA kernels (no GPU)
 
 Bad input (unknown task, key, run directory, corrupt checkpoint) ends with one line on stderr and exit code 2.
 """
@@ -169,8 +170,27 @@ def cmd_tasks(args: list[str]) -> dict:
     return {}
 
 
+def cmd_compile_cuda(args: list[str]) -> dict:
+    from horde.train.compile_cuda import compile_tasks
+
+    def comma_separated_ints(text: str) -> list[int]:
+        return [int(a) for a in text.split(",") if a]
+
+    def comma_separated_names(text: str) -> list[str]:
+        return [a for a in text.split(",") if a]
+
+    kv = _kv(args, {"archs": comma_separated_ints, "tasks": comma_separated_names}, "compile-cuda")
+    if "tasks" in kv:
+        from horde.envs import get_task
+
+        for name in kv["tasks"]:
+            get_task(name)  # an unknown name stops here with the valid ones
+    return compile_tasks(kv.get("tasks"), tuple(kv.get("archs") or (87, 90)))
+
+
 COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify": cmd_verify, "demo": cmd_demo,
-            "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video, "sim2sim": cmd_sim2sim}
+            "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video, "sim2sim": cmd_sim2sim,
+            "compile-cuda": cmd_compile_cuda}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     from horde.train.checkpoint import CheckpointError
     from horde.train.config import ConfigError
     from horde.deploy.sim2sim import Sim2SimError
+    from horde.train.compile_cuda import CudaCompileError
     from horde.train.demo import DemoError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -207,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             COMMANDS[command](rest)
     except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-            RobotNotInstalledError) as exc:
+            RobotNotInstalledError, CudaCompileError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
-        return 2 if not isinstance(exc, (ExportError, DemoError)) else 1
+        return 2 if not isinstance(exc, (ExportError, DemoError, CudaCompileError)) else 1
     except KeyboardInterrupt:
         print(f"horde {command}: interrupted", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from horde.policies.actor_critic import ActorCriticConfig
+from horde.sim.fields import FieldError, bounded, check_fields, choice
 from horde.train.shac import SHACConfig
 
 SCHEMA_VERSION = 1
@@ -28,29 +29,29 @@ class ConfigError(ValueError):
 class PPOConfig:
     """PPO hyperparameters (rsl-rl's PPO) and the actor-critic networks."""
 
-    num_steps_per_env: int = 24
+    num_steps_per_env: int = bounded(24, ge=1)
     """Rollout length per env per iteration."""
-    learning_rate: float = 1e-3
+    learning_rate: float = bounded(1e-3, gt=0)
     """Initial Adam learning rate (adapted when schedule=adaptive)."""
-    num_learning_epochs: int = 5
+    num_learning_epochs: int = bounded(5, ge=1)
     """Passes over each rollout."""
-    num_mini_batches: int = 4
+    num_mini_batches: int = bounded(4, ge=1)
     """Mini-batches per epoch."""
-    clip_param: float = 0.2
+    clip_param: float = bounded(0.2, gt=0)
     """PPO ratio clip."""
-    gamma: float = 0.99
+    gamma: float = bounded(0.99, gt=0, le=1)
     """Discount factor."""
-    lam: float = 0.95
+    lam: float = bounded(0.95, ge=0, le=1)
     """GAE lambda."""
-    value_loss_coef: float = 1.0
+    value_loss_coef: float = bounded(1.0, ge=0)
     """Weight of the value loss."""
-    entropy_coef: float = 0.005
+    entropy_coef: float = bounded(0.005, ge=0)
     """Weight of the entropy bonus."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = bounded(1.0, gt=0)
     """Gradient-norm clip."""
-    schedule: str = "adaptive"
+    schedule: str = choice(("adaptive", "fixed"))
     """Learning-rate schedule: adaptive (KL-driven) or fixed."""
-    desired_kl: float = 0.01
+    desired_kl: float = bounded(0.01, gt=0)
     """Target KL for the adaptive schedule."""
     random_episode_start: bool = False
     """Start every env at a random point of its first episode (rsl-rl's ``init_at_random_ep_len``), so that episode
@@ -67,21 +68,21 @@ class TrainConfig:
     """The task's config (a TaskConfig subclass), chosen with ``task=<name>``."""
     algo: Any = MISSING
     """The learner's config, chosen with ``algo=<name>``."""
-    num_envs: int = 1024
+    num_envs: int = bounded(1024, ge=1)
     """Parallel envs."""
     device: str = "cpu"
     """Simulation and learning device: cpu, cuda or cuda:N."""
     seed: int = 0
     """Seed of torch and of every env's random stream."""
-    max_iterations: int = 100
+    max_iterations: int = bounded(100, ge=1)
     """Learning iterations."""
-    save_interval: int = 50
+    save_interval: int = bounded(50, ge=1)
     """Write a checkpoint every this many iterations (and always at the end)."""
     run_root: str = "runs"
     """Runs are written to <run_root>/<task>/<YYYY-mm-dd_HH-MM-SS>/."""
-    torch_threads: int = 1
+    torch_threads: int = bounded(1, ge=1)
     """torch CPU threads (1 is fastest for small networks on a shared machine)."""
-    log_interval: int = 10
+    log_interval: int = bounded(10, ge=1)
     """Print a progress line every this many iterations when no terminal shows a progress bar."""
     resume: str | None = None
     """Continue exactly from a run directory (its latest checkpoint) or a checkpoint file."""
@@ -89,7 +90,7 @@ class TrainConfig:
     """Seeded and deterministic torch kernels; CPU runs with the same seed then repeat bit for bit."""
     distributed: bool = False
     """Data-parallel over torch.distributed (launch with torchrun); each rank steps num_envs / world_size envs."""
-    dist_backend: str | None = None
+    dist_backend: str | None = choice((None, "gloo", "nccl", "mpi"))
     """torch.distributed backend; None picks nccl on CUDA and gloo on CPU."""
 
 
@@ -194,7 +195,22 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
         typed: TrainConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(_first_line(exc)) from None
+    validate(typed)
     return typed, task_name, cfg
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Choices, bounds and the device of a composed config, each failure as one :class:`ConfigError` line."""
+    from horde.sim.device import resolve_device
+
+    try:
+        check_fields(cfg)
+    except FieldError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        resolve_device(cfg.device)
+    except ValueError as exc:
+        raise ConfigError(f"device={cfg.device}: {exc}") from None
 
 
 def _robot_shorthand(parsed: list) -> list[str]:
@@ -270,6 +286,11 @@ def from_container(data: dict, task_name: str) -> TrainConfig:
     schema.algo = OmegaConf.structured(ALGORITHMS[algo_name])
     try:
         merged = OmegaConf.merge(schema, {k: v for k, v in data.items() if k != "algo_name"})
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+        typed = OmegaConf.to_object(merged)
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(f"saved config does not match the current schema: {_first_line(exc)}") from None
+    try:
+        check_fields(typed)
+    except FieldError as exc:
+        raise ConfigError(f"saved config does not match the current schema: {exc}") from None
+    return typed  # type: ignore[return-value]

@@ -1,0 +1,137 @@
+"""Compile the CUDA code of every loaded Warp module ahead of time, on a machine with no GPU and no driver.
+
+Warp's wheel links NVRTC statically, so ``wp.compile_aot_module(module, arch=...)`` turns a module's generated
+CUDA C++ into SASS for any architecture without a GPU. Many kernels (MuJoCo-Warp's, Newton's solver kernels) are
+created at run time with options their solver sets when it is built, so the set that matters is the set a CPU
+run *loaded*: build the envs first, then call :func:`compile_loaded_modules`.
+
+What a clean pass proves: every kernel those envs launch type-checks, generates and compiles as CUDA for the
+given architectures (no CPU-only native code, no builtin that has no CUDA overload, no codegen path that breaks
+on device). What it does not prove: that the kernels run correctly, fast or within a GPU's register and shared
+memory limits, nor anything about kernels that only a CUDA run creates (CUDA-graph conditional nodes, GPU-only
+tiled variants); those need a GPU (``pytest -m gpu``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import warp as wp
+
+JETSON_ORIN = 87
+"""sm_87: Jetson AGX/NX Orin (JetPack 6)."""
+HOPPER = 90
+"""sm_90: H100/H200."""
+DEFAULT_ARCHS = (JETSON_ORIN, HOPPER)
+
+
+@dataclass(frozen=True)
+class AotFailure:
+    """One module that did not compile for one architecture."""
+
+    module: str
+    """Warp module name (a Python module, or a runtime-created kernel's own module)."""
+    origin: str
+    """Python module that defined its kernels (``horde.envs.quadruped``, ``mujoco_warp._src.solver``, ...)."""
+    arch: int
+    """The SM architecture it was compiled for."""
+    message: str
+    """The compiler's error lines."""
+
+    def __str__(self) -> str:
+        return f"{self.module} ({self.origin}) for sm_{self.arch}: {self.message}"
+
+
+def module_origin(module: wp.context.Module) -> str:
+    """The Python module(s) whose code defined ``module``'s kernels, for the report."""
+    origins = sorted({getattr(k.func, "__module__", None) or "warp" for k in module.kernels.values()})
+    return ", ".join(origins) or module.name
+
+
+def loaded_modules() -> list[wp.context.Module]:
+    """Every Warp module that has been loaded on some device in this process (and so was launched or captured),
+    sorted by name."""
+    from warp._src.context import user_modules
+
+    return [m for _, m in sorted(user_modules.items()) if m.execs and m.kernels]
+
+
+@contextlib.contextmanager
+def _captured_fds():
+    """Route the process's stdout and stderr file descriptors to a file: NVRTC writes its log from C."""
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = [os.dup(1), os.dup(2)]
+        for fd in (1, 2):
+            os.dup2(sink.fileno(), fd)
+        text: list[str] = []
+        try:
+            yield text
+        finally:
+            for fd, old in zip((1, 2), saved, strict=True):
+                os.dup2(old, fd)
+                os.close(old)
+            sink.seek(0)
+            text.append(sink.read().decode(errors="replace"))
+
+
+def _error_lines(log: str, exc: BaseException) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if re.search(r"\berror\b", ln, re.IGNORECASE)]
+    lines = [ln for ln in lines if not ln.startswith("Warp NVRTC compilation error")] or [str(exc)]
+    return " | ".join(lines[:6])
+
+
+def compile_module(module: wp.context.Module, archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None
+                   ) -> list[AotFailure]:
+    """Compile ``module`` to CUBIN for each of ``archs``; the failures, each with the compiler's error lines."""
+    failures = []
+    for arch in archs:
+        with _captured_fds() as log:
+            try:
+                wp.compile_aot_module(module, arch=arch, module_dir=module_dir, use_ptx=False)
+                error = None
+            except Exception as exc:  # Warp raises a bare Exception; the reason is in NVRTC's log
+                error = exc
+        if error is not None:
+            failures.append(AotFailure(module=module.name, origin=module_origin(module), arch=arch,
+                                       message=_error_lines(log[0], error)))
+    return failures
+
+
+def compile_loaded_modules(archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None, threads: int | None = None,
+                           progress=None) -> tuple[list[str], list[AotFailure]]:
+    """Compile every loaded module for ``archs``. Returns the module names compiled and the failures.
+
+    NVRTC runs outside the GIL, so ``threads`` workers (default: the CPU count) compile modules side by side; a
+    module that fails is compiled once more alone, with the compiler's log captured for the report.
+    ``module_dir=None`` writes into Warp's kernel cache, where a module whose code and options did not change is
+    found compiled and skipped on the next call. ``progress(name, arch)`` is called as each compile finishes.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    modules = loaded_modules()
+    jobs = [(m, arch) for m in modules for arch in archs]
+
+    def build(job) -> bool:
+        module, arch = job
+        try:
+            wp.compile_aot_module(module, arch=arch, module_dir=module_dir, use_ptx=False)
+            return True
+        except Exception:
+            return False
+        finally:
+            if progress is not None:
+                progress(module.name, arch)
+
+    # NVRTC's log of a failing module is written again below, one module at a time, where it can be read
+    with _captured_fds(), ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
+        ok = list(pool.map(build, jobs))
+    failures = []
+    for (module, arch), passed in zip(jobs, ok, strict=True):
+        if not passed:
+            failures += compile_module(module, (arch,), module_dir=module_dir)
+    return [m.name for m in modules], failures

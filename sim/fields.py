@@ -1,0 +1,95 @@
+"""Choice and range declarations for config dataclass fields, checked in one walk over a composed config.
+
+A choice field stays a plain ``str`` in the dataclass (and so in saved configs and checkpoints) and lists its valid
+values in the field's metadata; a numeric field may carry bounds. :func:`check_fields` walks a config tree and fails
+with one line naming the field, the bad value and the valid ones.
+
+Why not ``Literal`` or ``Enum``: OmegaConf (Hydra's config layer) rejects ``Literal`` annotations, and ``Enum``
+members would reach checkpoints, which ``torch.load(weights_only=True)`` then refuses to read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["FieldError", "bounded", "check_fields", "choice", "choice_fields", "valid_choices"]
+
+
+class FieldError(ValueError):
+    """A config value outside its declared choices or bounds; the message is one line."""
+
+
+def choice(values: Sequence[str | None] | Callable[[], Sequence[str]], *, default: str | None = None) -> Any:
+    """A field whose value must be one of ``values`` (a sequence, or a callable returning one for choices that a
+    registry extends at run time); the default is ``default`` or the first value."""
+    if default is None and not callable(values):
+        default = values[0]
+    return dataclasses.field(default=default, metadata={"choices": values})
+
+
+def bounded(default: float | int, *, gt: float | None = None, ge: float | None = None, lt: float | None = None,
+            le: float | None = None) -> Any:
+    """A numeric field that must satisfy the given bounds (``gt`` >, ``ge`` >=, ``lt`` <, ``le`` <=)."""
+    bounds = {k: v for k, v in (("gt", gt), ("ge", ge), ("lt", lt), ("le", le)) if v is not None}
+    return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+def _metadata(cls: type, name: str) -> dict:
+    """The metadata of field ``name``, from ``cls`` or, where a subclass only changed its default, a base class."""
+    for klass in cls.__mro__:
+        f = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if f is not None and f.metadata:
+            return dict(f.metadata)
+    return {}
+
+
+def valid_choices(cls: type, name: str) -> tuple | None:
+    """The valid values of choice field ``name`` of dataclass ``cls``, or None for a field without choices."""
+    values = _metadata(cls, name).get("choices")
+    if values is None:
+        return None
+    return tuple(values() if callable(values) else values)
+
+
+_SYMBOL = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+def _in_bounds(value: float, bounds: dict) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        return False
+    return all({"gt": value > b, "ge": value >= b, "lt": value < b, "le": value <= b}[k] for k, b in bounds.items())
+
+
+def check_fields(obj: Any, prefix: str = "") -> None:
+    """Raise :class:`FieldError` for the first field of dataclass ``obj`` (recursively) outside its choices or
+    bounds; ``prefix`` is the dotted path of ``obj`` in the command line (``task``, ``algo.policy``)."""
+    if not dataclasses.is_dataclass(obj):
+        return
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        path = f"{prefix}.{f.name}" if prefix else f.name
+        choices = valid_choices(type(obj), f.name)
+        if choices is not None and value not in choices:
+            shown = ", ".join("null" if c is None else str(c) for c in choices)
+            raise FieldError(f"{path}={value}: not a valid choice; valid choices: {shown}")
+        bounds = _metadata(type(obj), f.name).get("bounds")
+        if bounds and not _in_bounds(value, bounds):
+            rule = " and ".join(f"{_SYMBOL[k]} {b}" for k, b in bounds.items())
+            raise FieldError(f"{path}={value}: must be {rule}")
+        if dataclasses.is_dataclass(value):
+            check_fields(value, path)
+
+
+def choice_fields(obj: Any, prefix: str = "") -> Iterator[tuple[str, tuple]]:
+    """Every choice field of dataclass ``obj`` (recursively) as ``(dotted path, valid values)``."""
+    for f in dataclasses.fields(obj):
+        path = f"{prefix}.{f.name}" if prefix else f.name
+        choices = valid_choices(type(obj), f.name)
+        if choices is not None:
+            yield path, choices
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from choice_fields(value, path)

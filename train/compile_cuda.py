@@ -1,0 +1,80 @@
+"""``horde compile-cuda``: build every task on the CPU, then compile every Warp module it loaded for GPU targets.
+
+    horde compile-cuda                      # sm_87 (Jetson Orin) and sm_90 (H100), every registered task
+    horde compile-cuda archs=86,90 tasks=quadruped,reach
+
+Runs on a machine with no GPU (Warp's NVRTC). Compiled modules go to Warp's kernel cache, so a second run skips
+what did not change. See :mod:`horde.sim.cuda_aot` for what a pass does and does not prove.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from horde.sim.cuda_aot import DEFAULT_ARCHS, AotFailure, compile_loaded_modules
+
+EXTRA_VARIANTS: dict[str, list[list[str]]] = {"quadruped": [["task.robot=go2"]]}
+"""Configs besides the default whose model specializes other kernels (a different robot)."""
+
+
+class CudaCompileError(RuntimeError):
+    """One or more modules did not compile; the message names each module and the compiler's error."""
+
+
+def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: int = 4, steps: int = 3) -> None:
+    """Build ``name`` on the CPU and step it with random actions, so every kernel of its step is loaded; for a
+    differentiable task also run its taped rollout forward and backward."""
+    from horde.envs import get_task, make
+    from horde.sim import make_diff_task
+    from horde.train.config import compose
+
+    cfg = compose([f"task={name}", *(overrides or [])])[0].task
+    env = make(name, num_envs=num_envs, seed=0, config=cfg)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        env.step(torch.rand(num_envs, env.num_actions, generator=g) * 2 - 1)
+    env.reset()
+    if get_task(name).differentiable:
+        diff = make_diff_task(name, config=cfg)
+        state = diff.sample_state(num_envs, g).requires_grad_(True)
+        actions = torch.zeros(num_envs, env.num_actions, requires_grad=True)
+        diff.rollout.step(state, actions).sum().backward()
+
+
+def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet: bool = False,
+                  variants: dict[str, list[list[str]]] | None = None) -> dict:
+    """Exercise ``tasks`` (default: every registered one, plus :data:`EXTRA_VARIANTS` whose packages are
+    installed), then compile every loaded module for ``archs``. Raises :class:`CudaCompileError` on a failure."""
+    from horde.envs import task_names
+    from horde.envs.robots import RobotNotInstalledError
+
+    variants = EXTRA_VARIANTS if variants is None else variants
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    t0 = time.perf_counter()
+    built = []
+    for name in tasks or task_names():
+        for overrides in [[], *variants.get(name, [])]:
+            try:
+                exercise_task(name, overrides)
+            except RobotNotInstalledError as exc:
+                say(f"skipped {name} {' '.join(overrides)}: {exc}")
+                continue
+            built.append(" ".join([name, *overrides]))
+            say(f"built {built[-1]}")
+    t1 = time.perf_counter()
+    modules, failures = compile_loaded_modules(archs)
+    t2 = time.perf_counter()
+    arch_list = ", ".join(f"sm_{a}" for a in archs)
+    say(f"compiled {len(modules)} Warp modules for {arch_list}: {len(failures)} failure(s) "
+        f"(build {t1 - t0:.0f} s, CUDA compile {t2 - t1:.0f} s)")
+    result = {"tasks": built, "modules": modules, "archs": list(archs),
+              "failures": [str(f) for f in failures], "build_seconds": t1 - t0, "compile_seconds": t2 - t1}
+    if failures:
+        raise CudaCompileError(_failure_text(failures))
+    return result
+
+
+def _failure_text(failures: list[AotFailure]) -> str:
+    return f"{len(failures)} module(s) do not compile for CUDA: " + "; ".join(str(f) for f in failures)
