@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numpy_cartpole import NumpyCartpole  # noqa: E402
 
 from horde.envs import get_task, make  # noqa: E402
+from horde.envs.blocks import BlockStepEnv  # noqa: E402
 
 
 def calibrate(step, sync, seconds: float) -> int:
@@ -104,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes, seconds, repeats = [64, 4096], 0.1, 3
     rows = []
     for task in classic:
-        per_env = ["horde-per-env"] if args.device == "cpu" and get_task(task).env_cls.has_block_step else []
+        blocks = issubclass(get_task(task).env_cls, BlockStepEnv)
+        per_env = ["horde-per-env"] if args.device == "cpu" and blocks else []
         impls = ["horde-graph", "horde-eager", *per_env] + (["numpy"] if task.startswith("cartpole") else [])
         for n in sizes:
             steppers = {impl: make_stepper(task, impl, n, args.device if impl != "numpy" else "cpu", args.cpu_threads)

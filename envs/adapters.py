@@ -13,19 +13,29 @@ from horde.envs.core import WarpTaskEnv
 
 
 class RslRlVecEnv(VecEnv):
-    """rsl-rl's ``VecEnv`` over a :class:`WarpTaskEnv`: observation group ``"policy"``, auto-reset inside ``step``.
+    """rsl-rl's ``VecEnv`` over a :class:`WarpTaskEnv`: observation group ``"policy"``, auto-reset inside ``step``;
+    the one rsl-rl interface, used by horde's PPO loop and by rsl-rl's own ``OnPolicyRunner`` alike.
 
-    ``extras["time_outs"]`` flags truncations so that PPO bootstraps them. Observations are cloned so a stored
-    observation is never changed by a later step.
+    ``extras["time_outs"]`` flags truncations so that PPO bootstraps them. No TensorDict is built and nothing is
+    cloned per step: rsl-rl keeps the observation it acted on until ``process_env_step`` has copied it into its
+    storage, after the next env step, so two preallocated observation TensorDicts are filled in turn and each
+    step's observations stay intact through the next step. Rewards, dones and time-outs are the core's views, valid
+    until the next step (``process_env_step`` copies them). Rewards are divided by ``value_scale`` (the critic's
+    units, :attr:`horde.policies.ActorCriticConfig.value_scale`).
     """
 
-    def __init__(self, core: WarpTaskEnv) -> None:
+    def __init__(self, core: WarpTaskEnv, *, value_scale: float = 1.0) -> None:
         self.core = core
         self.num_envs = core.num_envs
         self.num_actions = core.num_actions
         self.max_episode_length = core.max_episode_length
         self.device = core.device
         self.cfg = core.describe()
+        self.value_scale = float(value_scale)
+        self._obs = [TensorDict({"policy": core.obs.clone()}, batch_size=[core.num_envs], device=core.device)
+                     for _ in range(2)]
+        self._views = [td["policy"] for td in self._obs]
+        self._k = 0
 
     @property
     def episode_length_buf(self) -> torch.Tensor:
@@ -38,12 +48,17 @@ class RslRlVecEnv(VecEnv):
         self.core.episode_length.copy_(value.to(self.core.episode_length.dtype))
 
     def get_observations(self) -> TensorDict:
-        return TensorDict({"policy": self.core.obs.clone()}, batch_size=[self.num_envs], device=self.device)
+        """The current observations, group ``policy`` [num_envs, obs_dim]."""
+        self._views[self._k].copy_(self.core.obs)
+        return self._obs[self._k]
 
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        """One control step: ``(obs, rewards / value_scale [N], dones [N], {"time_outs": [N]})``."""
         r = self.core.step(actions)
-        obs = TensorDict({"policy": r.obs.clone()}, batch_size=[self.num_envs], device=self.device)
-        return obs, r.reward.clone(), r.dones.clone(), {"time_outs": r.truncated.clone()}
+        self._k ^= 1
+        self._views[self._k].copy_(r.obs)
+        rewards = r.reward / self.value_scale if self.value_scale != 1.0 else r.reward
+        return self._obs[self._k], rewards, r.dones, {"time_outs": r.truncated}
 
 
 class GymVectorEnv(gym.vector.VectorEnv):

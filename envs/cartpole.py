@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import torch
 import warp as wp
 
-from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.blocks import BlockStepEnv
+from horde.envs.core import TaskConfig
 from horde.envs.episode import (
     STATS_EPISODES,
     STATS_LENGTH,
@@ -411,7 +412,7 @@ def cartpole_reset(
         _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
 
 
-class CartpoleEnv(WarpTaskEnv):
+class CartpoleEnv(BlockStepEnv):
     """Batched cart-pole on hand-written Warp kernels."""
 
     obs_names = ("cart_pos", "cart_vel", "pole_cos", "pole_sin", "pole_vel")
@@ -435,13 +436,9 @@ class CartpoleEnv(WarpTaskEnv):
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     step_kernels = (cartpole_advance, cartpole_post_step)
-    has_block_step = True
 
     def action_scale(self) -> list[float]:
         return [self.cfg.max_force]
-
-    def _launch_step(self) -> None:
-        self._launch_step_range(0, self.num_envs, self._stats)
 
     def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
         d, mid = self.dev.warp, self._block_end(start, stop)

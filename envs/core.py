@@ -10,20 +10,14 @@ Reward terms and their per-episode sums are stored term-major, ``[num_terms, num
 (consecutive GPU threads, consecutive SIMD lanes on a CPU) write consecutive addresses; ``terms`` is the transposed
 ``[num_envs, num_terms]`` torch view of that buffer.
 
-On CPU a task with ``has_block_step`` steps whole blocks of ``LANES`` envs per Warp thread (see
-:mod:`horde.sim.classic` for why), then the envs after the last full block through the one-env-per-thread kernels on
-env slices (:meth:`_launch_post_step` with ``start``); with
-many envs the step is split into env ranges replayed on several OS threads (:class:`horde.sim.graph.ParallelStepGraph`,
-one statistics buffer per thread). The paths give the same trajectories bit for bit (episode statistics up to float64
-rounding when split); CUDA always runs one env per thread in one graph.
+A task whose CPU step a native loop can vectorize (cartpole) derives from :class:`horde.envs.blocks.BlockStepEnv`
+instead, which adds the CPU block path and its multi-threaded replay; the core itself always runs one env per thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import os
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -33,14 +27,7 @@ import warp as wp
 
 from horde.envs import episode
 from horde.sim import StepGraph, resolve_device
-from horde.sim.classic import LANES
 from horde.sim.fields import bounded
-from horde.sim.graph import ParallelStepGraph
-
-PARALLEL_MIN_ENVS = 2048
-"""Fewest envs per OS thread when a CPU step is split over cores (``TaskConfig.cpu_threads``): a step of fewer envs
-takes less than waking a thread may cost under load (tens of microseconds). Not tuned on an idle machine."""
-
 
 @dataclass(kw_only=True)
 class TaskConfig:
@@ -55,7 +42,8 @@ class TaskConfig:
     use_graph: bool = True
     """Replay the step as a recorded graph (CPU or CUDA graph); False launches kernels eagerly every step."""
     cpu_threads: int = bounded(1, ge=1)
-    """OS threads a CPU step is split over (tasks with a block step, graph replay, at least 2048 envs per thread).
+    """OS threads a CPU step is split over (tasks with a block step, horde.envs.blocks; graph replay; at least 2048
+    envs per thread).
     Pays off only on otherwise idle cores: on a loaded machine the slower thread sets the pace."""
     reward_scales: dict[str, float] = field(default_factory=dict)
     """Weight of each named reward term; keys must equal the task's term names."""
@@ -99,10 +87,6 @@ class WarpTaskEnv:
     """What an action commands: force, torque, position_target, ..."""
     action_unit: ClassVar[str] = ""
     """Physical unit of ``action_scale``."""
-    has_block_step: ClassVar[bool] = False
-    """On CPU the task steps blocks of ``LANES`` envs per Warp thread and implements ``_launch_step_range``."""
-    block_kernels: ClassVar[tuple] = ()
-    """Kernels only the CPU block path launches (compiled only there: they may hold CPU-only native code)."""
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         if num_envs < 1:
@@ -160,8 +144,7 @@ class WarpTaskEnv:
         self._is_cuda = self.dev.is_cuda
         self._result = StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
         self._views: dict[tuple, wp.array] = {}
-        self._stats_parts = [self._stats]
-        self._configure_cpu_path(blocks=self.has_block_step and not self.dev.is_cuda)
+        self._configure_step()
         self.seed(seed)
         self.reset()
 
@@ -250,8 +233,6 @@ class WarpTaskEnv:
             if tuple(src.shape) != tuple(dst.shape):
                 raise ValueError(f"saved env state '{k}' has shape {tuple(src.shape)}, this env {tuple(dst.shape)}")
             dst.copy_(src.to(self.device))
-        for extra in self._stats_parts[1:]:
-            extra.zero_()
 
     # --- statistics (host side, once per iteration) ------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:
@@ -293,43 +274,14 @@ class WarpTaskEnv:
         """Physical command at action +1, per action column (the env clips actions to [-1, 1] first)."""
         return [1.0] * self.num_actions
 
-    # --- CPU path: blocks and threads ----------------------------------------------------------------------------
-    def _configure_cpu_path(self, *, blocks: bool, threads: int | None = None) -> None:
-        """Choose how a step runs: ``blocks`` of ``LANES`` envs per Warp thread (CPU tasks with ``has_block_step``)
-        or one env per thread, split over ``threads`` OS threads (default: ``cfg.cpu_threads``, fewer when there are
-        not ``PARALLEL_MIN_ENVS`` envs per thread or cores for them). Records nothing yet; tests call it before the
-        first step to compare the paths."""
-        self._use_blocks = blocks and self.has_block_step and not self.dev.is_cuda
-        if threads is None:
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            threads = min(self.cfg.cpu_threads, cores, self.num_envs // PARALLEL_MIN_ENVS)
-        threads = max(1, min(threads, self.num_envs // LANES)) if self._use_blocks and self.cfg.use_graph else 1
-        d, use_graph = self.dev.warp, self.cfg.use_graph
-        kernels = self.step_kernels + (self.block_kernels if self._use_blocks else ())
-        if threads == 1:
-            self._graph = StepGraph(self._launch_step, d, kernels=kernels, use_graph=use_graph)
-            return
-        with wp.ScopedDevice(d):
-            while len(self._stats_parts) < threads:  # one statistics buffer per thread: CPU atomics are plain adds
-                self._stats_parts.append(wp.zeros_like(self._stats))
-        blocks_total = self.num_envs // LANES
-        bounds = [LANES * (blocks_total * k // threads) for k in range(threads)] + [self.num_envs]
-        self._graph = ParallelStepGraph([
-            StepGraph(functools.partial(self._launch_step_range, bounds[k], bounds[k + 1], self._stats_parts[k]), d,
-                      kernels=kernels, use_graph=use_graph)
-            for k in range(threads)
-        ])
+    # --- how a step runs -----------------------------------------------------------------------------------------
+    def _configure_step(self) -> None:
+        """Record nothing yet: the step graph of ``_launch_step``, one env per thread (BlockStepEnv overrides)."""
+        self._graph = StepGraph(self._launch_step, self.dev.warp, kernels=self.step_kernels,
+                                use_graph=self.cfg.use_graph)
 
     def _fold_stats(self) -> None:
-        """Add the other threads' statistics buffers into ``_stats`` (host side, between steps)."""
-        for extra in self._stats_parts[1:]:
-            wp.to_torch(self._stats).add_(wp.to_torch(extra))
-            extra.zero_()
-
-    def _block_end(self, start: int, stop: int) -> int:
-        """End of the full blocks of ``LANES`` envs from ``start`` (a multiple of ``LANES``) within ``stop``: the
-        block kernels step envs [start, end), the one-env-per-thread kernels [end, stop)."""
-        return start + (stop - start) // LANES * LANES if self._use_blocks else start
+        """Gather statistics kept in more than one buffer into ``_stats`` (BlockStepEnv's threads); here one."""
 
     def _env_slice(self, arr: wp.array, start: int) -> wp.array:
         """``arr`` from env ``start`` on (the env axis is the last one of the term-major buffers), created once."""
@@ -381,11 +333,6 @@ class WarpTaskEnv:
 
     # --- task hooks --------------------------------------------------------------------------------------------
     def _launch_step(self) -> None:
-        raise NotImplementedError
-
-    def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
-        """Tasks with ``has_block_step``: step envs [start, stop) only (``start`` a multiple of ``LANES``),
-        accumulating episode statistics into ``stats``; ranges run concurrently on CPU threads."""
         raise NotImplementedError
 
     def _launch_reset(self) -> None:

@@ -66,30 +66,52 @@ def test_tuned_cartpole_balances_within_20_iterations(tmp_path):
     assert returns[-1] >= 475.0, returns
 
 
-def test_rollout_stepper_matches_the_rsl_rl_adapter():
-    """horde's loop steps the core through RolloutStepper (no TensorDict, no clones a step): same observations,
-    rewards (divided by value_scale), dones and time-outs as RslRlVecEnv, and each step's observations stay intact
-    through the next step, as rsl-rl's storage needs."""
+def test_rsl_rl_adapter_keeps_each_observation_through_the_next_step():
+    """horde's loop and rsl-rl's runner step the core through RslRlVecEnv (no TensorDict built, no clone a step):
+    each step's observations stay intact through the next step, as rsl-rl's storage needs; rewards are the core's
+    divided by value_scale; dones and time-outs are the core's flags."""
     from horde.envs import RslRlVecEnv, make
-    from horde.train.ppo import RolloutStepper
 
     cfg = compose(["task=cartpole"])[0].task
     a, b = (make("cartpole", num_envs=16, device="cpu", seed=5, config=cfg) for _ in range(2))
-    adapter, stepper = RslRlVecEnv(a), RolloutStepper(b, value_scale=4.0)
-    assert torch.equal(adapter.get_observations()["policy"], stepper.observations()["policy"])
+    adapter = RslRlVecEnv(b, value_scale=4.0)
+    assert torch.equal(adapter.get_observations()["policy"], a.obs)
     gen = torch.Generator().manual_seed(0)
     previous, resets = None, 0
     with torch.inference_mode():
         for _ in range(60):  # long enough for failures and resets
             actions = torch.rand(16, 1, generator=gen) * 2 - 1
-            obs_a, rew_a, done_a, ext_a = adapter.step(actions)
-            obs_b, rew_b, done_b, ext_b = stepper.step(actions)
+            ra = a.step(actions)
+            obs_b, rew_b, done_b, ext_b = adapter.step(actions)
             if previous is not None:  # the observations rsl-rl acted on, after the next step
                 kept, copy = previous
                 assert torch.equal(kept["policy"], copy)
             previous = (obs_b, obs_b["policy"].clone())
-            assert torch.equal(obs_a["policy"], obs_b["policy"])
-            assert torch.allclose(rew_a / 4.0, rew_b) and torch.equal(done_a, done_b)
-            assert torch.equal(ext_a["time_outs"], ext_b["time_outs"]) and done_b.dtype == torch.bool
+            assert torch.equal(ra.obs, obs_b["policy"])
+            assert torch.equal(ra.reward / 4.0, rew_b) and torch.equal(ra.dones, done_b)
+            assert torch.equal(ra.truncated, ext_b["time_outs"]) and done_b.dtype == torch.bool
             resets += int(done_b.sum())
     assert resets > 0
+
+
+def test_rsl_rl_on_policy_runner_trains_on_the_adapter(tmp_path):
+    """rsl-rl's own OnPolicyRunner, unchanged, runs two iterations on a horde task through RslRlVecEnv."""
+    from rsl_rl.runners import OnPolicyRunner
+
+    from horde.envs import RslRlVecEnv, make
+    from horde.policies import rsl_model_cfgs
+
+    cfg = compose(["task=cartpole"])[0]
+    env = RslRlVecEnv(make("cartpole", num_envs=32, seed=0, config=cfg.task))
+    actor, critic = rsl_model_cfgs(cfg.algo.policy)
+    train_cfg = {"num_steps_per_env": 8, "save_interval": 100, "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+                 "algorithm": {"class_name": "PPO", "learning_rate": 1e-3, "num_learning_epochs": 1,
+                               "num_mini_batches": 2, "clip_param": 0.2, "gamma": 0.99, "lam": 0.95,
+                               "value_loss_coef": 1.0, "entropy_coef": 0.0, "max_grad_norm": 1.0,
+                               "schedule": "fixed", "desired_kl": 0.01},
+                 "actor": actor, "critic": critic, "logger": "tensorboard", "check_for_nan": True}
+    runner = OnPolicyRunner(env, train_cfg, log_dir=str(tmp_path), device="cpu")
+    before = [p.detach().clone() for p in runner.alg.actor.parameters()]
+    runner.learn(num_learning_iterations=2)
+    assert runner.current_learning_iteration >= 1
+    assert any(not torch.equal(x, p) for x, p in zip(before, runner.alg.actor.parameters(), strict=True))

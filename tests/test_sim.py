@@ -176,11 +176,11 @@ def test_cpu_threads_equal_one_thread():
 
 
 def test_cpu_path_choice():
-    from horde.envs.core import PARALLEL_MIN_ENVS
+    from horde.envs.blocks import PARALLEL_MIN_ENVS, BlockStepEnv
     from horde.sim.graph import ParallelStepGraph
 
     assert make("cartpole", num_envs=classic.LANES - 1)._use_blocks  # blocks on, but all envs on the per-env path
-    assert not make("pendulum", num_envs=256)._use_blocks  # no block step: one env per thread
+    assert not isinstance(make("pendulum", num_envs=256), BlockStepEnv)  # no block step: one env per thread
     cfg = CartpoleConfig(cpu_threads=2)
     assert not isinstance(make("cartpole", num_envs=PARALLEL_MIN_ENVS, config=cfg)._graph, ParallelStepGraph)
     if len(os.sched_getaffinity(0)) >= 2:

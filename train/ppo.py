@@ -19,12 +19,11 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 from rsl_rl.algorithms import PPO
-from tensordict import TensorDict
 from tqdm import tqdm
 
 import horde
 from horde.envs import RslRlVecEnv, make
-from horde.policies.actor_critic import OBS_GROUP, freeze_normalizers_after, rsl_model_cfgs, squash_actions
+from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from horde.train.config import ConfigError, TrainConfig, to_container
 from horde.train.session import (
@@ -90,41 +89,6 @@ def use_fused_adam(alg: PPO) -> None:
         alg.optimizer = old
 
 
-class RolloutStepper:
-    """Steps the env core for rsl-rl's PPO inside horde's loop, with no TensorDict built and no clone per step.
-
-    rsl-rl keeps the observation it acted on until ``process_env_step`` has copied it into its rollout storage,
-    after the next env step, and the core rewrites its observation buffer every step: two preallocated
-    observation TensorDicts, filled in turn, keep each step's observations intact until then. Rewards, dones and
-    time-outs are the core's views, read (rewards cloned) by ``process_env_step`` before the next step. What
-    :class:`horde.envs.RslRlVecEnv.step` returns, minus a TensorDict and four clones a step: a 64-step cartpole
-    rollout took 23.3 ms instead of 23.9 (interleaved medians on the loaded 2-core CPU; rsl-rl's ``act`` and
-    ``process_env_step`` are most of the rest). Rewards are divided by ``value_scale``
-    (:attr:`ActorCriticConfig.value_scale`).
-    """
-
-    def __init__(self, core, *, value_scale: float = 1.0) -> None:
-        self.core = core
-        self.value_scale = value_scale
-        self._obs = [TensorDict({OBS_GROUP: core.obs.clone()}, batch_size=[core.num_envs], device=core.device)
-                     for _ in range(2)]
-        self._views = [td[OBS_GROUP] for td in self._obs]
-        self._k = 0
-
-    def observations(self) -> TensorDict:
-        """The current observations, group ``policy`` [num_envs, obs_dim]."""
-        self._views[self._k].copy_(self.core.obs)
-        return self._obs[self._k]
-
-    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        """One control step: ``(obs, rewards / value_scale [N], dones [N], {"time_outs": [N]})``."""
-        r = self.core.step(actions)
-        self._k ^= 1
-        self._views[self._k].copy_(r.obs)
-        rewards = r.reward / self.value_scale if self.value_scale != 1.0 else r.reward
-        return self._obs[self._k], rewards, r.dones, {"time_outs": r.truncated}
-
-
 class PPOTrainer:
     """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
 
@@ -140,7 +104,7 @@ class PPOTrainer:
         seed = cfg.seed + self.dist.rank  # every rank explores differently
         seed_everything(seed, deterministic=cfg.deterministic)
         self.core = make(task, num_envs=num_envs, device=device, seed=seed, config=cfg.task)
-        self.env = RslRlVecEnv(self.core)
+        self.env = RslRlVecEnv(self.core, value_scale=cfg.algo.policy.value_scale)
         self.device = self.core.device
         self.config_dict = {**to_container(raw_cfg), "algo_name": "ppo"}
         resume_ckpt = load_checkpoint(resolve_checkpoint(cfg.resume)) if cfg.resume else None
@@ -219,8 +183,7 @@ class PPOTrainer:
                    dynamic_ncols=True, disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
         guard = PreemptionGuard().__enter__()
         preempted = False
-        stepper = RolloutStepper(self.core, value_scale=cfg.algo.policy.value_scale)
-        obs = stepper.observations()
+        obs = self.env.get_observations()
         alg.train_mode()
         totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
         last_stats: dict = {}
@@ -232,7 +195,7 @@ class PPOTrainer:
                 for _ in range(cfg.algo.num_steps_per_env):
                     actions = alg.act(obs)
                     timer.mark("inference")
-                    obs, rewards, dones, extras = stepper.step(actions)
+                    obs, rewards, dones, extras = self.env.step(actions)
                     timer.mark("sim")
                     alg.process_env_step(obs, rewards, dones, extras)
                     timer.mark("other")
