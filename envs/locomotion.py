@@ -222,8 +222,8 @@ class LocomotionEnv(WarpTaskEnv):
         w.simulate(self._actions)
         w.inspect()
         wp.launch(locomotion_post_step, n, device=d, inputs=[
-            self._task, self._actions, w._joint_q, w._joint_qd, w._body_q, w._body_qd,
-            w.root_vel_base_array, w.unstable_array, self.episodes()],
+            self._task, self._actions, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.body_qd,
+            w.arrays.root_vel_base, w.arrays.unstable, self.episodes()],
             outputs=[self._last_actions, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
@@ -231,7 +231,7 @@ class LocomotionEnv(WarpTaskEnv):
     def _observe(self, mask: wp.array) -> None:
         w = self.world
         wp.launch(locomotion_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, mask, w._joint_q, w._joint_qd, w._body_q, w.root_vel_base_array, self._last_actions],
+            self._task, mask, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base, self._last_actions],
             outputs=[self._state, self._obs])
 
     def _launch_reset(self) -> None:

@@ -463,30 +463,30 @@ class QuadrupedEnv(WarpTaskEnv):
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp
         wp.launch(quad_pre_step, n, device=d, inputs=[self._task, self._actions, self._episode_length, self._delay],
-                  outputs=[self._head, self._rng, self._history, self._applied, w._joint_qd])
+                  outputs=[self._head, self._rng, self._history, self._applied, w.arrays.joint_qd])
         w.simulate(self._applied)
         w.inspect()
         wp.launch(quad_post_step, n, device=d, inputs=[
-            self._task, self._grid, self._ranges, w._stiffness0, w._damping0, self._actions, w._default_q,
-            w._joint_q, w._joint_qd, w._joint_f, w._body_q, w.root_vel_base_array, self._contact, w.unstable_array,
+            self._task, self._grid, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping, self._actions, w.arrays.default_joint_q,
+            w.arrays.joint_q, w.arrays.joint_qd, w.arrays.joint_f, w.arrays.body_q, w.arrays.root_vel_base, self._contact, w.arrays.unstable,
             self._centre_z, self.episodes()], outputs=[
             self._rng, self._command, self._air_time, self._last_actions, self._level, self._origin, self._delay,
-            w._stiffness, w._damping, w._strength, self._state, self._obs, self._final_obs])
+            w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
 
     def _observe(self, mask: wp.array) -> None:
         w = self.world
         wp.launch(quad_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, mask, w._default_q, w._joint_q, w._joint_qd, w._body_q, w.root_vel_base_array, self._command,
+            self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base, self._command,
             self._last_actions], outputs=[self._history, self._rng, self._state, self._obs])
 
     def _launch_reset(self) -> None:
         w = self.world
         wp.launch(quad_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self._ranges, w._stiffness0, w._damping0, self._reset_mask], outputs=[
+            self._task, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping, self._reset_mask], outputs=[
             self.episodes(), self._rng, self._command, self._air_time, self._last_actions, self._delay,
-            w._stiffness, w._damping, w._strength])
+            w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
         self.world.reset(self._reset_mask, self._rng)
         self._observe(self._reset_mask)
 

@@ -266,7 +266,7 @@ class ReachEnv(WarpTaskEnv):
         w.simulate(self._actions)
         w.inspect()
         wp.launch(reach_post_step, n, device=d, inputs=[
-            self._task, self._actions, w._joint_q, w._joint_qd, w._body_q, w.unstable_array, self.episodes(),
+            self._task, self._actions, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.unstable, self.episodes(),
             self._rng, self._target],
             outputs=[self._final_error, self._last_actions, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
@@ -275,7 +275,7 @@ class ReachEnv(WarpTaskEnv):
     def _observe(self, mask: wp.array) -> None:
         w = self.world
         wp.launch(reach_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, mask, w._joint_q, w._joint_qd, w._body_q, self._target, self._last_actions],
+            self._task, mask, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, self._target, self._last_actions],
             outputs=[self._state, self._obs])
 
     def _launch_reset(self) -> None:

@@ -33,7 +33,7 @@ from horde.sim.fields import choice
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
 
-__all__ = ["ACTION_MODES", "SOLVERS", "Actuation", "NewtonWorld", "SimConfig", "build_model", "load_mjcf", "load_robot",
+__all__ = ["ACTION_MODES", "SOLVERS", "Actuation", "NewtonWorld", "SimConfig", "WorldArrays", "build_model", "load_mjcf", "load_robot",
            "make_solver", "set_joint_positions", "site_frame"]
 
 SOLVERS = ("mujoco", "xpbd", "featherstone")
@@ -228,6 +228,40 @@ def clear_warmstart(mask: wp.array(dtype=wp.bool), qacc_warmstart: wp.array2d(dt
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WorldArrays:
+    """The Warp arrays of a :class:`NewtonWorld` that task kernels read and write: the same memory as the world's
+    torch views, created once, valid for the world's lifetime. Rows are envs (Newton's worlds)."""
+
+    joint_q: wp.array2d
+    """Joint coordinates [num_envs, coords] [m, rad]; a floating base starts with its position [m] and quaternion
+    (x, y, z, w)."""
+    joint_qd: wp.array2d
+    """Joint velocities [num_envs, dofs] [m/s, rad/s]; a floating base starts with its linear and angular velocity."""
+    body_q: wp.array2d
+    """Body poses (``wp.transform``) [num_envs, bodies] in the world frame [m]."""
+    body_qd: wp.array2d
+    """Body twists (``wp.spatial_vector``) [num_envs, bodies] in the world frame [m/s, rad/s]."""
+    joint_f: wp.array2d
+    """Generalized forces applied by the actuation law [num_envs, dofs] [N, N m]."""
+    root_vel_base: wp.array2d
+    """Base-frame root twist [num_envs, 6] (linear [m/s], angular [rad/s]) from the last health check."""
+    unstable: wp.array
+    """Bool [num_envs]: worlds flagged (and reset) by the last health check."""
+    default_joint_q: wp.array
+    """Default joint coordinates [coords] (the model's initial pose)."""
+    stiffness: wp.array2d
+    """PD stiffness per env and actuated joint [num_envs, actuated] [N m/rad] (randomization writes it)."""
+    damping: wp.array2d
+    """PD damping per env and actuated joint [num_envs, actuated] [N m s/rad]."""
+    motor_strength: wp.array2d
+    """Torque multiplier per env and actuated joint [num_envs, actuated]."""
+    nominal_stiffness: wp.array
+    """The actuation config's stiffness [actuated] [N m/rad]."""
+    nominal_damping: wp.array
+    """The actuation config's damping [actuated] [N m s/rad]."""
+
+
 def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | None = None,
               self_collisions: bool = True, meshes: bool = True) -> newton.ModelBuilder:
     """A builder holding one robot from an MJCF file (its floor geoms ignored) with horde's contact stiffness.
@@ -460,6 +494,12 @@ class NewtonWorld:
         if len(self._q_noise) != self.coords or len(self._qd_noise) != self.dofs:
             raise ValueError(f"q_noise needs {self.coords} values and qd_noise {self.dofs}")
 
+        self.arrays = WorldArrays(
+            joint_q=self._joint_q, joint_qd=self._joint_qd, body_q=self._body_q, body_qd=self._body_qd,
+            joint_f=self._joint_f, root_vel_base=self._root_vel_base, unstable=self._unstable,
+            default_joint_q=self._default_q, stiffness=self._stiffness, damping=self._damping,
+            motor_strength=self._strength, nominal_stiffness=self._stiffness0, nominal_damping=self._damping0)
+        """Warp arrays for task kernels (:class:`WorldArrays`); tasks use these and the torch views, nothing private."""
         self.joint_q = wp.to_torch(self._joint_q)
         self.joint_qd = wp.to_torch(self._joint_qd)
         self.body_pose = wp.to_torch(self._body_q)
@@ -576,16 +616,6 @@ class NewtonWorld:
                       outputs=[self._warmstart])
 
     # --- host side -------------------------------------------------------------------------------------------------
-    @property
-    def unstable_array(self) -> wp.array:
-        """Bool [num_envs]: worlds flagged by the last :meth:`inspect`."""
-        return self._unstable
-
-    @property
-    def root_vel_base_array(self) -> wp.array2d:
-        """Base-frame root twist [num_envs, 6] (linear [m/s], angular [rad/s]) from the last :meth:`inspect`."""
-        return self._root_vel_base
-
     def pop_unstable_count(self) -> float:
         """Worlds reset by the health check since the last call (syncs with the device)."""
         c = float(self._unstable_count.numpy()[0])

@@ -173,3 +173,27 @@ def test_urdf_robot_builds_a_batched_world_that_stands():
         w.inspect()
     assert w.joint_q.shape == (4, 19) and torch.isfinite(w.joint_q).all() and not w.unstable.any()
     assert (w.root_pose[:, 2] > 0.2).all()
+
+
+def test_world_arrays_are_the_memory_of_the_torch_views_and_tasks_use_nothing_private():
+    """Task kernels take ``world.arrays`` (WorldArrays): the same memory as the world's torch views. No task file reads
+    a NewtonWorld's private attributes."""
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    import warp as wp
+
+    w = make("quadruped", num_envs=4).world
+    a = w.arrays
+    for name, view in (("joint_q", w.joint_q), ("joint_qd", w.joint_qd), ("body_q", w.body_pose),
+                       ("body_qd", w.body_vel), ("joint_f", w.joint_f), ("root_vel_base", w.root_vel_base),
+                       ("unstable", w.unstable), ("stiffness", w.stiffness), ("damping", w.damping),
+                       ("motor_strength", w.motor_strength)):
+        assert wp.to_torch(getattr(a, name)).data_ptr() == view.data_ptr(), name
+    assert all(getattr(a, f.name).shape[0] == 4 for f in dataclasses.fields(a)
+               if f.name not in ("default_joint_q", "nominal_stiffness", "nominal_damping"))
+    envs_dir = Path(__file__).resolve().parents[1] / "envs"
+    private = [(p.name, m.group(0)) for p in envs_dir.glob("*.py")
+               for m in re.finditer(r"\b(?:w|world)\._[a-z]\w*", p.read_text())]
+    assert not private, private
