@@ -46,16 +46,14 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     return {"dim": n, "terms": terms, "formula": "obs = clip((raw - offset) * scale, clip)", "normalizer": norm}
 
 
-RELATIVE_JOINT_OBS = ("quadruped", "quadruped-rough")
-"""Tasks whose ``pos_<joint>`` observations are joint angles relative to the default pose (legged_gym's convention;
-reach and the classic tasks observe absolute angles). An env that declares ``obs_offsets`` overrides this."""
-
-
 def _joint_obs_offsets(layout: dict) -> list[float]:
-    """Per-column offsets when the env declares none: the default pose under ``pos_<joint>`` of the tasks in
-    :data:`RELATIVE_JOINT_OBS`, 0.0 elsewhere."""
+    """Per-column offsets when the env declares none: the default pose under ``pos_<joint>`` of tasks whose
+    ``TaskSpec.relative_joint_obs`` is set, 0.0 elsewhere."""
+    from horde.envs import TASKS
+
     names = layout["obs_names"]
-    if layout.get("task") not in RELATIVE_JOINT_OBS:
+    spec = TASKS.get(layout.get("task"))
+    if spec is None or not spec.relative_joint_obs:
         return [0.0] * len(names)
     default = dict(zip(layout["action_names"], actuation(layout)[DEFAULT_POS]))
     return [float(default.get(name[len("pos_"):], 0.0)) if name.startswith("pos_") else 0.0 for name in names]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from horde.envs.core import TaskConfig
 from horde.envs.locomotion import ROOT_COORDS, ROOT_DOFS, TERMS, LocomotionEnv, build_locomotion_world, obs_names
+from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.fields import choice
 from horde.sim.newton_world import ACTION_MODES, NewtonWorld, SimConfig
@@ -91,4 +92,5 @@ register_task("ant", TaskSpec(
     env_cls=AntEnv,
     config=AntConfig(),
     description="Newton nv_ant: run forward along +x; fails when the torso drops below 0.31 m or flips",
+    renderer=render.draw_ant,
 ))

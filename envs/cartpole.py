@@ -28,6 +28,7 @@ from horde.envs.episode import (
     close_step,
     weighted_reward,
 )
+from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.classic import (
     CARTPOLE_STATE,
@@ -344,7 +345,6 @@ for (wp::uint64 left = mask; left != 0; left &= left - 1) {
 """Envs [first, first + LANES): physics, reward terms, flags, observations, then the finished envs' resets."""
 
 
-
 @functools.cache
 def cartpole_block_kernel(decimation: int):
     """The CPU block-step kernel for ``decimation`` substeps per control step (a compile-time constant, so that the
@@ -469,24 +469,6 @@ def physics_params(cfg: CartpoleConfig) -> CartpoleParams:
     return p
 
 
-register_task("cartpole", TaskSpec(
-    env_cls=CartpoleEnv,
-    config=CartpoleConfig(),
-    description="balance a pole on a cart from a random near-upright state; fails past 2.4 m or 0.4 rad",
-))
-register_task("cartpole-swingup", TaskSpec(
-    env_cls=CartpoleEnv,
-    config=CartpoleConfig(
-        pole_limit=0.0, init_pole_angle=3.14159265, init_pole_angle_range=0.2, init_cart_pos_range=0.2,
-        max_force=20.0,
-        reward_scales={"alive": 0.0, "upright": 1.0, "pole_angle": 0.0, "cart_pos": -0.05, "cart_vel": -0.01,
-                       "pole_vel": -0.002, "action": -0.01, "terminated": -10.0},
-    ),
-    description="swing the pole up from hanging and balance it; fails only past the cart limit",
-    differentiable=True,
-))
-
-
 # --- differentiable model: torch mirrors of the kernels above, for horde.sim.diff and SHAC ----------------------
 def obs_from_state(state: torch.Tensor) -> torch.Tensor:
     """Observations [N, 5] (cart pos [m], cart vel [m/s], pole cos, pole sin, pole rate [rad/s]) of states [N, 4]."""
@@ -541,3 +523,25 @@ def diff_task(cfg: CartpoleConfig, device: str = "cpu"):
         reward_scales=dict(cfg.reward_scales), failed=lambda s: failed_from_state(s, cfg),
         sample_state=lambda n, g: sample_states(cfg, n, g, rollout.device), episode_length=cfg.episode_length,
     )
+
+
+register_task("cartpole", TaskSpec(
+    env_cls=CartpoleEnv,
+    config=CartpoleConfig(),
+    description="balance a pole on a cart from a random near-upright state; fails past 2.4 m or 0.4 rad",
+    renderer=render.draw_cartpole,
+))
+
+
+register_task("cartpole-swingup", TaskSpec(
+    env_cls=CartpoleEnv,
+    config=CartpoleConfig(
+        pole_limit=0.0, init_pole_angle=3.14159265, init_pole_angle_range=0.2, init_cart_pos_range=0.2,
+        max_force=20.0,
+        reward_scales={"alive": 0.0, "upright": 1.0, "pole_angle": 0.0, "cart_pos": -0.05, "cart_vel": -0.01,
+                       "pole_vel": -0.002, "action": -0.01, "terminated": -10.0},
+    ),
+    description="swing the pole up from hanging and balance it; fails only past the cart limit",
+    diff_task=diff_task,
+    renderer=render.draw_cartpole,
+))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from horde.envs.core import TaskConfig
 from horde.envs.locomotion import ROOT_COORDS, LocomotionEnv, build_locomotion_world, obs_names
+from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.fields import choice
 from horde.sim.newton_world import ACTION_MODES, NewtonWorld, SimConfig
@@ -109,4 +110,5 @@ register_task("humanoid", TaskSpec(
     env_cls=HumanoidEnv,
     config=HumanoidConfig(),
     description="Newton nv_humanoid: run forward along +x; fails when the torso drops below 0.8 m",
+    renderer=render.draw_humanoid,
 ))

@@ -13,6 +13,7 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 
@@ -164,14 +165,6 @@ def physics_params(cfg: PendulumConfig) -> PendulumParams:
     return p
 
 
-register_task("pendulum", TaskSpec(
-    env_cls=PendulumEnv,
-    config=PendulumConfig(),
-    description="swing a torque-limited pendulum up and hold it (Pendulum-v1 dynamics)",
-    differentiable=True,
-))
-
-
 # --- differentiable model: torch mirrors of the kernels above, for horde.sim.diff and SHAC ----------------------
 def obs_from_state(state: torch.Tensor) -> torch.Tensor:
     """Observations [N, 3] (cos, sin of the angle, angular velocity [rad/s]) of states [N, 2], as the env writes them."""
@@ -214,3 +207,12 @@ def diff_task(cfg: PendulumConfig, device: str = "cpu"):
         reward_scales=dict(cfg.reward_scales), failed=lambda s: failed_from_state(s, cfg),
         sample_state=lambda n, g: sample_states(cfg, n, g, rollout.device), episode_length=cfg.episode_length,
     )
+
+
+register_task("pendulum", TaskSpec(
+    env_cls=PendulumEnv,
+    config=PendulumConfig(),
+    description="swing a torque-limited pendulum up and hold it (Pendulum-v1 dynamics)",
+    diff_task=diff_task,
+    renderer=render.draw_pendulum,
+))

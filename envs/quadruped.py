@@ -32,6 +32,7 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.robots import LEG_JOINTS, QUADRUPEDS, resolve_robot
 from horde.sim.device import resolve_device
@@ -515,10 +516,16 @@ register_task("quadruped", TaskSpec(
     env_cls=QuadrupedEnv,
     config=QuadrupedConfig(),
     description="Go2-like quadruped, flat ground: track commanded (vx, vy, yaw rate); fails on base contact",
+    renderer=render.draw_quadruped,
+    relative_joint_obs=True,
 ))
+
+
 register_task("quadruped-rough", TaskSpec(
     env_cls=QuadrupedEnv,
     config=_rough(),
     description="quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and "
                 "domain randomization",
+    renderer=render.draw_quadruped,
+    relative_joint_obs=True,
 ))

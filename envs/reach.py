@@ -17,6 +17,7 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
@@ -296,14 +297,6 @@ class ReachEnv(WarpTaskEnv):
                 "target": self.target}
 
 
-register_task("reach", TaskSpec(
-    env_cls=ReachEnv,
-    config=ReachConfig(),
-    description="horde's 7-DoF arm (assets/arm7.xml): bring the end effector to a random target in a box",
-    differentiable=True,
-))
-
-
 # --- differentiable model: the arm on Featherstone (horde.sim.diff_articulation), the task's terms in torch ----------
 NJ = len(JOINTS)
 DIFF_STATE = {"joint_q": slice(0, NJ), "joint_qd": slice(NJ, 2 * NJ), "ee": slice(2 * NJ, 2 * NJ + 3),
@@ -398,3 +391,12 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
         sample_state=lambda n, g: sample_states(cfg, rollout, n, g), episode_length=cfg.episode_length,
         env_settings={"sim.solver": "featherstone"},
     )
+
+
+register_task("reach", TaskSpec(
+    env_cls=ReachEnv,
+    config=ReachConfig(),
+    description="horde's 7-DoF arm (assets/arm7.xml): bring the end effector to a random target in a box",
+    diff_task=diff_task,
+    renderer=render.draw_reach,
+))

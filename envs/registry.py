@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.sim.fields import check_fields
@@ -26,8 +28,19 @@ class TaskSpec:
     """Default config; :func:`make` works on a deep copy."""
     description: str
     """One line for the tasks table and ``horde tasks``."""
-    differentiable: bool = False
-    """True when the task provides a differentiable step (see horde.sim)."""
+    diff_task: Callable[[TaskConfig, str], Any] | None = None
+    """Builder of the task's differentiable model, ``(config, device) -> horde.sim.DiffTask`` (SHAC, gradient
+    checks); None for a task without one."""
+    renderer: Callable[[WarpTaskEnv, dict, int, tuple[int, int]], Any] | None = None
+    """Draws env ``i`` of a state snapshot as an RGB tile for ``horde play video=true`` (horde.envs.render)."""
+    relative_joint_obs: bool = False
+    """Its ``pos_<joint>`` observations are angles relative to the default pose (legged_gym's convention); the
+    exported ``policy.json`` then carries the default pose as their offsets."""
+
+    @property
+    def differentiable(self) -> bool:
+        """True when the task has a differentiable model (``diff_task``)."""
+        return self.diff_task is not None
 
 
 TASKS: dict[str, TaskSpec] = {}

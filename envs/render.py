@@ -12,13 +12,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from horde.envs.ant import AntEnv
-from horde.envs.cartpole import CartpoleEnv
-from horde.envs.core import WarpTaskEnv
-from horde.envs.humanoid import HumanoidEnv
-from horde.envs.pendulum import PendulumEnv
-from horde.envs.quadruped import QuadrupedEnv
-from horde.envs.reach import ReachEnv
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the task modules import this one to name their renderers in their TaskSpec
+    from horde.envs.ant import AntEnv
+    from horde.envs.cartpole import CartpoleEnv
+    from horde.envs.core import WarpTaskEnv
+    from horde.envs.humanoid import HumanoidEnv
+    from horde.envs.pendulum import PendulumEnv
+    from horde.envs.quadruped import QuadrupedEnv
+    from horde.envs.reach import ReachEnv
 
 SKY = np.array([236, 241, 247], np.uint8)
 GROUND = np.array([120, 120, 120], np.uint8)
@@ -160,22 +163,14 @@ def draw_reach(env: ReachEnv, snap: dict, i: int, size: tuple[int, int]) -> np.n
     return draw_bodies(env, snap, i, size, span=2.0, follow=False, extra=target)
 
 
-RENDERERS: dict[type, Callable[[WarpTaskEnv, dict, int, tuple[int, int]], np.ndarray]] = {
-    CartpoleEnv: draw_cartpole,
-    PendulumEnv: draw_pendulum,
-    AntEnv: draw_ant,
-    HumanoidEnv: draw_humanoid,
-    QuadrupedEnv: draw_quadruped,
-    ReachEnv: draw_reach,
-}
-"""Renderer per env class; tasks added by other code can register theirs here."""
-
-
 def render_frame(env: WarpTaskEnv, env_ids: list[int], *, size: tuple[int, int] = (240, 320), cols: int = 2) -> np.ndarray:
     """A grid of the given envs' current states, uint8 [H, W, 3]."""
-    draw = next((fn for cls, fn in RENDERERS.items() if isinstance(env, cls)), None)
+    from horde.envs.registry import get_task
+
+    name = getattr(env, "task_name", None)
+    draw = get_task(name).renderer if name is not None else None
     if draw is None:
-        raise ValueError(f"no renderer for {type(env).__name__}; add one to horde.envs.render.RENDERERS")
+        raise ValueError(f"no renderer for task {name or type(env).__name__}: give its TaskSpec a renderer")
     snap = {"state": env.state.detach().cpu().numpy()}  # one device-to-host copy per buffer per frame
     if hasattr(env, "world"):
         snap["body_pose"] = env.world.body_pose.detach().cpu().numpy()

@@ -8,7 +8,6 @@ from horde.sim.diff import (
     NotDifferentiableError,
     ZeroGradientError,
     make_diff_task,
-    register_diff_task,
 )
 from horde.sim.graph import StepGraph
 
@@ -20,6 +19,5 @@ __all__ = [
     "StepGraph",
     "ZeroGradientError",
     "make_diff_task",
-    "register_diff_task",
     "resolve_device",
 ]

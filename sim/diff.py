@@ -238,26 +238,6 @@ class DiffTask:
         return sum(self.reward_scales[k] * v for k, v in terms.items())
 
 
-DIFF_TASKS: dict[str, Callable] = {}
-"""Builders ``(task_config, device) -> DiffTask`` by task name; :func:`register_diff_task` adds to it."""
-
-
-def register_diff_task(name: str, builder: Callable, *, replace: bool = False) -> None:
-    """Make task ``name`` differentiable through ``builder(task_config, device) -> DiffTask``."""
-    if name in DIFF_TASKS and not replace:
-        raise ValueError(f"differentiable task '{name}' is already registered (pass replace=True to override it)")
-    DIFF_TASKS[name] = builder
-
-
-def _builtin() -> None:
-    # Imported lazily: horde.envs imports horde.sim, so the built-in tasks cannot be named at import time.
-    from horde.envs import cartpole, pendulum, reach
-
-    for name, builder in (("pendulum", pendulum.diff_task), ("cartpole-swingup", cartpole.diff_task),
-                          ("reach", reach.diff_task)):
-        DIFF_TASKS.setdefault(name, builder)
-
-
 def make_diff_task(task: str, *, config=None, device: str = "cpu") -> DiffTask:
     """The differentiable model of registered task ``task`` (default config when ``config`` is None).
 
@@ -268,13 +248,12 @@ def make_diff_task(task: str, *, config=None, device: str = "cpu") -> DiffTask:
 
     from horde.envs import TASKS, get_task
 
-    _builtin()
     spec = get_task(task)
-    if not spec.differentiable or task not in DIFF_TASKS:
-        valid = sorted(n for n, s in TASKS.items() if s.differentiable and n in DIFF_TASKS)
+    if spec.diff_task is None:
+        valid = sorted(n for n, s in TASKS.items() if s.diff_task is not None)
         raise NotDifferentiableError(
             f"task '{task}' has no differentiable rollout; differentiable tasks: {', '.join(valid)}")
     cfg = copy.deepcopy(spec.config) if config is None else config
     if not isinstance(cfg, type(spec.config)):
         raise TypeError(f"task '{task}' takes a {type(spec.config).__name__}, got {type(cfg).__name__}")
-    return DIFF_TASKS[task](cfg, device)
+    return spec.diff_task(cfg, device)
