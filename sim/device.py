@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -26,8 +27,37 @@ def init_warp() -> None:
     global _initialized
     if _initialized:
         return
-    wp.init()
+    if os.environ.get("HORDE_WARP_VERBOSE", "0") != "1" and not _cuda_driver_present():
+        # Warp's native init prints a driver warning on every machine without a GPU; a CPU user needs no such line
+        with _stderr_silenced():
+            wp.init()
+    else:
+        wp.init()
     _initialized = True
+
+
+def _cuda_driver_present() -> bool:
+    import ctypes
+
+    for name in ("libcuda.so", "libcuda.so.1", "nvcuda.dll"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 @dataclass(frozen=True)
