@@ -61,3 +61,10 @@ def test_compile_cuda_rejects_an_unknown_task_in_one_line(tmp_path):
     proc = run_cli("compile-cuda", "tasks=cartpol", cwd=tmp_path)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("Warp CUDA warning")]
     assert proc.returncode == 2 and len(lines) == 1 and "valid tasks: " in lines[0], proc.stderr
+
+
+def test_compile_cuda_rejects_an_architecture_nvrtc_lacks(tmp_path):
+    proc = run_cli("compile-cuda", "archs=12", "tasks=pendulum", cwd=tmp_path)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert "archs=12: NVRTC in this Warp build compiles for " in lines[0] and " 87," in lines[0], lines[0]

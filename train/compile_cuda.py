@@ -50,6 +50,11 @@ def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet:
     from horde.envs import task_names
     from horde.envs.robots import RobotNotInstalledError
 
+    supported = supported_archs()
+    unknown = [a for a in archs if a not in supported]
+    if unknown:
+        raise CudaCompileError(f"archs={','.join(map(str, archs))}: NVRTC in this Warp build compiles for "
+                               f"{', '.join(map(str, sorted(supported)))} (sm_87 Jetson Orin, sm_90 H100)")
     variants = EXTRA_VARIANTS if variants is None else variants
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t0 = time.perf_counter()
@@ -74,6 +79,16 @@ def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet:
     if failures:
         raise CudaCompileError(_failure_text(failures))
     return result
+
+
+def supported_archs() -> set[int]:
+    """SM architectures the NVRTC inside this Warp build compiles for."""
+    from horde.sim.device import init_warp
+
+    init_warp()
+    from warp._src.context import runtime
+
+    return set(runtime.nvrtc_supported_archs or ())
 
 
 def _failure_text(failures: list[AotFailure]) -> str:
