@@ -132,7 +132,7 @@ def raw_newton_stepper(task: str, num_envs: int, device: str):
     """A step function that advances ``num_envs`` copies of the task's robot with plain Newton calls."""
     import newton
 
-    from horde.sim.newton_world import make_solver
+    from horde.sim.newton_build import make_solver
 
     spec, cfg = BENCH_TASKS[task], get_task(task).config
     joints, drive = spec.joints(cfg), spec.drive(cfg)

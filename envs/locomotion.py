@@ -25,7 +25,8 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.sim.device import resolve_device
-from horde.sim.newton_world import Actuation, NewtonWorld, joint_dof_layout, load_mjcf
+from horde.sim.newton_build import joint_dof_layout, load_mjcf
+from horde.sim.newton_world import Actuation, NewtonWorld
 
 if TYPE_CHECKING:
     import newton

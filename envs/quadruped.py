@@ -37,7 +37,8 @@ from horde.envs.registry import TaskSpec, register_task
 from horde.envs.robots import LEG_JOINTS, QUADRUPEDS, resolve_robot
 from horde.sim.device import resolve_device
 from horde.sim.fields import choice
-from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, load_mjcf, set_joint_positions
+from horde.sim.newton_build import load_mjcf, set_joint_positions
+from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
 from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
 from horde.sim.terrain import Terrain, TerrainConfig, TerrainGrid, terrain_level_update

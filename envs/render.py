@@ -1,18 +1,16 @@
 """Headless software rendering: env state -> RGB frame, numpy only (no display, no GPU, no OpenGL).
 
 Each renderer draws one env from a per-frame host snapshot of the env's buffers; :func:`render_frame` picks the
-renderer by env class and tiles several envs. Classic tasks are drawn from their state; Newton tasks as an
+renderer from the task's ``TaskSpec.renderer`` and tiles several envs. Classic tasks are drawn from their state; Newton tasks as an
 orthographic side view of their bodies (a dot per body, a link from each body to its parent) with a camera that
 follows the root.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the task modules import this one to name their renderers in their TaskSpec
     from horde.envs.ant import AntEnv

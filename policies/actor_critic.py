@@ -11,7 +11,7 @@ from rsl_rl.modules.distribution import GaussianDistribution
 from tensordict import TensorDict
 from torch import nn
 
-from horde.sim.fields import bounded, choice
+from horde.sim.fields import bounded, check_fields, choice
 
 OBS_GROUP = "policy"
 """The single observation group horde's tasks expose to rsl-rl."""
@@ -63,23 +63,13 @@ class ActorCriticConfig:
         return self.rnn_type != "none"
 
 
-def _check(cfg: ActorCriticConfig) -> None:
-    if not cfg.value_scale > 0:
-        raise ValueError(f"value_scale must be > 0, got {cfg.value_scale}")
-    if cfg.rnn_type not in RNN_TYPES:
-        raise ValueError(f"rnn_type '{cfg.rnn_type}' is not one of {', '.join(RNN_TYPES)}")
-    if cfg.is_recurrent and (cfg.rnn_hidden_dim < 1 or cfg.rnn_num_layers < 1):
-        raise ValueError(f"rnn_hidden_dim and rnn_num_layers must be >= 1, got {cfg.rnn_hidden_dim}, "
-                         f"{cfg.rnn_num_layers}")
-
-
 def rsl_model_cfgs(cfg: ActorCriticConfig) -> tuple[dict, dict]:
     """rsl-rl 5.x ``actor`` and ``critic`` blocks for ``cfg`` (classes passed directly, not by name).
 
     A recurrent config makes both actor and critic ``RNNModel`` s, each with its own hidden state, as rsl-rl's
     recurrent actor-critic does; PPO then samples whole trajectories for its mini-batches.
     """
-    _check(cfg)
+    check_fields(cfg, "algo.policy")  # configs built in Python, not composed, get the same one-line errors
     rnn = {"rnn_type": cfg.rnn_type, "rnn_hidden_dim": cfg.rnn_hidden_dim, "rnn_num_layers": cfg.rnn_num_layers}
     model_cls = RNNModel if cfg.is_recurrent else MLPModel
     actor = {
@@ -130,8 +120,6 @@ def freeze_normalizers_after(models: list[MLPModel], cfg: ActorCriticConfig) -> 
 def squash_actions(actor: MLPModel, cfg: ActorCriticConfig) -> MLPModel:
     """Append a Tanh to the actor's MLP when ``cfg.action_squash == "tanh"`` (no parameters: state dicts are
     unchanged, and every consumer of ``actor.mlp`` (training, play, export) sees the same squashed mean)."""
-    if cfg.action_squash not in ("clip", "tanh"):
-        raise ValueError(f"action_squash={cfg.action_squash!r}: valid values: clip, tanh")
     if cfg.action_squash == "tanh" and not isinstance(actor.mlp[-1], nn.Tanh):
         actor.mlp.append(nn.Tanh())
     return actor

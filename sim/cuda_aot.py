@@ -14,14 +14,18 @@ tiled variants); those need a GPU (``pytest -m gpu``).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import warp as wp
+
+from horde.sim.device import native_output_captured
+
+if TYPE_CHECKING:
+    from warp._src.context import Module
 
 JETSON_ORIN = 87
 """sm_87: Jetson AGX/NX Orin (JetPack 6)."""
@@ -47,36 +51,18 @@ class AotFailure:
         return f"{self.module} ({self.origin}) for sm_{self.arch}: {self.message}"
 
 
-def module_origin(module: wp.context.Module) -> str:
+def module_origin(module: Module) -> str:
     """The Python module(s) whose code defined ``module``'s kernels, for the report."""
     origins = sorted({getattr(k.func, "__module__", None) or "warp" for k in module.kernels.values()})
     return ", ".join(origins) or module.name
 
 
-def loaded_modules() -> list[wp.context.Module]:
+def loaded_modules() -> list[Module]:
     """Every Warp module that has been loaded on some device in this process (and so was launched or captured),
     sorted by name."""
     from warp._src.context import user_modules
 
     return [m for _, m in sorted(user_modules.items()) if m.execs and m.kernels]
-
-
-@contextlib.contextmanager
-def _captured_fds():
-    """Route the process's stdout and stderr file descriptors to a file: NVRTC writes its log from C."""
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        saved = [os.dup(1), os.dup(2)]
-        for fd in (1, 2):
-            os.dup2(sink.fileno(), fd)
-        text: list[str] = []
-        try:
-            yield text
-        finally:
-            for fd, old in zip((1, 2), saved, strict=True):
-                os.dup2(old, fd)
-                os.close(old)
-            sink.seek(0)
-            text.append(sink.read().decode(errors="replace"))
 
 
 def _error_lines(log: str, exc: BaseException) -> str:
@@ -85,12 +71,12 @@ def _error_lines(log: str, exc: BaseException) -> str:
     return " | ".join(lines[:6])
 
 
-def compile_module(module: wp.context.Module, archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None
+def compile_module(module: Module, archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None
                    ) -> list[AotFailure]:
     """Compile ``module`` to CUBIN for each of ``archs``; the failures, each with the compiler's error lines."""
     failures = []
     for arch in archs:
-        with _captured_fds() as log:
+        with native_output_captured() as log:
             try:
                 wp.compile_aot_module(module, arch=arch, module_dir=module_dir, use_ptx=False)
                 error = None
@@ -102,14 +88,14 @@ def compile_module(module: wp.context.Module, archs=DEFAULT_ARCHS, *, module_dir
     return failures
 
 
-def compile_loaded_modules(archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None, threads: int | None = None,
-                           progress=None) -> tuple[list[str], list[AotFailure]]:
+def compile_loaded_modules(archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None, threads: int | None = None
+                           ) -> tuple[list[str], list[AotFailure]]:
     """Compile every loaded module for ``archs``. Returns the module names compiled and the failures.
 
     NVRTC runs outside the GIL, so ``threads`` workers (default: the CPU count) compile modules side by side; a
     module that fails is compiled once more alone, with the compiler's log captured for the report.
     ``module_dir=None`` writes into Warp's kernel cache, where a module whose code and options did not change is
-    found compiled and skipped on the next call. ``progress(name, arch)`` is called as each compile finishes.
+    found compiled and skipped on the next call.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -121,14 +107,11 @@ def compile_loaded_modules(archs=DEFAULT_ARCHS, *, module_dir: str | Path | None
         try:
             wp.compile_aot_module(module, arch=arch, module_dir=module_dir, use_ptx=False)
             return True
-        except Exception:
+        except Exception:  # Warp raises a bare Exception; the log is read on the second, lone compile below
             return False
-        finally:
-            if progress is not None:
-                progress(module.name, arch)
 
     # NVRTC's log of a failing module is written again below, one module at a time, where it can be read
-    with _captured_fds(), ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
+    with native_output_captured(), ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
         ok = list(pool.map(build, jobs))
     failures = []
     for (module, arch), passed in zip(jobs, ok, strict=True):

@@ -29,7 +29,7 @@ def init_warp() -> None:
         return
     if os.environ.get("HORDE_WARP_VERBOSE", "0") != "1" and not _cuda_driver_present():
         # Warp's native init prints a driver warning on every machine without a GPU; a CPU user needs no such line
-        with _stderr_silenced():
+        with native_output_captured(fds=(2,)):
             wp.init()
     else:
         wp.init()
@@ -49,15 +49,24 @@ def _cuda_driver_present() -> bool:
 
 
 @contextlib.contextmanager
-def _stderr_silenced():
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+def native_output_captured(fds=(1, 2)):
+    """Route file descriptors ``fds`` to a temporary file for the block (what Warp's native code prints, which
+    Python's ``sys.stdout``/``sys.stderr`` never see); yields a list that holds the captured text afterwards."""
+    import tempfile
+
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = [os.dup(fd) for fd in fds]
+        for fd in fds:
+            os.dup2(sink.fileno(), fd)
+        text: list[str] = []
+        try:
+            yield text
+        finally:
+            for fd, old in zip(fds, saved, strict=True):
+                os.dup2(old, fd)
+                os.close(old)
+            sink.seek(0)
+            text.append(sink.read().decode(errors="replace"))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ import warp as wp
 
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout, ZeroGradientError, _torch_stream
-from horde.sim.newton_world import _PD, _TORQUE, Actuation, build_model, joint_dof_layout, joint_torque
+from horde.sim.newton_build import build_model, joint_dof_layout
+from horde.sim.newton_world import _PD, _TORQUE, Actuation, joint_torque
 
 
 @wp.kernel(enable_backward=True, module="unique")

@@ -84,3 +84,12 @@ def test_ratio_rows_collects_each_scripts_ratios():
         ("sim_throughput", "horde-graph/numpy", 12.5), ("train_vs_sb3", "sb3-ppo/horde-ppo", 6.8),
         ("diff_vs_ppo", "ppo/shac env steps", 7.0)]
     assert rows[1]["notes"] == "seeds=3"
+
+
+def test_learning_bars_prints_one_line_per_seed():
+    proc = subprocess.run([sys.executable, str(BENCH / "learning_bars.py"), "--tests", "gru", "--seeds", "0", "1"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert [(r["test"], r["seed"]) for r in rows] == [("gru", 0), ("gru", 1)]
+    assert all(r["mean_episode_length"] > 30 for r in rows), rows  # the GRU test's bar

@@ -7,7 +7,6 @@ for the compile: about 3 minutes on 2 cores. See horde.sim.cuda_aot for what a p
 import importlib.util
 import sys
 
-import pytest
 import warp as wp
 from clihelp import run_cli
 

@@ -34,7 +34,7 @@ def test_demo_trains_evaluates_exports_and_summarizes(tmp_path):
                 "onnx_max_abs_err", "policy_onnx"):
         assert key in summary, key
     assert summary["task"] == "cartpole" and summary["mean_episode_length"] >= 475, summary
-    assert summary["onnx_max_abs_err"] <= 1e-5 and summary["train_seconds"] > 0
+    assert summary["onnx_max_abs_err"] <= 1e-5  # train_seconds is a figure to print, not to assert
     assert (tmp_path / summary["policy_onnx"]).is_file() or __import__("os").path.isfile(summary["policy_onnx"])
     assert "onnxruntime vs torch max abs error" in proc.stdout
 
@@ -42,7 +42,7 @@ def test_demo_trains_evaluates_exports_and_summarizes(tmp_path):
 @pytest.mark.slow
 def test_ppo_swings_up_the_pendulum(tmp_path):
     """A random policy scores about -1,150 on this reward, a swing-up-and-hold policy about -200. After the tuned
-    run, seeds 0-9 on a 2-core AMD EPYC (2026-11-23) scored -200, -348, -265, -229, -177, -233, -226, -171, -187 and
+    run, seeds 0-9 on a 2-core AMD EPYC (2026-11-23; `benchmarks/learning_bars.py --tests ppo_pendulum`) scored -200, -348, -265, -229, -177, -233, -226, -171, -187 and
     -600: the bar sits below the worst seed, since another CPU moves a trajectory as much as another seed does."""
     _, result = _train_and_evaluate(tmp_path, ["task=pendulum", "seed=0"])
     assert result["mean_return"] > -750, result

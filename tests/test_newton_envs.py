@@ -156,7 +156,7 @@ def test_urdf_robot_builds_a_batched_world_that_stands():
     stepped as a graph-ready world, every view finite and the base still above the ground."""
     import newton.examples
 
-    from horde.sim.newton_world import load_robot
+    from horde.sim.newton_build import load_robot
 
     robot = load_robot(newton.examples.get_asset("quadruped.urdf"), contact_ke=1e4, solver="mujoco", floating=True)
     joints = [lbl.split("/")[-1] for lbl in robot.joint_label][1:]

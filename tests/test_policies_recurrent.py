@@ -41,7 +41,8 @@ def test_config_selects_rsl_rl_rnn_models():
     assert (actor["rnn_type"], actor["rnn_hidden_dim"], actor["rnn_num_layers"]) == ("lstm", 32, 2)
     mlp_actor, _ = rsl_model_cfgs(ActorCriticConfig())
     assert mlp_actor["class_name"] is MLPModel and "rnn_type" not in mlp_actor
-    with pytest.raises(ValueError, match="rnn_type 'rnn' is not one of none, gru, lstm"):
+    with pytest.raises(ValueError, match="algo.policy.rnn_type=rnn: not a valid choice; valid choices: none, gru, "
+                                         "lstm"):
         rsl_model_cfgs(ActorCriticConfig(rnn_type="rnn"))
     assert isinstance(build_actor(ActorCriticConfig(rnn_type="gru"), 5, 1), RNNModel)
     with pytest.raises(TypeError, match="use RecurrentInferencePolicy"):
@@ -180,7 +181,8 @@ def test_gru_policy_trains_exports_and_plays(tmp_path):
     assert policy.is_recurrent and cfg.algo.policy.rnn_type == "gru" and ckpt["iteration"] == 6
     res = evaluate(policy, "cartpole", cfg.task, episodes=32).summary()
     # learning something: random policies last about 20 steps; after these 6 iterations seeds 0-9 of the same run
-    # lasted 156, 101, 174, 464, 166, 170, 103, 90, 360 and 155 steps on average (2-core AMD EPYC, 2026-11-23)
+    # lasted 156, 101, 174, 464, 166, 170, 103, 90, 360 and 155 steps on average (2-core AMD EPYC, 2026-11-23;
+    # `python benchmarks/learning_bars.py --tests gru`)
     assert res["mean_episode_length"] > 30, res
     for precision in ("fp32", "fp16"):
         report = export_run(run, precision=precision)

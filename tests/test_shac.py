@@ -176,7 +176,7 @@ def test_shac_swings_up_the_pendulum_and_the_cartpole(tmp_path):
     crossing), so the bar is the best evaluation within the budget, set below the worst seed.
 
     pendulum (6,144 env steps; start -1,186 to -1,691): best -218, -292, -193, -164, -278, -187, -162, -350, -538,
-    -180; a random policy scores about -1,150. swing-up (16,384 env steps; start -13 to -20): best 151, 209, 183,
+    -180 (`python benchmarks/learning_bars.py --tests shac_pendulum shac_swingup` reruns both); a random policy scores about -1,150. swing-up (16,384 env steps; start -13 to -20): best 151, 209, 183,
     203, 61, 145, 162, 155, 163, 179; a random policy scores about 0 (seed 1 scored 180 on an Intel Xeon)."""
     pendulum, _ = _train_and_track(tmp_path / "p", "pendulum", seed=0, env_steps=6144)
     assert pendulum[0] < -900 and max(pendulum) >= -600, pendulum
@@ -187,7 +187,7 @@ def test_shac_swings_up_the_pendulum_and_the_cartpole(tmp_path):
 @pytest.mark.slow
 def test_shac_reaches_with_the_arm(tmp_path):
     """Tuned config (configs/tuned/reach_shac.yaml, 64 envs x 4 steps), 16,384 env steps, evaluated every 2,048.
-    Seeds 0-9 on a 2-core AMD EPYC (2026-11-23), start -> best: -80 -> 127, -152 -> 140, -74 -> 120, -79 -> 120,
+    Seeds 0-9 on a 2-core AMD EPYC (2026-11-23; `benchmarks/learning_bars.py --tests shac_reach`), start -> best: -80 -> 127, -152 -> 140, -74 -> 120, -79 -> 120,
     -105 -> 87, -82 -> 90, -182 -> 3, -177 -> 82, -110 -> 80, -109 -> 140. Nine of ten pass the benchmark's 60, one
     (seed 6) stalls near 0, so the bar is the gain, which every seed made: at least 172 (holding the default pose
     scores about -60; PPO's tuned runs needed about 180k env steps to reach 60)."""

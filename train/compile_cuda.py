@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from horde.sim.cuda_aot import DEFAULT_ARCHS, AotFailure, compile_loaded_modules
+from horde.sim.cuda_aot import DEFAULT_ARCHS, compile_loaded_modules
 
 EXTRA_VARIANTS: dict[str, list[list[str]]] = {"quadruped": [["task.robot=go2"]]}
 """Configs besides the default whose model specializes other kernels (a different robot)."""
@@ -74,11 +74,11 @@ def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet:
     arch_list = ", ".join(f"sm_{a}" for a in archs)
     say(f"compiled {len(modules)} Warp modules for {arch_list}: {len(failures)} failure(s) "
         f"(build {t1 - t0:.0f} s, CUDA compile {t2 - t1:.0f} s)")
-    result = {"tasks": built, "modules": modules, "archs": list(archs),
-              "failures": [str(f) for f in failures], "build_seconds": t1 - t0, "compile_seconds": t2 - t1}
     if failures:
-        raise CudaCompileError(_failure_text(failures))
-    return result
+        raise CudaCompileError(f"{len(failures)} module(s) do not compile for CUDA: "
+                               + "; ".join(str(f) for f in failures))
+    return {"tasks": built, "modules": modules, "archs": list(archs), "build_seconds": t1 - t0,
+            "compile_seconds": t2 - t1}
 
 
 def supported_archs() -> set[int]:
@@ -89,7 +89,3 @@ def supported_archs() -> set[int]:
     from warp._src.context import runtime
 
     return set(runtime.nvrtc_supported_archs or ())
-
-
-def _failure_text(failures: list[AotFailure]) -> str:
-    return f"{len(failures)} module(s) do not compile for CUDA: " + "; ".join(str(f) for f in failures)

@@ -165,10 +165,8 @@ class SHACTrainer:
             raise ConfigError("algo=shac runs in one process: distributed=true is for PPO")
         if getattr(a.policy, "rnn_type", "none") != "none":
             raise ConfigError("algo=shac trains a feed-forward actor: set algo.policy.rnn_type=none")
-        if a.lr_schedule not in ("linear", "fixed"):
-            raise ConfigError(f"algo.lr_schedule '{a.lr_schedule}' is not one of linear, fixed")
-        if a.horizon < 1 or a.critic_mini_batches < 1 or len(a.adam_betas) != 2:
-            raise ConfigError("algo.horizon and algo.critic_mini_batches must be >= 1 and algo.adam_betas two numbers")
+        if len(a.adam_betas) != 2:  # choices and bounds were checked when the config was composed
+            raise ConfigError(f"algo.adam_betas={a.adam_betas}: must be two numbers")
         self.cfg, self.task, self.quiet = cfg, task, quiet
         torch.set_num_threads(cfg.torch_threads)
         seed_everything(cfg.seed, deterministic=getattr(cfg, "deterministic", False))
