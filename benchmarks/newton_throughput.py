@@ -48,7 +48,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from horde.envs import ant, get_task, humanoid, make, reach
+from horde.envs import ant, get_task, humanoid, lift, make, reach
 from horde.sim.device import resolve_device
 from horde.sim.newton_world import Actuation
 
@@ -83,6 +83,9 @@ class BenchTask:
     """Extra ``ModelBuilder.add_mjcf`` arguments the task's loader uses (e.g. self-collisions off)."""
     mujoco_c: bool = True
     """The MJCF has a motor per actuated joint, so MuJoCo's C engine can run it as a reference."""
+    edit_builder: Callable[[Any, Any], None] = lambda cfg, builder: None
+    """(task config, robot builder) -> None: what the task adds to its robot after loading (armature, free objects
+    and props of its scene), appended after the actuated joints."""
 
 
 def _newton_asset(name: str) -> Callable[[Any], str]:
@@ -104,10 +107,32 @@ def _quadruped_robot(cfg):
     return resolve_robot(cfg.robot)
 
 
+def _legged_edit(cfg, builder) -> None:
+    """The robot config's armature (the G1's reflected rotor inertias), as horde's velocity task adds it."""
+    robot = _quadruped_robot(cfg)
+    if robot.armature is not None:
+        nj = len(robot.joints)
+        for k, arm in enumerate(robot.armature):
+            builder.joint_armature[builder.joint_dof_count - nj + k] = float(arm)
+
+
+def _lift_edit(cfg, builder) -> None:
+    """The cube and the table of the lift scene, through horde.sim.scene's builders (plain Newton calls)."""
+    from horde.envs.lift import scene
+    from horde.sim.scene import add_objects, add_props
+
+    cube, table = scene(cfg)
+    add_objects(builder, [cube])
+    add_props(builder, [table])
+
+
 def _quadruped_drive(cfg) -> Actuation:
-    robot, n = _quadruped_robot(cfg), len(_quadruped_robot(cfg).joints)
-    return Actuation(mode="pd", scale=[cfg.action_scale] * n, offset=robot.default_joint_pos, stiffness=[cfg.stiffness] * n,
-                 damping=[cfg.damping] * n, effort_limit=robot.effort_limit)
+    from horde.envs.velocity import _gains
+
+    robot = _quadruped_robot(cfg)
+    scale, stiffness, damping = _gains(cfg, robot)
+    return Actuation(mode="pd", scale=scale, offset=robot.default_joint_pos, stiffness=stiffness, damping=damping,
+                     effort_limit=robot.effort_limit)
 
 
 BENCH_TASKS: dict[str, BenchTask] = {
@@ -122,6 +147,19 @@ BENCH_TASKS: dict[str, BenchTask] = {
                            quiet=lambda cfg: {"episode_length": 2**30, "init_joint_pos_range": 0.0,
                                               "init_yaw_range": 0.0, "max_tilt": 4.0},
                            add_mjcf={"enable_self_collisions": False, "parse_meshes": False, "parse_visuals": False}),
+    "g1-velocity": BenchTask(mjcf=lambda cfg: _quadruped_robot(cfg).mjcf_path(),
+                    joints=lambda cfg: _quadruped_robot(cfg).joints, drive=_quadruped_drive,
+                    quiet=lambda cfg: {"episode_length": 2**30, "init_joint_pos_range": 0.0, "init_yaw_range": 0.0,
+                                       "max_tilt": 4.0},
+                    root_height=lambda cfg: _quadruped_robot(cfg).root_height, edit_builder=_legged_edit,
+                    add_mjcf={"enable_self_collisions": False, "parse_meshes": False, "parse_visuals": False},
+                    mujoco_c=False),
+    "lift": BenchTask(mjcf=lambda cfg: str(lift.GRIPPER_MJCF), joints=lambda cfg: lift.JOINTS,
+                      drive=lambda cfg: Actuation(mode="pd", scale=cfg.action_scale, offset=cfg.default_joint_pos,
+                                                  stiffness=cfg.joint_stiffness, damping=cfg.joint_damping,
+                                                  effort_limit=cfg.effort_limit),
+                      quiet=lambda cfg: {"episode_length": 2**30, "init_joint_pos_range": 0.0},
+                      edit_builder=_lift_edit, add_mjcf={"enable_self_collisions": False}, mujoco_c=False),
 }
 """Tasks this benchmark knows how to rebuild; a new task is one entry."""
 DEFAULT_TASKS = ("ant", "humanoid", "quadruped")
@@ -155,6 +193,7 @@ def raw_newton_stepper(task: str, num_envs: int, device: str):
             robot.joint_effort_limit[d] = float(drive.effort_limit[k])
     if spec.root_height(cfg) is not None:
         robot.joint_q[2] = float(spec.root_height(cfg))
+    spec.edit_builder(cfg, robot)
     if spec.ground:
         scene.add_ground_plane()
     scene.replicate(robot, num_envs)
@@ -171,13 +210,13 @@ def raw_newton_stepper(task: str, num_envs: int, device: str):
         a = bench_actions(num_envs, nj) * torch.tensor(drive.scale)
         if drive.mode == "pd":
             target = control.joint_target_q.numpy().reshape(num_envs, -1)
-            lower = np.asarray(robot.joint_limit_lower[dof0:], np.float32)
-            upper = np.asarray(robot.joint_limit_upper[dof0:], np.float32)
-            target[:, -nj:] = np.clip(np.asarray(drive.offset, np.float32) + a.numpy(), lower, upper)
+            lower = np.asarray(robot.joint_limit_lower[dof0:dof0 + nj], np.float32)
+            upper = np.asarray(robot.joint_limit_upper[dof0:dof0 + nj], np.float32)
+            target[:, dof0:dof0 + nj] = np.clip(np.asarray(drive.offset, np.float32) + a.numpy(), lower, upper)
             control.joint_target_q.assign(target.reshape(-1))
         else:
             f = torch.zeros(num_envs, model.joint_dof_count // num_envs)
-            f[:, -nj:] = a
+            f[:, dof0:dof0 + nj] = a
             control.joint_f.assign(wp.from_torch(f.reshape(-1).to(resolve_device(device).torch)))
 
         def simulate():

@@ -9,9 +9,10 @@ and substeps, episode length, reward scales, initial-state and command ranges (`
 comes from horde's assets. Reported: mean return in MuJoCo, horde's closed-loop mean return (rung 2 of the
 bundle's parity report), and their ratio.
 
-The loop is shared; a task is an entry in :data:`TWINS`: its MJCF and a small class that draws an episode's
-initial state and commands, computes the task's own observation quantities (the joint angles, rates and last
-actions are common) and its reward terms and failure rule from MuJoCo state.
+The loop is shared; a task brings its twin in its ``TaskSpec`` (``twin``): a small class that loads the task's MuJoCo
+model, draws an episode's initial state and commands, computes the task's own observation quantities (the joint
+angles, rates and last actions are common) and its reward terms and failure rule from MuJoCo state. The velocity
+task's twin (:class:`horde.envs.velocity.VelocityTwin`) runs the task's own Warp reward terms on MuJoCo's state.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["MIN_RETURN_RATIO", "TWINS", "Sim2SimError", "Sim2SimSetup", "load_setup", "passes", "run_sim2sim",
+__all__ = ["MIN_RETURN_RATIO", "Sim2SimError", "Sim2SimSetup", "load_setup", "passes", "run_sim2sim",
            "summary_line"]
 
 MIN_RETURN_RATIO = 0.8
@@ -34,172 +35,6 @@ MIN_RETURN_RATIO = 0.8
 
 class Sim2SimError(RuntimeError):
     """The bundle cannot be run in MuJoCo; one line."""
-
-
-def _mjcf_path(name: str) -> Callable[[dict], str]:
-    return lambda cfg: str(resources.files("horde") / "assets" / name)
-
-
-def _quadruped_mjcf(cfg: dict) -> str:
-    from horde.envs.robots import resolve_robot
-
-    return resolve_robot(cfg.get("robot", "quad12")).mjcf_path()
-
-
-# --- per-task twins ------------------------------------------------------------------------------------------------
-class ReachTwin:
-    """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics."""
-
-    quantities = ("ee_x", "ee_y", "ee_z", "target_x", "target_y", "target_z", "error_x", "error_y", "error_z")
-    per_second = False
-    """Reward scales apply per control step as they are."""
-
-    def __init__(self, model, cfg: dict, control_dt: float) -> None:
-        self.cfg, self.site = cfg, model.site("ee").id
-        self.target, self.final_error = np.zeros(3), float("nan")
-
-    def reset(self, model, data, joints: "Joints", rng: np.random.Generator) -> None:
-        cfg = self.cfg
-        joints.set_noisy_default(data, cfg["init_joint_pos_range"], cfg.get("init_joint_vel_range", 0.0), rng)
-        self.target = rng.uniform(cfg["target_low"], cfg["target_high"])
-
-    def values(self, data) -> np.ndarray:
-        ee = data.site_xpos[self.site]
-        return np.concatenate([ee, self.target, self.target - ee])
-
-    def terms(self, model, data, joints: "Joints", a: np.ndarray, last: np.ndarray, tau: np.ndarray
-              ) -> tuple[dict[str, float], bool]:
-        dist = float(np.linalg.norm(self.target - data.site_xpos[self.site]))
-        self.final_error = dist
-        return ({"distance": dist, "precision": 1.0 - math.tanh(dist / self.cfg["precision_std"]),
-                 "action_rate": float(np.sum((a - last) ** 2)), "joint_vel": float(np.sum(joints.qd(data) ** 2))},
-                False)
-
-    def metrics(self) -> dict[str, float]:
-        """Per episode; averaged over episodes under the same key."""
-        return {"final_error_mean_m": self.final_error}
-
-
-class QuadrupedTwin:
-    """Quadruped velocity tracking on flat ground (``envs/quadruped.py``): commands drawn per episode and every
-    ``command_resample_s``; contact forces of feet, thighs and base from ``mj_contactForce``; fails on base contact
-    or a tilt past ``max_tilt``."""
-
-    quantities = ("lin_vel_x", "lin_vel_y", "lin_vel_z", "ang_vel_x", "ang_vel_y", "ang_vel_z", "gravity_x",
-                  "gravity_y", "gravity_z", "cmd_vx", "cmd_vy", "cmd_yaw_rate")
-    per_second = True
-    """Reward scales are per second: multiplied by the control period, as horde does."""
-
-    def __init__(self, model, cfg: dict, control_dt: float) -> None:
-        from horde.envs.robots import LEGS
-
-        self.cfg, self.dt = cfg, control_dt
-        self.base = model.body("base").id
-        self.com = model.body_ipos[self.base].copy()  # horde's linear velocity is the base COM's
-        # contact rows as horde's: 4 feet, 4 thighs, the base (base and head geoms)
-        bodies = [f"{leg}_foot" for leg in LEGS] + [f"{leg}_thigh" for leg in LEGS] + ["base"]
-        self.row = np.full(model.nbody, -1)
-        for r, name in enumerate(bodies):
-            self.row[model.body(name).id] = r
-        self.resample = max(int(round(cfg["command_resample_s"] / control_dt)), 0)
-        self.cos_tilt = math.cos(cfg["max_tilt"])
-        self.command = np.zeros(3)
-        self.air = np.zeros(4)
-        self.steps = 0
-        self.track_err: list[float] = []
-
-    def draw_command(self, rng: np.random.Generator) -> None:
-        cfg = self.cfg
-        stand = rng.uniform() < cfg["standing_fraction"]
-        cmd = [rng.uniform(*cfg["command_vx"]), rng.uniform(*cfg["command_vy"]), rng.uniform(*cfg["command_yaw_rate"])]
-        self.command = np.zeros(3) if stand else np.array(cmd)
-
-    def reset(self, model, data, joints: "Joints", rng: np.random.Generator) -> None:
-        import mujoco
-
-        joints.set_noisy_default(data, self.cfg["init_joint_pos_range"], 0.0, rng)
-        yaw = rng.uniform(-1.0, 1.0) * self.cfg["init_yaw_range"]
-        q0 = data.qpos[3:7].copy()
-        mujoco.mju_mulQuat(data.qpos[3:7], np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]), q0)
-        self.draw_command(rng)
-        self.rng, self.air[:], self.steps, self.track_err = rng, 0.0, 0, []
-
-    def base_twist(self, data) -> tuple[np.ndarray, np.ndarray]:
-        """Base-frame linear velocity of the base COM [m/s] and angular velocity [rad/s] (MuJoCo's free-joint qvel
-        is the world-frame velocity of the body origin and the body-frame angular velocity)."""
-        rot = data.xmat[self.base].reshape(3, 3)
-        w = data.qvel[3:6]
-        return rot.T @ data.qvel[0:3] + np.cross(w, self.com), w.copy()
-
-    def values(self, data) -> np.ndarray:
-        v, w = self.base_twist(data)
-        gravity = -data.xmat[self.base].reshape(3, 3)[2]  # R^T (0, 0, -1)
-        return np.concatenate([v, w, gravity, self.command])
-
-    def contact_forces(self, model, data) -> np.ndarray:
-        """Total contact force [N] on each contact row's body, world frame, [9, 3]."""
-        import mujoco
-
-        out, f6 = np.zeros((9, 3)), np.zeros(6)
-        for i in range(data.ncon):
-            c = data.contact[i]
-            r1, r2 = self.row[model.geom_bodyid[c.geom1]], self.row[model.geom_bodyid[c.geom2]]
-            if r1 < 0 and r2 < 0:
-                continue
-            mujoco.mj_contactForce(model, data, i, f6)
-            f = c.frame.reshape(3, 3).T @ f6[:3]  # the force geom1 exerts on geom2, world frame
-            if r2 >= 0:
-                out[r2] += f
-            if r1 >= 0:
-                out[r1] -= f
-        return out
-
-    def terms(self, model, data, joints: "Joints", a: np.ndarray, last: np.ndarray, tau: np.ndarray
-              ) -> tuple[dict[str, float], bool]:
-        cfg, thr = self.cfg, self.cfg["contact_threshold"]
-        force = self.contact_forces(model, data)
-        rot = data.xmat[self.base].reshape(3, 3)
-        v, w = self.base_twist(data)
-        g = -rot[2]
-        failed = bool(np.linalg.norm(force[8]) > thr or rot[2, 2] < self.cos_tilt
-                      or not np.isfinite(data.qpos).all())
-        cmd, sig2 = self.command, cfg["tracking_sigma"] ** 2
-        touch = force[:4, 2] > thr
-        air = float(np.sum(np.where(touch & (self.air > 0.0), self.air - cfg["feet_air_time_target"], 0.0)))
-        self.air = np.where(touch, 0.0, self.air + self.dt)
-        moving = np.abs(cmd).sum() > 0.1
-        self.track_err.append(float(np.hypot(cmd[0] - v[0], cmd[1] - v[1])))
-        terms = {"track_lin_vel": math.exp(-((cmd[0] - v[0]) ** 2 + (cmd[1] - v[1]) ** 2) / sig2),
-                 "track_ang_vel": math.exp(-((cmd[2] - w[2]) ** 2) / sig2),
-                 "lin_vel_z": v[2] ** 2, "ang_vel_xy": w[0] ** 2 + w[1] ** 2, "orientation": g[0] ** 2 + g[1] ** 2,
-                 "torques": float(np.sum(tau ** 2)), "action_rate": float(np.sum((a - last) ** 2)),
-                 "feet_air_time": air if moving else 0.0,
-                 "undesired_contacts": float(np.sum(np.linalg.norm(force[4:8], axis=1) > thr)),
-                 "terminated": float(failed)}
-        self.steps += 1
-        if self.resample > 0 and self.steps % self.resample == 0:
-            self.draw_command(self.rng)
-        return terms, failed
-
-    def metrics(self) -> dict[str, float]:
-        """Per episode; averaged over episodes under the same key."""
-        return {"lin_vel_tracking_error_mean_mps": float(np.mean(self.track_err)) if self.track_err else 0.0}
-
-
-@dataclass(frozen=True)
-class TwinSpec:
-    """A task with a sim-to-sim check: where its MJCF is (from the task config) and its per-task twin."""
-
-    mjcf: Callable[[dict], str]
-    twin: type
-
-
-TWINS: dict[str, TwinSpec] = {
-    "reach": TwinSpec(_mjcf_path("arm7.xml"), ReachTwin),
-    "quadruped": TwinSpec(_quadruped_mjcf, QuadrupedTwin),
-}
-"""Tasks with a sim-to-sim check. Flat ground, no observation noise, no domain randomization: the rough quadruped
-(heightfield tiles, randomization on) is not here."""
 
 
 # --- the shared part -----------------------------------------------------------------------------------------------
@@ -274,19 +109,22 @@ def load_setup(spec: dict) -> Sim2SimSetup:
     """The MuJoCo model of a bundle's task, and its observation layout resolved from ``spec`` (policy.json)."""
     import mujoco
 
+    from horde.envs import TASKS
+
     task = spec["task"]
-    if task not in TWINS:
-        raise Sim2SimError(f"no sim-to-sim (MuJoCo) check for task '{task}'; tasks with one: {', '.join(TWINS)}")
+    twin_cls = TASKS[task].twin if task in TASKS else None
+    if twin_cls is None:
+        with_twin = sorted(name for name, t in TASKS.items() if t.twin is not None)
+        raise Sim2SimError(f"no sim-to-sim (MuJoCo) check for task '{task}'; tasks with one: {', '.join(with_twin)}")
     if spec["action"]["type"] != "position_target" or spec.get("recurrent"):
         raise Sim2SimError("sim-to-sim runs feed-forward position-target policies only")
     cfg, ctl = spec["task_config"], spec["control"]
     if (cfg.get("randomization") or {}).get("enabled") or (cfg.get("terrain") or {}).get("kind", "flat") != "flat":
         raise Sim2SimError("sim-to-sim runs on flat ground without domain randomization or observation noise")
-    entry = TWINS[task]
-    model = mujoco.MjModel.from_xml_path(entry.mjcf(cfg))
+    model = twin_cls.load_model(cfg)
     model.opt.timestep = ctl["sim_dt"]
     joints = Joints(model, spec)
-    names = list(entry.twin.quantities)
+    names = list(twin_cls.quantities)
     for prefix in ("pos_", "vel_", "last_action_"):
         names += [prefix + j for j in spec["action"]["names"]]
     terms = spec["observation"]["terms"]
@@ -295,7 +133,7 @@ def load_setup(spec: dict) -> Sim2SimSetup:
         raise Sim2SimError(f"observation terms with no MuJoCo counterpart here: {', '.join(missing)}")
     clip = [t.get("clip") or (-np.inf, np.inf) for t in terms]
     return Sim2SimSetup(
-        task, spec, model, joints, entry.twin, np.array([names.index(t["name"]) for t in terms]),
+        task, spec, model, joints, twin_cls, np.array([names.index(t["name"]) for t in terms]),
         np.array([t.get("offset") or 0.0 for t in terms]), np.array([t.get("scale", 1.0) for t in terms]),
         np.array([c[0] for c in clip], dtype=np.float64), np.array([c[1] for c in clip], dtype=np.float64))
 

@@ -64,24 +64,26 @@ def _joint_obs_offsets(layout: dict) -> list[float]:
 ACTION_MODE, DEFAULT_POS, KP, KD, EFFORT = ("action_mode", "default_joint_pos", "joint_stiffness", "joint_damping",
                                             "effort_limit")
 SCALAR_GAINS = {KP: "stiffness", KD: "damping"}
-"""Quadruped configs give one gain for every joint under these names."""
+"""Velocity-tracking configs may override every joint's gain with one value under these names."""
 
 
 def actuation(layout: dict) -> dict:
     """Default pose, PD gains and effort limits per action column (None where the task has none), from the task
-    config; quadruped configs name a robot model (:mod:`horde.envs.robots`) that holds the pose and the limits,
-    and give scalar gains."""
+    config; velocity-tracking configs name a robot (:mod:`horde.envs.robots`) that holds the pose, the gains and
+    the limits, and may override the gains with one value each."""
     cfg, n = layout["config"], len(layout["action_names"])
     out = {k: cfg.get(k) for k in (DEFAULT_POS, KP, KD, EFFORT)}
     for key, scalar in SCALAR_GAINS.items():
         if out[key] is None and isinstance(cfg.get(scalar), (int, float)):
             out[key] = [float(cfg[scalar])] * n
-    from horde.envs.robots import QUADRUPEDS
+    from horde.envs.robots import ROBOTS
 
-    robot = QUADRUPEDS.get(cfg.get("robot"))
+    robot = ROBOTS.get(cfg.get("robot"))
     if robot is not None:
         out[DEFAULT_POS] = out[DEFAULT_POS] or list(robot.default_joint_pos)
         out[EFFORT] = out[EFFORT] or list(robot.effort_limit)
+        out[KP] = out[KP] or list(robot.stiffness)
+        out[KD] = out[KD] or list(robot.damping)
     return {k: list(v) if v is not None else None for k, v in out.items()}
 
 

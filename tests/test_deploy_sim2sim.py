@@ -11,7 +11,8 @@ import torch
 from clihelp import run_cli
 
 from horde.deploy import export_run
-from horde.deploy.sim2sim import QuadrupedTwin, Sim2SimError, load_setup, run_sim2sim
+from horde.deploy.sim2sim import Sim2SimError, load_setup, run_sim2sim
+from horde.envs.velocity import VelocityTwin
 
 REACH_STEPS = 100
 """Episode length of the reach test run (200 by default)."""
@@ -115,7 +116,6 @@ def test_mujoco_observations_and_rewards_match_horde_for_the_same_state(quad_exp
     import warp as wp
 
     from horde.envs import make
-    from horde.envs.quadruped import TERMS
 
     spec = json.loads(Path(quad_export.json_path).read_text())
     setup = load_setup(spec)
@@ -134,8 +134,9 @@ def test_mujoco_observations_and_rewards_match_horde_for_the_same_state(quad_exp
     for i in range(4):
         data = mujoco.MjData(setup.model)
         _to_mujoco(setup.model, data, w.joint_q[i].double().numpy(), w.joint_qd[i].double().numpy())
-        twin: QuadrupedTwin = setup.new_twin()
-        twin.rng, twin.command = np.random.default_rng(0), env.command[i].double().numpy()
+        twin: VelocityTwin = setup.new_twin()
+        twin.rng = np.random.default_rng(0)
+        twin.command[:] = env.command[i].double().numpy()
         # the command was redrawn at this step when it had to be; the observation holds the current one
         a = actions[i].clamp(-1, 1).double().numpy()
         obs = setup.observe(data, twin, a)
@@ -144,7 +145,7 @@ def test_mujoco_observations_and_rewards_match_horde_for_the_same_state(quad_exp
         terms, failed = twin.terms(setup.model, data, setup.joints, a, prev[i].clamp(-1, 1).double().numpy(), tau)
         assert not failed
         for k in ("lin_vel_z", "ang_vel_xy", "orientation", "torques", "action_rate", "track_lin_vel", "track_ang_vel"):
-            assert terms[k] == pytest.approx(horde_terms[i, TERMS.index(k)], rel=1e-3, abs=1e-5), (i, k)
+            assert terms[k] == pytest.approx(horde_terms[i, env.term_names.index(k)], rel=1e-3, abs=1e-5), (i, k)
 
 
 def test_cli_and_refusal(reach_bundle, tiny_run):
@@ -152,7 +153,7 @@ def test_cli_and_refusal(reach_bundle, tiny_run):
     assert proc.returncode == 0 and "MuJoCo" in proc.stdout and "ratio" in proc.stdout, proc.stderr
     cartpole = export_run(tiny_run, name="for_sim2sim", sim2sim_episodes=2)
     assert cartpole.ladder["sim_to_sim"] is None
-    assert "tasks with one: reach, quadruped" in cartpole.ladder["skipped"][0]["reason"]
+    assert "tasks with one: g1-velocity, quadruped, reach" in cartpole.ladder["skipped"][0]["reason"]
     with pytest.raises(Sim2SimError, match=r"^no sim-to-sim \(MuJoCo\) check for task 'cartpole'; tasks with one: "
-                                           r"reach, quadruped$"):
+                                           r"g1-velocity, quadruped, reach$"):
         run_sim2sim(cartpole.bundle_dir)

