@@ -30,7 +30,7 @@ from horde.envs import render
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TermSet
+from horde.envs.terms import TermSet, clipped_action_rate
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
@@ -109,8 +109,14 @@ class Manip:
     """Cube centre height resting on the table [m]."""
     lift_height: float
     contact_threshold: float
+    grip_lo: float
+    """A finger closed on the cube opens at least this much [m] (less: closed on nothing)."""
+    grip_hi: float
+    """A finger closed on the cube opens at most this much [m] (more: not closed on it)."""
     actions: wp.array2d(dtype=float)
     last_actions: wp.array2d(dtype=float)
+    joint_q: wp.array2d(dtype=float)
+    """Joint coordinates: 7 arm angles [rad], then the two finger openings [m]."""
     joint_qd: wp.array2d(dtype=float)
     body_q: wp.array2d(dtype=wp.transform)
     contact: wp.array2d(dtype=wp.vec3)
@@ -152,10 +158,17 @@ def reaching(x: Manip, i: int) -> float:
 
 @lift_term
 def grasp(x: Manip, i: int) -> float:
-    """1 when both fingers press on something and the cube is between them (within 3 cm of the end effector)."""
-    both = wp.length(x.contact[i, 0]) > x.contact_threshold and wp.length(x.contact[i, 1]) > x.contact_threshold
+    """1 when both fingers press sideways (more than down), the cube is between them (within 3 cm of the end
+    effector) and each finger's opening fits the cube's width: closed on the cube, not pressing on the table
+    beside it (a first CPU run collected a looser grasp term that way without ever lifting)."""
     near = wp.length(cube_pos(x, i) - ee_pos(x, i)) < 0.03
-    return wp.where(both and near and not x.unstable[i], 1.0, 0.0)
+    squeeze = bool(True)
+    for f in range(2):
+        c = x.contact[i, f]
+        side = wp.sqrt(c[0] * c[0] + c[1] * c[1])  # pressing sideways on the cube, not down on the table
+        q = x.joint_q[i, 7 + f]
+        squeeze = squeeze and side > x.contact_threshold and side > wp.abs(c[2]) and q > x.grip_lo and q < x.grip_hi
+    return wp.where(squeeze and near and not x.unstable[i], 1.0, 0.0)
 
 
 @lift_term
@@ -179,11 +192,7 @@ def target_fine(x: Manip, i: int) -> float:
 @lift_term
 def action_rate(x: Manip, i: int) -> float:
     """sum (a - a_prev)^2 of clipped actions."""
-    rate = float(0.0)
-    for k in range(x.actions.shape[1]):
-        d = wp.clamp(x.actions[i, k], -1.0, 1.0) - x.last_actions[i, k]
-        rate += d * d
-    return rate
+    return clipped_action_rate(x.actions, x.last_actions, i)
 
 
 @lift_term
@@ -360,8 +369,11 @@ class LiftEnv(WarpTaskEnv):
         x.cube_body = self.world.object_body("cube")
         x.rest_z = cfg.table_height + 0.5 * cfg.cube_size
         x.lift_height, x.contact_threshold = cfg.lift_height, cfg.contact_threshold
+        # a finger's inner face is at its opening: holding the cube, each opens about half the cube's width
+        half = 0.5 * cfg.cube_size
+        x.grip_lo, x.grip_hi = half - 0.008, half + 0.003
         x.actions, x.last_actions = self._last_actions, self._last_actions  # actions bound after the core's init
-        x.joint_qd, x.body_q, x.contact = a.joint_qd, a.body_q, self._contact
+        x.joint_q, x.joint_qd, x.body_q, x.contact = a.joint_q, a.joint_qd, a.body_q, self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
         return x
 

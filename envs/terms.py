@@ -12,18 +12,18 @@ float`` of env ``i``; ``term_set.term`` registers one, from horde or from a user
         return (p[2] - 0.3) * (p[2] - 0.3)
 
 A task config then names the terms it uses (``reward_scales: {base_height: -10.0, ...}``), and the task builds one
-kernel that calls them in that order with ``wp.static`` (:func:`fused_terms`): one launch for every term, nothing per
-term on the host, so the step stays one graph replay. The same term functions run in the sim-to-sim twin
+kernel that calls them in that order with ``wp.static`` (``for k in range(wp.static(len(terms))):
+wp.static(terms[k])(x, i)``, e.g. :func:`horde.envs.velocity.post_step_kernel`): one launch for every term, nothing
+per term on the host, so the step stays one graph replay. The same term functions run in the sim-to-sim twin
 (:mod:`horde.deploy.sim2sim`) on MuJoCo's state copied into the context's arrays.
 """
 
 # no `from __future__ import annotations`: the kernel built in fused_terms needs its annotations evaluated
-import functools
 from collections.abc import Callable, Sequence
 
 import warp as wp
 
-__all__ = ["TermSet", "UnknownTermError"]
+__all__ = ["TermSet", "UnknownTermError", "clipped_action_rate"]
 
 
 class UnknownTermError(ValueError):
@@ -70,14 +70,12 @@ class TermSet:
         return tuple(self._terms[n] for n in names)
 
 
-@functools.lru_cache(maxsize=None)
-def fused_terms(context: type, funcs: tuple[wp.Function, ...]) -> wp.Kernel:
-    """A kernel ``(x, out[T, N])`` writing every term of every env: what a task's step kernel does inline, for
-    hosts that need the term values alone (the sim-to-sim twin, tests)."""
-    @wp.kernel(enable_backward=False, module="unique")
-    def term_values(x: context, out: wp.array2d(dtype=float)):
-        i = wp.tid()
-        for k in range(wp.static(len(funcs))):
-            out[k, i] = wp.static(funcs[k])(x, i)
-
-    return term_values
+@wp.func
+def clipped_action_rate(actions: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),
+                        i: int) -> float:
+    """sum_k (clip(a_k, -1, 1) - a_prev_k)^2 of env ``i``: the action-rate penalty that most task families share."""
+    rate = float(0.0)
+    for k in range(actions.shape[1]):
+        d = wp.clamp(actions[i, k], -1.0, 1.0) - last_actions[i, k]
+        rate += d * d
+    return rate

@@ -1,0 +1,220 @@
+"""The velocity task's view of a legged robot (:class:`Legged`), its observation names, and its reward terms
+(:data:`VELOCITY_TERMS`): Warp functions ``(x: Legged, i: int) -> float`` that :mod:`horde.envs.velocity` fuses
+into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state. Add a term with
+``@VELOCITY_TERMS.term`` (or ``velocity_term``) and one ``reward_scales`` line.
+"""
+
+# no `from __future__ import annotations`: Warp reads the annotations of the functions below
+import warp as wp
+
+from horde.envs.terms import TermSet, clipped_action_rate
+
+__all__ = ["BASE_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMS", "Legged", "advance", "failure", "obs_names",
+           "velocity_term"]
+
+ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
+ROOT_DOFS = 6
+BASE_OBS = ("lin_vel_x", "lin_vel_y", "lin_vel_z", "ang_vel_x", "ang_vel_y", "ang_vel_z", "gravity_x", "gravity_y",
+            "gravity_z", "cmd_vx", "cmd_vy", "cmd_yaw_rate")
+
+
+def obs_names(joints: tuple[str, ...]) -> tuple[str, ...]:
+    """Observation names of a robot with these actuated joints."""
+    return (*BASE_OBS, *(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints),
+            *(f"last_action_{j}" for j in joints))
+
+
+@wp.struct
+class Legged:
+    """What a velocity-tracking reward term reads of env ``i`` (every array ``[num_envs, ...]`` unless noted).
+
+    Coordinates follow :class:`horde.sim.newton_world.NewtonWorld`: ``joint_q`` is the root position and quaternion
+    (xyzw) then the actuated joints' angles, ``joint_qd`` the root's linear and angular velocity then the joint
+    rates; ``body_q``/``body_qd`` are world-frame body poses and COM twists; ``contact`` holds the total contact
+    force [N] on each contact body: ``n_feet`` feet, then ``n_undesired`` undesired-contact bodies, then the failure
+    bodies.
+    """
+
+    root: int
+    """Body index of the floating base."""
+    dt: float
+    """Control period [s]."""
+    sigma: float
+    """Width of the exponential tracking terms."""
+    air_target: float
+    """Air time [s] rewarded against at touchdown."""
+    contact_threshold: float
+    """Contact when the force exceeds this [N]."""
+    cos_max_tilt: float
+    """cos of the tilt at which the episode fails."""
+    feet_min_distance: float
+    """Closest the first two feet may come (xy) [m]."""
+    n_feet: int
+    n_undesired: int
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped) [num_envs, num_actions]."""
+    last_actions: wp.array2d(dtype=float)
+    """Clipped actions of the previous step."""
+    default_q: wp.array(dtype=float)
+    """Default coordinates [coords] (one env)."""
+    deviation: wp.array(dtype=float)
+    """joint_deviation weight per actuated joint [num_actions] (one env)."""
+    feet_body: wp.array(dtype=int)
+    """Body index of each foot [n_feet]."""
+    joint_q: wp.array2d(dtype=float)
+    joint_qd: wp.array2d(dtype=float)
+    joint_f: wp.array2d(dtype=float)
+    """Applied joint torques [N m] [num_envs, dofs]."""
+    body_q: wp.array2d(dtype=wp.transform)
+    body_qd: wp.array2d(dtype=wp.spatial_vector)
+    root_vel_base: wp.array2d(dtype=float)
+    """Base-frame linear [m/s] and angular [rad/s] velocity [num_envs, 6]."""
+    contact: wp.array2d(dtype=wp.vec3)
+    unstable: wp.array(dtype=wp.bool)
+    """The physics health check flagged the world."""
+    failed: wp.array(dtype=wp.bool)
+    """The episode fails on this step (written before the terms run)."""
+    command: wp.array2d(dtype=float)
+    """Commanded vx [m/s], vy [m/s], yaw rate [rad/s]."""
+    air_time: wp.array2d(dtype=float)
+    """Seconds since each foot last touched down [num_envs, n_feet]."""
+
+
+VELOCITY_TERMS = TermSet("velocity", Legged)
+"""Reward terms of the velocity-tracking task: Warp functions ``(x: Legged, i: int) -> float``."""
+velocity_term = VELOCITY_TERMS.term
+
+
+@wp.func
+def failure(x: Legged, i: int) -> bool:
+    """Unstable physics, a failure body touching the ground, or a tilt past the limit."""
+    rot = wp.transform_get_rotation(x.body_q[i, x.root])
+    up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
+    body_touch = bool(False)
+    for c in range(x.n_feet + x.n_undesired, x.contact.shape[1]):
+        body_touch = body_touch or wp.length(x.contact[i, c]) > x.contact_threshold
+    return x.unstable[i] or body_touch or up_z < x.cos_max_tilt
+
+
+@wp.func
+def advance(x: Legged, i: int):
+    """State the terms read, moved on after they ran: air time per foot, the previous (clipped) actions."""
+    for f in range(x.n_feet):
+        at = x.air_time[i, f]
+        x.air_time[i, f] = wp.where(x.contact[i, f][2] > x.contact_threshold, 0.0, at + x.dt)
+    for k in range(x.actions.shape[1]):
+        x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
+
+
+@velocity_term
+def track_lin_vel(x: Legged, i: int) -> float:
+    """exp(-|cmd_xy - v_xy|^2 / sigma^2), base frame."""
+    ex = x.command[i, 0] - x.root_vel_base[i, 0]
+    ey = x.command[i, 1] - x.root_vel_base[i, 1]
+    return wp.where(x.unstable[i], 0.0, wp.exp(-(ex * ex + ey * ey) / (x.sigma * x.sigma)))
+
+
+@velocity_term
+def track_ang_vel(x: Legged, i: int) -> float:
+    """exp(-(cmd_yaw_rate - w_z)^2 / sigma^2)."""
+    ez = x.command[i, 2] - x.root_vel_base[i, 5]
+    return wp.where(x.unstable[i], 0.0, wp.exp(-(ez * ez) / (x.sigma * x.sigma)))
+
+
+@velocity_term
+def lin_vel_z(x: Legged, i: int) -> float:
+    """v_z^2 (base frame)."""
+    return x.root_vel_base[i, 2] * x.root_vel_base[i, 2]
+
+
+@velocity_term
+def ang_vel_xy(x: Legged, i: int) -> float:
+    """w_x^2 + w_y^2 (base frame)."""
+    return x.root_vel_base[i, 3] * x.root_vel_base[i, 3] + x.root_vel_base[i, 4] * x.root_vel_base[i, 4]
+
+
+@velocity_term
+def orientation(x: Legged, i: int) -> float:
+    """|g_xy|^2: the gravity direction's tilt in the base frame."""
+    g = wp.quat_rotate_inv(wp.transform_get_rotation(x.body_q[i, x.root]), wp.vec3(0.0, 0.0, -1.0))
+    return wp.where(x.unstable[i], 0.0, g[0] * g[0] + g[1] * g[1])
+
+
+@velocity_term
+def torques(x: Legged, i: int) -> float:
+    """sum tau^2 over the joints [N^2 m^2]."""
+    torque = float(0.0)
+    for k in range(6, x.joint_f.shape[1]):
+        torque += x.joint_f[i, k] * x.joint_f[i, k]
+    return wp.where(x.unstable[i], 0.0, torque)
+
+
+@velocity_term
+def action_rate(x: Legged, i: int) -> float:
+    """sum (a - a_prev)^2 of clipped actions."""
+    return clipped_action_rate(x.actions, x.last_actions, i)
+
+
+@velocity_term
+def feet_air_time(x: Legged, i: int) -> float:
+    """sum over touchdowns of (air time - target) while commanded to move (legged_gym)."""
+    air = float(0.0)
+    for f in range(x.n_feet):
+        at = x.air_time[i, f]
+        if x.contact[i, f][2] > x.contact_threshold and at > 0.0:
+            air += at - x.air_target
+    moving = wp.abs(x.command[i, 0]) + wp.abs(x.command[i, 1]) + wp.abs(x.command[i, 2]) > 0.1
+    return wp.where(moving and not x.unstable[i], air, 0.0)
+
+
+@velocity_term
+def undesired_contacts(x: Legged, i: int) -> float:
+    """Number of undesired-contact bodies (thighs, knees, hands) touching something."""
+    n = float(0.0)
+    for c in range(x.n_feet, x.n_feet + x.n_undesired):
+        n += wp.where(wp.length(x.contact[i, c]) > x.contact_threshold, 1.0, 0.0)
+    return n
+
+
+@velocity_term
+def terminated(x: Legged, i: int) -> float:
+    """1 on the step the episode fails."""
+    return wp.where(x.failed[i], 1.0, 0.0)
+
+
+@velocity_term
+def alive(x: Legged, i: int) -> float:
+    """1 on every step that does not fail."""
+    return wp.where(x.failed[i], 0.0, 1.0)
+
+
+@velocity_term
+def joint_deviation(x: Legged, i: int) -> float:
+    """sum w_j |q_j - default_j| with the robot's per-joint weights (hips' roll and yaw, waist, arms)."""
+    dev = float(0.0)
+    for k in range(x.deviation.shape[0]):
+        dev += x.deviation[k] * wp.abs(x.joint_q[i, 7 + k] - x.default_q[7 + k])
+    return wp.where(x.unstable[i], 0.0, dev)
+
+
+@velocity_term
+def feet_slip(x: Legged, i: int) -> float:
+    """sum over feet in contact of the foot's horizontal speed squared [m^2/s^2]."""
+    slip = float(0.0)
+    for f in range(x.n_feet):
+        v = wp.spatial_top(x.body_qd[i, x.feet_body[f]])
+        if x.contact[i, f][2] > x.contact_threshold:
+            slip += v[0] * v[0] + v[1] * v[1]
+    return wp.where(x.unstable[i], 0.0, slip)
+
+
+@velocity_term
+def feet_distance(x: Legged, i: int) -> float:
+    """How much closer than ``feet_min_distance`` the first two feet are (xy) [m]; 0 with fewer feet."""
+    out = float(0.0)
+    if x.n_feet >= 2:
+        a = wp.transform_get_translation(x.body_q[i, x.feet_body[0]])
+        b = wp.transform_get_translation(x.body_q[i, x.feet_body[1]])
+        d = wp.length(wp.vec2(a[0] - b[0], a[1] - b[1]))
+        out = wp.max(x.feet_min_distance - d, 0.0)
+    return wp.where(x.unstable[i], 0.0, out)
