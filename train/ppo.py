@@ -10,33 +10,20 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
-import json
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 from rsl_rl.algorithms import PPO
-from tqdm import tqdm
 
 import horde
 from horde.envs import RslRlVecEnv, make
 from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from horde.train.config import ConfigError, TrainConfig, to_container
-from horde.train.session import (
-    DistInfo,
-    PreemptionGuard,
-    all_ranks_agree,
-    any_rank,
-    broadcast_object,
-    parameters_digest,
-    seed_everything,
-    setup_distributed,
-)
-from horde.train.tblog import log_iteration, postfix
+from horde.train.runner import run
+from horde.train.session import DistInfo, broadcast_object, seed_everything, setup_distributed
 from horde.train.timing import PhaseTimer
 
 
@@ -124,6 +111,7 @@ class PPOTrainer:
         use_fused_adam(self.alg)
         self.iteration = 0
         self.writer = None
+        self.timer = PhaseTimer(self.device)
         if resume_ckpt is not None:
             self._restore(resume_ckpt)
         elif cfg.algo.random_episode_start:
@@ -163,106 +151,54 @@ class PPOTrainer:
         }
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
 
-    # --- the loop ----------------------------------------------------------------------------------------------
-    def learn(self, on_iteration: Callable[[PPOTrainer], bool] | None = None) -> dict:
-        """Train for ``cfg.max_iterations`` iterations; returns the run's summary figures.
+    # --- the loop (horde.train.runner drives it) -------------------------------------------------------------
+    label = "ppo"
 
-        ``on_iteration(trainer)`` runs after every iteration (evaluation, early stopping); returning True stops.
-        """
-        from torch.utils.tensorboard import SummaryWriter
+    @property
+    def num_envs(self) -> int:
+        return self.core.num_envs
 
-        cfg, alg = self.cfg, self.alg
-        main = self.dist.is_main
-        self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10) if main else None
-        steps_per_iter = cfg.algo.num_steps_per_env * self.core.num_envs * self.dist.world_size
+    @property
+    def steps_per_iteration(self) -> int:
+        return self.cfg.algo.num_steps_per_env * self.core.num_envs * self.dist.world_size
+
+    @property
+    def learning_rate(self) -> float:
+        return float(self.alg.learning_rate)
+
+    def noise_std(self) -> float:
+        return float(self.alg.get_policy().output_std.detach().mean())
+
+    def policy(self) -> torch.nn.Module:
+        return self.alg.get_policy()
+
+    def pop_episode_stats(self) -> dict[str, float]:
+        return self.core.pop_episode_stats()
+
+    def start(self) -> None:
         if self.dist.enabled:
-            alg.broadcast_parameters()
-        start_iteration = self._first_iteration = self.iteration
-        timer = PhaseTimer(self.device)
-        bar = tqdm(total=cfg.max_iterations, initial=self.iteration, desc=f"train {self.task}", unit="it",
-                   dynamic_ncols=True, disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
-        guard = PreemptionGuard().__enter__()
-        preempted = False
-        obs = self.env.get_observations()
-        alg.train_mode()
-        totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
-        last_stats: dict = {}
-        t_start = time.perf_counter()
-        for it in range(self.iteration, cfg.max_iterations):
-            t_iter = time.perf_counter()
-            timer.start()
-            with torch.inference_mode():
-                for _ in range(cfg.algo.num_steps_per_env):
-                    actions = alg.act(obs)
-                    timer.mark("inference")
-                    obs, rewards, dones, extras = self.env.step(actions)
-                    timer.mark("sim")
-                    alg.process_env_step(obs, rewards, dones, extras)
-                    timer.mark("other")
-                alg.compute_returns(obs)
-                timer.mark("learn")
-            losses = alg.update()
+            self.alg.broadcast_parameters()
+        self._obs = self.env.get_observations()
+        self.alg.train_mode()
+
+    def iterate(self) -> dict[str, float]:
+        """One PPO iteration: ``num_steps_per_env`` steps of every env, returns, the update."""
+        alg, timer = self.alg, self.timer
+        with torch.inference_mode():
+            for _ in range(self.cfg.algo.num_steps_per_env):
+                actions = alg.act(self._obs)
+                timer.mark("inference")
+                self._obs, rewards, dones, extras = self.env.step(actions)
+                timer.mark("sim")
+                alg.process_env_step(self._obs, rewards, dones, extras)
+                timer.mark("other")
+            alg.compute_returns(self._obs)
             timer.mark("learn")
-            split = timer.collect()
-            self.iteration = it + 1
-            iter_s = time.perf_counter() - t_iter
-            split["other"] += max(iter_s - sum(split.values()), 0.0)
-            for k in totals:
-                totals[k] += split[k]
-            stats = self.core.pop_episode_stats()
-            if stats["episodes"] > 0:
-                last_stats = stats
-            if main:
-                self._log(it, stats, losses, split, steps_per_iter, iter_s)
-            if bar.disable and not self.quiet and (it % cfg.log_interval == 0 or it + 1 == cfg.max_iterations):
-                print(self._progress_line(it, last_stats, steps_per_iter / iter_s, t_start), flush=True)
-            bar.set_postfix_str(self._postfix(last_stats, steps_per_iter / iter_s), refresh=False)
-            bar.update(1)
-            if any_rank(guard.requested, self.dist):  # every rank stops after the same iteration
-                preempted = True
-                break
-            if on_iteration is not None and on_iteration(self):
-                break
-            if main and self.iteration % cfg.save_interval == 0:
-                self.checkpoint()
-        guard.__exit__(None, None, None)
-        bar.close()
-        ckpt = self.checkpoint() if main else None
-        if preempted and not self.quiet:
-            print(f"[{self.task}] preempted (signal {guard.signum}): saved {ckpt} at iteration {self.iteration}; "
-                  f"continue with `horde train resume={self.run_dir}`", flush=True)
-        in_sync = all_ranks_agree(parameters_digest(alg.get_policy()), self.dist)
-        if self.writer is not None:
-            self.writer.close()
-        wall = time.perf_counter() - t_start
-        totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)  # logging, saving
-        env_steps = steps_per_iter * (self.iteration - start_iteration)
-        share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
-        summary = {
-            "task": self.task, "run_dir": str(self.run_dir), "checkpoint": str(ckpt), "iterations": self.iteration,
-            "num_envs": cfg.num_envs, "device": str(self.device), "env_steps": env_steps,
-            "train_seconds": wall, "env_steps_per_s": env_steps / max(wall, 1e-9),
-            "sim_env_steps_per_s": env_steps / max(totals["sim"], 1e-9),
-            "time_share": share, "last_train_episodes": last_stats, "preempted": preempted,
-            "world_size": self.dist.world_size, "ranks_in_sync": in_sync,
-        }
-        if main:
-            (self.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
-        if not self.quiet:
-            print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
-        return summary
+        losses = alg.update()
+        timer.mark("learn")
+        self.iteration += 1
+        return losses
 
-    # --- logging -----------------------------------------------------------------------------------------------
-    def _log(self, it: int, stats: dict, losses: dict, split: dict, steps: int, iter_s: float) -> None:
-        log_iteration(self.writer, it, stats=stats, losses=losses, split=split, steps=steps, iter_s=iter_s,
-                      learning_rate=self.alg.learning_rate,
-                      noise_std=float(self.alg.get_policy().output_std.detach().mean()))
-
-    _postfix = staticmethod(postfix)
-
-    def _progress_line(self, it: int, stats: dict, sps: float, t_start: float) -> str:
-        elapsed = time.perf_counter() - t_start
-        done = it + 1
-        eta = elapsed / max(done - self._first_iteration, 1) * (self.cfg.max_iterations - done)
-        return f"[{self.task}] it {it + 1}/{self.cfg.max_iterations} {self._postfix(stats, sps)} " \
-               f"elapsed {elapsed:.0f}s eta {eta:.0f}s"
+    def learn(self, on_iteration: Callable[[PPOTrainer], bool] | None = None) -> dict:
+        """Train for ``cfg.max_iterations`` iterations (:func:`horde.train.runner.run`); returns the summary."""
+        return run(self, on_iteration)

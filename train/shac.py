@@ -21,9 +21,6 @@ generator from the task's reset distribution, and no gradient crosses an episode
 from __future__ import annotations
 
 import copy
-import json
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +30,7 @@ from rsl_rl.models import MLPModel
 
 from horde.sim.fields import bounded, choice
 from horde.policies.actor_critic import OBS_GROUP, ActorCriticConfig, build_actor, example_obs, rsl_model_cfgs
-from horde.train.tblog import log_iteration, postfix
+from horde.train.session import DistInfo
 from horde.train.timing import PhaseTimer
 
 # horde.train.config imports this module to register SHACConfig, so what imports horde.train.config back
@@ -168,6 +165,7 @@ class SHACTrainer:
         if len(a.adam_betas) != 2:  # choices and bounds were checked when the config was composed
             raise ConfigError(f"algo.adam_betas={a.adam_betas}: must be two numbers")
         self.cfg, self.task, self.quiet = cfg, task, quiet
+        self.dist = DistInfo()  # one process
         torch.set_num_threads(cfg.torch_threads)
         seed_everything(cfg.seed, deterministic=getattr(cfg, "deterministic", False))
         try:
@@ -441,84 +439,25 @@ class SHACTrainer:
         self.episode_return = env["episode_return"].to(self.device)
         self.episode_sums = env["episode_sums"].to(self.device)
 
-    # --- the loop ----------------------------------------------------------------------------------------------
+    # --- the loop (horde.train.runner drives it) -------------------------------------------------------------
+    label = "shac"
+
+    @property
+    def steps_per_iteration(self) -> int:
+        return self.cfg.algo.horizon * self.num_envs
+
+    def noise_std(self) -> float:
+        return float(self.actor.distribution.std_param.detach().mean())
+
+    def policy(self) -> torch.nn.Module:
+        return self.actor
+
+    def start(self) -> None:
+        """Nothing to do before the first iteration (one process; the rollout state lives in the trainer)."""
+
     def learn(self, on_iteration: Callable[[SHACTrainer], bool] | None = None) -> dict:
-        """Train for ``cfg.max_iterations`` iterations; returns the run's summary figures (PPO's keys).
+        """Train for ``cfg.max_iterations`` iterations (:func:`horde.train.runner.run`); returns the summary
+        (PPO's keys)."""
+        from horde.train.runner import run
 
-        ``on_iteration(trainer)`` runs after every iteration (evaluation, early stopping); returning True stops.
-        """
-        from torch.utils.tensorboard import SummaryWriter
-        from tqdm import tqdm
-
-        from horde.train.session import PreemptionGuard
-
-        cfg = self.cfg
-        self.writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=10)
-        steps_per_iter = cfg.algo.horizon * self.num_envs
-        start_iteration = self.iteration
-        bar = tqdm(total=cfg.max_iterations, initial=self.iteration, desc=f"train {self.task} (shac)", unit="it",
-                   dynamic_ncols=True, disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr)
-        guard = PreemptionGuard().__enter__()
-        preempted = False
-        totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
-        last_stats: dict = {}
-        t_start = time.perf_counter()
-        while self.iteration < cfg.max_iterations:
-            it = self.iteration
-            t_iter = time.perf_counter()
-            self.timer.start()
-            losses = self.iterate()
-            split = self.timer.collect()
-            iter_s = time.perf_counter() - t_iter
-            split["other"] += max(iter_s - sum(split.values()), 0.0)
-            for k in totals:
-                totals[k] += split[k]
-            stats = self.pop_episode_stats()
-            if stats["episodes"] > 0:
-                last_stats = stats
-            self._log(it, stats, losses, split, steps_per_iter, iter_s)
-            sps = steps_per_iter / iter_s
-            if bar.disable and not self.quiet and (it % cfg.log_interval == 0 or it + 1 == cfg.max_iterations):
-                elapsed = time.perf_counter() - t_start
-                print(f"[{self.task}] it {it + 1}/{cfg.max_iterations} {self._postfix(last_stats, sps)} "
-                      f"elapsed {elapsed:.0f}s", flush=True)
-            bar.set_postfix_str(self._postfix(last_stats, sps), refresh=False)
-            bar.update(1)
-            if guard.requested:
-                preempted = True
-                break
-            if on_iteration is not None and on_iteration(self):
-                break
-            if self.iteration % cfg.save_interval == 0:
-                self.checkpoint()
-        guard.__exit__(None, None, None)
-        bar.close()
-        ckpt = self.checkpoint()
-        if preempted and not self.quiet:
-            print(f"[{self.task}] preempted (signal {guard.signum}): saved {ckpt} at iteration {self.iteration}; "
-                  f"continue with `horde train resume={self.run_dir}`", flush=True)
-        self.writer.close()
-        wall = time.perf_counter() - t_start
-        totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)
-        env_steps = steps_per_iter * (self.iteration - start_iteration)
-        share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
-        summary = {
-            "task": self.task, "run_dir": str(self.run_dir), "checkpoint": str(ckpt), "iterations": self.iteration,
-            "num_envs": self.num_envs, "device": str(self.device), "env_steps": env_steps,
-            "train_seconds": wall, "env_steps_per_s": env_steps / max(wall, 1e-9),
-            "sim_env_steps_per_s": env_steps / max(totals["sim"], 1e-9),
-            "time_share": share, "last_train_episodes": last_stats, "preempted": preempted,
-            "world_size": 1, "ranks_in_sync": True,
-        }
-        (self.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
-        if not self.quiet:
-            print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
-        return summary
-
-    # --- logging -----------------------------------------------------------------------------------------------
-    def _log(self, it: int, stats: dict, losses: dict, split: dict, steps: int, iter_s: float) -> None:
-        log_iteration(self.writer, it, stats=stats, losses=losses, split=split, steps=steps, iter_s=iter_s,
-                      learning_rate=self.learning_rate,
-                      noise_std=float(self.actor.distribution.std_param.detach().mean()))
-
-    _postfix = staticmethod(postfix)
+        return run(self, on_iteration)

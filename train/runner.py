@@ -1,0 +1,132 @@
+"""One run lifecycle for every learner: iterations, timing, logging, progress, preemption, checkpoints, summary.
+
+A learner (:class:`horde.train.ppo.PPOTrainer`, :class:`horde.train.shac.SHACTrainer`) owns its maths and its
+state; :func:`run` drives it. What a learner provides (:class:`Learner`): its config, task, run directory and
+device, the iteration counter, a :class:`horde.train.timing.PhaseTimer` that its ``iterate`` marks, ``iterate()``
+(one iteration; returns its losses and advances ``iteration``), ``pop_episode_stats()``, ``checkpoint()``,
+``learning_rate``, ``noise_std()``, ``policy()`` (the module whose parameters must agree across ranks) and
+``start()`` (called once before the first iteration).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from horde.train.session import DistInfo, PreemptionGuard, all_ranks_agree, any_rank, parameters_digest
+from horde.train.tblog import log_iteration, postfix
+
+__all__ = ["Learner", "run"]
+
+
+class Learner(Protocol):
+    cfg: Any
+    task: str
+    run_dir: Path
+    quiet: bool
+    iteration: int
+    device: Any
+    num_envs: int
+    dist: DistInfo
+    timer: Any
+    steps_per_iteration: int
+    """Env steps of one iteration over every rank."""
+    writer: Any
+    label: str
+    """Shown in the progress bar (``ppo``, ``shac``)."""
+
+    def start(self) -> None: ...
+    def iterate(self) -> dict[str, float]: ...
+    def pop_episode_stats(self) -> dict[str, float]: ...
+    def checkpoint(self) -> Path: ...
+    @property
+    def learning_rate(self) -> float: ...
+    def noise_std(self) -> float: ...
+    def policy(self) -> torch.nn.Module: ...
+
+
+def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> dict:
+    """Train ``learner`` for ``cfg.max_iterations`` iterations; returns the run's summary figures.
+
+    ``on_iteration(learner)`` runs after every iteration (evaluation, early stopping); returning True stops. A
+    SIGTERM/SIGINT stops every rank after the same iteration with a checkpoint (``resume=`` continues it).
+    """
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    cfg, dist = learner.cfg, learner.dist
+    main = dist.is_main
+    learner.writer = SummaryWriter(log_dir=str(learner.run_dir), flush_secs=10) if main else None
+    steps = learner.steps_per_iteration
+    start_iteration = learner.iteration
+    learner.start()
+    bar = tqdm(total=cfg.max_iterations, initial=learner.iteration, desc=f"train {learner.task} ({learner.label})",
+               unit="it", dynamic_ncols=True, disable=learner.quiet or not sys.stderr.isatty(), file=sys.stderr)
+    guard = PreemptionGuard().__enter__()
+    preempted = False
+    totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
+    last_stats: dict = {}
+    t_start = time.perf_counter()
+    while learner.iteration < cfg.max_iterations:
+        it = learner.iteration
+        t_iter = time.perf_counter()
+        learner.timer.start()
+        losses = learner.iterate()
+        split = learner.timer.collect()
+        iter_s = time.perf_counter() - t_iter
+        split["other"] += max(iter_s - sum(split.values()), 0.0)
+        for k in totals:
+            totals[k] += split[k]
+        stats = learner.pop_episode_stats()
+        if stats["episodes"] > 0:
+            last_stats = stats
+        sps = steps / iter_s
+        if main:
+            log_iteration(learner.writer, it, stats=stats, losses=losses, split=split, steps=steps, iter_s=iter_s,
+                          learning_rate=learner.learning_rate, noise_std=learner.noise_std())
+        if bar.disable and not learner.quiet and (it % cfg.log_interval == 0 or it + 1 == cfg.max_iterations):
+            elapsed = time.perf_counter() - t_start
+            eta = elapsed / max(it + 1 - start_iteration, 1) * (cfg.max_iterations - it - 1)
+            print(f"[{learner.task}] it {it + 1}/{cfg.max_iterations} {postfix(last_stats, sps)} "
+                  f"elapsed {elapsed:.0f}s eta {eta:.0f}s", flush=True)
+        bar.set_postfix_str(postfix(last_stats, sps), refresh=False)
+        bar.update(1)
+        if any_rank(guard.requested, dist):  # every rank stops after the same iteration
+            preempted = True
+            break
+        if on_iteration is not None and on_iteration(learner):
+            break
+        if main and learner.iteration % cfg.save_interval == 0:
+            learner.checkpoint()
+    guard.__exit__(None, None, None)
+    bar.close()
+    ckpt = learner.checkpoint() if main else None
+    if preempted and not learner.quiet:
+        print(f"[{learner.task}] preempted (signal {guard.signum}): saved {ckpt} at iteration {learner.iteration}; "
+              f"continue with `horde train resume={learner.run_dir}`", flush=True)
+    in_sync = all_ranks_agree(parameters_digest(learner.policy()), dist)
+    if learner.writer is not None:
+        learner.writer.close()
+    wall = time.perf_counter() - t_start
+    totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)  # logging, saving
+    env_steps = steps * (learner.iteration - start_iteration)
+    share = {k: v / max(wall, 1e-9) for k, v in totals.items()}
+    summary = {
+        "task": learner.task, "run_dir": str(learner.run_dir), "checkpoint": str(ckpt),
+        "iterations": learner.iteration, "num_envs": cfg.num_envs, "device": str(learner.device),
+        "env_steps": env_steps, "train_seconds": wall, "env_steps_per_s": env_steps / max(wall, 1e-9),
+        "sim_env_steps_per_s": env_steps / max(totals["sim"], 1e-9), "time_share": share,
+        "last_train_episodes": last_stats, "preempted": preempted, "world_size": dist.world_size,
+        "ranks_in_sync": in_sync,
+    }
+    if main:
+        (learner.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
+    if not learner.quiet:
+        print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
+    return summary
