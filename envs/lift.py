@@ -84,10 +84,10 @@ class LiftConfig(TaskConfig):
     """[kg/m^3] (0.05 kg for a 5 cm cube)."""
     table_height: float = 0.1
     """Height of the table top [m]; the table spans x 0.25-0.75 m, y +-0.35 m in front of the arm's base."""
-    cube_xy: list[float] = field(default_factory=lambda: [0.5, 0.0])
-    """Centre of the cube's initial area on the table [m]."""
-    cube_xy_range: list[float] = field(default_factory=lambda: [0.08, 0.1])
-    """The cube starts within +- these of ``cube_xy`` (x, y) [m], with a random yaw."""
+    cube_x: list[float] = field(default_factory=lambda: [0.42, 0.58])
+    """Range (lo, hi) of the cube's initial x on the table [m] (its yaw is drawn in +-45 degrees)."""
+    cube_y: list[float] = field(default_factory=lambda: [-0.1, 0.1])
+    """Range (lo, hi) of the cube's initial y [m]."""
     target_height: list[float] = field(default_factory=lambda: [0.1, 0.3])
     """Range of the target's height above the table [m]; the target is above the cube's initial spot."""
     lift_height: float = 0.04
@@ -299,10 +299,9 @@ def lift_observe(t: LiftTask, x: Manip, mask: wp.array(dtype=wp.bool), clear: in
 def scene(cfg: LiftConfig) -> tuple[RigidObject, StaticProp]:
     """The cube and the table of ``cfg``."""
     h = 0.5 * cfg.cube_size
+    z = cfg.table_height + h + 0.002
     cube = RigidObject(name="cube", shape="box", size=(h, h, h), density=cfg.cube_density, friction=1.0,
-                       pos=(cfg.cube_xy[0], cfg.cube_xy[1], cfg.table_height + h + 0.002),
-                       pos_low=(-cfg.cube_xy_range[0], -cfg.cube_xy_range[1], 0.0),
-                       pos_high=(cfg.cube_xy_range[0], cfg.cube_xy_range[1], 0.0), yaw_range=0.785)
+                       x=tuple(cfg.cube_x), y=tuple(cfg.cube_y), z=(z, z), yaw=(-0.785, 0.785))
     table = StaticProp(name="table", shape="box", size=(0.25, 0.35, 0.5 * cfg.table_height),
                        pos=(0.5, 0.0, 0.5 * cfg.table_height), friction=1.0)
     return cube, table

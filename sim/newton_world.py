@@ -369,10 +369,10 @@ class NewtonWorld:
             k = len(self.objects)
             self._obj_coord = wp.array([self.robot_coords + 7 * j for j in range(k)], dtype=int)
             self._obj_dof = wp.array([self.robot_dofs + 6 * j for j in range(k)], dtype=int)
-            self._obj_pos = wp.array([o.pos for o in self.objects], dtype=wp.vec3)
-            self._obj_low = wp.array([o.pos_low for o in self.objects], dtype=wp.vec3)
-            self._obj_high = wp.array([o.pos_high for o in self.objects], dtype=wp.vec3)
-            self._obj_yaw = wp.array([o.yaw_range for o in self.objects], dtype=float)
+            self._obj_low = wp.array([o.low for o in self.objects], dtype=wp.vec3)
+            self._obj_high = wp.array([o.high for o in self.objects], dtype=wp.vec3)
+            self._obj_yaw_low = wp.array([o.yaw[0] for o in self.objects], dtype=float)
+            self._obj_yaw_high = wp.array([o.yaw[1] for o in self.objects], dtype=float)
             self._q_lower = wp.array(q_lower, dtype=float)
             self._q_upper = wp.array(q_upper, dtype=float)
             self._unstable = wp.zeros(n, dtype=wp.bool)
@@ -516,8 +516,8 @@ class NewtonWorld:
             outputs=[self._joint_q, self._joint_qd, self._joint_f])
         if self.objects:
             wp.launch(reset_objects, self.num_envs, device=self.device, inputs=[
-                mask, self._obj_coord, self._obj_dof, self._obj_pos, self._obj_low, self._obj_high, self._obj_yaw,
-                self._origin], outputs=[rng, self._joint_q, self._joint_qd])
+                mask, self._obj_coord, self._obj_dof, self._obj_low, self._obj_high, self._obj_yaw_low,
+                self._obj_yaw_high, self._origin], outputs=[rng, self._joint_q, self._joint_qd])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
         if self._warmstart is not None:
             wp.launch(clear_warmstart, self._warmstart.shape, device=self.device, inputs=[mask],

@@ -1,8 +1,8 @@
 """What a world holds besides its robot: free rigid objects and static props, each replicated into every env.
 
-A :class:`RigidObject` is a primitive body on a free joint with its own initial-state ranges: on every reset of an
-env it is placed at ``pos`` + U(``pos_low``, ``pos_high``) in the env frame, turned by a yaw in
-U(-``yaw_range``, ``yaw_range``), at rest. A :class:`StaticProp` is a fixed shape (a table, a wall). Both are
+A :class:`RigidObject` is a primitive body on a free joint with its own initial-state ranges, each a ``(lo, hi)``
+pair: on every reset of an env it is placed at x in U(``x``), y in U(``y``), z in U(``z``) (env frame) with a yaw in
+U(``yaw``), at rest. A :class:`StaticProp` is a fixed shape (a table, a wall). Both are
 given to :class:`horde.sim.newton_world.NewtonWorld` (``objects=``, ``props=``), which appends them to the robot of
 every env and exposes the objects' state as ``object_pose`` / ``object_vel`` views ``[num_envs, objects, ...]``.
 
@@ -34,14 +34,22 @@ class RigidObject:
     density: float = 500.0
     """[kg/m^3]."""
     friction: float = 1.0
-    pos: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """Default position in the env frame [m]."""
-    pos_low: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """Lower offset added to ``pos`` on reset [m]."""
-    pos_high: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """Upper offset added to ``pos`` on reset [m]."""
-    yaw_range: float = 0.0
-    """Initial yaw in U(-yaw_range, yaw_range) [rad]."""
+    x: tuple[float, float] = (0.0, 0.0)
+    """Range (lo, hi) of the initial x position in the env frame [m]."""
+    y: tuple[float, float] = (0.0, 0.0)
+    """Range (lo, hi) of the initial y position [m]."""
+    z: tuple[float, float] = (0.0, 0.0)
+    """Range (lo, hi) of the initial z position [m]."""
+    yaw: tuple[float, float] = (0.0, 0.0)
+    """Range (lo, hi) of the initial yaw [rad]."""
+
+    @property
+    def low(self) -> tuple[float, float, float]:
+        return (self.x[0], self.y[0], self.z[0])
+
+    @property
+    def high(self) -> tuple[float, float, float]:
+        return (self.x[1], self.y[1], self.z[1])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +86,8 @@ def add_objects(builder, objects: Sequence[RigidObject]) -> list[int]:
     bodies = []
     for obj in objects:
         cfg = newton.ModelBuilder.ShapeConfig(density=obj.density, mu=obj.friction, ke=builder.default_shape_cfg.ke)
-        b = builder.add_body(xform=wp.transform(wp.vec3(*obj.pos), wp.quat_identity()), label=obj.name)
+        mid = [0.5 * (lo + hi) for lo, hi in zip(obj.low, obj.high)]
+        b = builder.add_body(xform=wp.transform(wp.vec3(*mid), wp.quat_identity()), label=obj.name)
         _add_shape(builder, b, obj, wp.transform_identity(), cfg)
         bodies.append(b)
     return bodies
@@ -98,26 +107,26 @@ def reset_objects(
     mask: wp.array(dtype=wp.bool),
     first_coord: wp.array(dtype=int),
     first_dof: wp.array(dtype=int),
-    pos: wp.array(dtype=wp.vec3),
-    pos_low: wp.array(dtype=wp.vec3),
-    pos_high: wp.array(dtype=wp.vec3),
-    yaw_range: wp.array(dtype=float),
+    low: wp.array(dtype=wp.vec3),
+    high: wp.array(dtype=wp.vec3),
+    yaw_low: wp.array(dtype=float),
+    yaw_high: wp.array(dtype=float),
     origin: wp.array(dtype=wp.vec3),
     rng: wp.array(dtype=wp.uint32),
     joint_q: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
 ):
-    """Masked envs: every object at its default position + a uniform offset (env frame), a random yaw, at rest."""
+    """Masked envs: every object at a uniform position in its box (env frame) and a uniform yaw, at rest."""
     i = wp.tid()
     if mask[i]:
         s = rng[i]
         o = origin[i]
-        for k in range(pos.shape[0]):
+        for k in range(low.shape[0]):
             c = first_coord[k]
-            lo = pos_low[k]
-            hi = pos_high[k]
-            p = pos[k] + o + wp.vec3(wp.randf(s, lo[0], hi[0]), wp.randf(s, lo[1], hi[1]), wp.randf(s, lo[2], hi[2]))
-            q = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.randf(s, -1.0, 1.0) * yaw_range[k])
+            lo = low[k]
+            hi = high[k]
+            p = o + wp.vec3(wp.randf(s, lo[0], hi[0]), wp.randf(s, lo[1], hi[1]), wp.randf(s, lo[2], hi[2]))
+            q = wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), wp.randf(s, yaw_low[k], yaw_high[k]))
             for j in range(3):
                 joint_q[i, c + j] = p[j]
             for j in range(4):

@@ -27,8 +27,8 @@ def test_every_reset_places_the_cube_within_its_ranges_on_the_table(env):
     cfg = env.cfg
     env.reset()
     p = env.world.object_pose[:, 0, :3]
-    lo = torch.tensor(cfg.cube_xy) - torch.tensor(cfg.cube_xy_range)
-    hi = torch.tensor(cfg.cube_xy) + torch.tensor(cfg.cube_xy_range)
+    lo = torch.tensor([cfg.cube_x[0], cfg.cube_y[0]])
+    hi = torch.tensor([cfg.cube_x[1], cfg.cube_y[1]])
     assert ((p[:, :2] >= lo) & (p[:, :2] <= hi)).all() and p[:, 0].std() > 0.01
     first = p.clone()
     env.reset()
