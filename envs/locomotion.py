@@ -3,8 +3,9 @@
 A robot's own file holds what differs (its MJCF, joint names, gears, heights, reward scales and config); this module
 holds what is the same. Observations (:func:`obs_names`): root height [m], gravity direction in the root frame, root
 linear [m/s] and angular [rad/s] velocity in the root frame, joint angles [rad], joint rates [rad/s], the previous
-actions. Reward terms (:data:`TERMS`, unscaled): root forward velocity [m/s], alive (1 until failure), control cost
-(sum of squared clipped actions), terminated (1 on failure). An episode fails when the root drops below
+actions. Reward terms (:data:`LOCOMOTION_TERMS`, Warp functions over :class:`Runner`, fused into the step kernel;
+``reward_scales`` names them): root forward velocity [m/s], alive (1 until failure), control cost (sum of squared
+clipped actions), terminated (1 on failure). An episode fails when the root drops below
 ``termination_height``, its up axis has a world-z component below ``min_up``, or the physics health check flags the
 world.
 
@@ -16,6 +17,7 @@ The env reads these config fields (each task's config declares them with its rob
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -24,6 +26,7 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs.terms import TermSet
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf
 from horde.sim.newton_world import Actuation, NewtonWorld
@@ -31,10 +34,11 @@ from horde.sim.newton_world import Actuation, NewtonWorld
 if TYPE_CHECKING:
     import newton
 
-__all__ = ["ROOT_COORDS", "ROOT_DOFS", "TERMS", "LocomotionEnv", "LocomotionTask", "build_locomotion_world",
-           "obs_names"]
+__all__ = ["LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMS", "LocomotionEnv", "LocomotionTask", "Runner",
+           "build_locomotion_world", "obs_names"]
 
 TERMS = ("forward_vel", "alive", "ctrl", "terminated")
+"""The default reward terms, in statistics order."""
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
 
@@ -80,49 +84,94 @@ def _write_obs(t: LocomotionTask, i: int, ok: bool, joint_q: wp.array2d(dtype=fl
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
 
 
-@wp.kernel(enable_backward=False)
-def locomotion_post_step(
-    t: LocomotionTask,
-    actions: wp.array2d(dtype=float),
-    joint_q: wp.array2d(dtype=float),
-    joint_qd: wp.array2d(dtype=float),
-    body_q: wp.array2d(dtype=wp.transform),
-    body_qd: wp.array2d(dtype=wp.spatial_vector),
-    root_vel_base: wp.array2d(dtype=float),
-    unstable: wp.array(dtype=wp.bool),
-    ep: Episodes,
-    last_actions: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    obs: wp.array2d(dtype=float),
-    final_obs: wp.array2d(dtype=float),
-):
-    """Reward terms, failure, time-out, statistics and observations of env i (its physics reset comes next)."""
-    i = wp.tid()
-    ok = not unstable[i]
-    tf = body_q[i, t.root]
-    z = wp.transform_get_translation(tf)[2]
-    rot = wp.transform_get_rotation(tf)
-    up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
-    failed = (not ok) or z < t.termination_height or up_z < t.min_up
-    vx = wp.where(ok, wp.spatial_top(body_qd[i, t.root])[0], 0.0)
-    ctrl = float(0.0)
-    for k in range(actions.shape[1]):
-        a = wp.clamp(actions[i, k], -1.0, 1.0)
-        ctrl += a * a
-        last_actions[i, k] = a
-    fail = wp.where(failed, 1.0, 0.0)
-    ep.terms[0, i] = vx
-    ep.terms[1, i] = 1.0 - fail
-    ep.terms[2, i] = ctrl
-    ep.terms[3, i] = fail
-    r = weighted_reward(ep, i)
-    _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
-    done = close_step(ep, i, r, failed, t.max_episode_length)
-    if done:
-        for k in range(obs.shape[1]):
-            final_obs[i, k] = obs[i, k]
-        for k in range(actions.shape[1]):
-            last_actions[i, k] = 0.0
+@wp.struct
+class Runner:
+    """What a locomotion reward term reads of env ``i`` (arrays ``[num_envs, ...]``)."""
+
+    root: int
+    """Body index of the floating base."""
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped)."""
+    body_qd: wp.array2d(dtype=wp.spatial_vector)
+    """World-frame body twists (COM linear [m/s], angular [rad/s])."""
+    unstable: wp.array(dtype=wp.bool)
+    failed: wp.array(dtype=wp.bool)
+    """The episode fails on this step (written before the terms run)."""
+
+
+LOCOMOTION_TERMS = TermSet("locomotion", Runner)
+"""Reward terms of the ant and the humanoid: Warp functions ``(x: Runner, i: int) -> float``."""
+
+
+@LOCOMOTION_TERMS.term
+def forward_vel(x: Runner, i: int) -> float:
+    """Root velocity along +x [m/s] (world frame)."""
+    return wp.where(x.unstable[i], 0.0, wp.spatial_top(x.body_qd[i, x.root])[0])
+
+
+@LOCOMOTION_TERMS.term
+def alive(x: Runner, i: int) -> float:
+    """1 on every step that does not fail."""
+    return 1.0 - wp.where(x.failed[i], 1.0, 0.0)
+
+
+@LOCOMOTION_TERMS.term
+def ctrl(x: Runner, i: int) -> float:
+    """sum of squared clipped actions."""
+    c = float(0.0)
+    for k in range(x.actions.shape[1]):
+        a = wp.clamp(x.actions[i, k], -1.0, 1.0)
+        c += a * a
+    return c
+
+
+@LOCOMOTION_TERMS.term
+def terminated(x: Runner, i: int) -> float:
+    """1 on the step the episode fails."""
+    return wp.where(x.failed[i], 1.0, 0.0)
+
+
+@functools.lru_cache(maxsize=None)
+def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def locomotion_post_step(
+        t: LocomotionTask,
+        x: Runner,
+        joint_q: wp.array2d(dtype=float),
+        joint_qd: wp.array2d(dtype=float),
+        body_q: wp.array2d(dtype=wp.transform),
+        root_vel_base: wp.array2d(dtype=float),
+        ep: Episodes,
+        last_actions: wp.array2d(dtype=float),
+        state: wp.array2d(dtype=float),
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+    ):
+        """Failure, reward terms, time-out, statistics and observations of env i (its physics reset comes next)."""
+        i = wp.tid()
+        ok = not x.unstable[i]
+        tf = body_q[i, t.root]
+        z = wp.transform_get_translation(tf)[2]
+        rot = wp.transform_get_rotation(tf)
+        up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
+        failed = (not ok) or z < t.termination_height or up_z < t.min_up
+        x.failed[i] = failed
+        for k in range(wp.static(len(terms))):
+            ep.terms[k, i] = wp.static(terms[k])(x, i)
+        for k in range(x.actions.shape[1]):
+            last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
+        r = weighted_reward(ep, i)
+        _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
+        done = close_step(ep, i, r, failed, t.max_episode_length)
+        if done:
+            for k in range(obs.shape[1]):
+                final_obs[i, k] = obs[i, k]
+            for k in range(x.actions.shape[1]):
+                last_actions[i, k] = 0.0
+
+    return locomotion_post_step
 
 
 @wp.kernel(enable_backward=False)
@@ -192,11 +241,14 @@ class LocomotionEnv(WarpTaskEnv):
 
     joints: ClassVar[tuple[str, ...]]
     """Actuated joints, in action and observation order."""
-    term_names = TERMS
-    step_kernels = (locomotion_post_step, locomotion_observe)
+    term_set = LOCOMOTION_TERMS
+    """Where ``reward_scales``' keys are looked up."""
+    step_kernels = (locomotion_observe,)
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
+        self.term_names = tuple(cfg.reward_scales)
+        self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales)))
         self.world = self._build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
@@ -209,8 +261,13 @@ class LocomotionEnv(WarpTaskEnv):
         self._task.min_up = cfg.min_up
         self._task.max_episode_length = cfg.episode_length
         self._last_actions = wp.zeros((num_envs, len(self.joints)), dtype=float, device=d)
-        self.step_kernels = self.step_kernels + self.world.kernels
+        self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
+        self.step_kernels = (self._post_step,) + self.step_kernels + self.world.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+        x = self.runner = Runner()
+        """The reward terms' view of the state (:class:`Runner`)."""
+        x.root, x.actions, x.body_qd = self.world.root_body, self._actions, self.world.arrays.body_qd
+        x.unstable, x.failed = self.world.arrays.unstable, self._failed
 
     def _build_world(self, cfg: TaskConfig, num_envs: int, device: str) -> NewtonWorld:
         raise NotImplementedError
@@ -222,10 +279,9 @@ class LocomotionEnv(WarpTaskEnv):
         w, n, d = self.world, self.num_envs, self.dev.warp
         w.simulate(self._actions)
         w.inspect()
-        wp.launch(locomotion_post_step, n, device=d, inputs=[
-            self._task, self._actions, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.body_qd,
-            w.arrays.root_vel_base, w.arrays.unstable, self.episodes()],
-            outputs=[self._last_actions, self._state, self._obs, self._final_obs])
+        wp.launch(self._post_step, n, device=d, inputs=[
+            self._task, self.runner, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base,
+            self.episodes()], outputs=[self._last_actions, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
 

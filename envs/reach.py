@@ -9,6 +9,7 @@ episode ends only by time-out, or when the physics health check flags the world.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
+from horde.envs.terms import TermSet, clipped_action_rate
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
 from horde.sim.fields import choice
@@ -127,49 +129,96 @@ def _sample_target(t: ReachTask, i: int, rng: wp.array(dtype=wp.uint32), target:
     rng[i] = s
 
 
-@wp.kernel(enable_backward=False)
-def reach_post_step(
-    t: ReachTask,
-    actions: wp.array2d(dtype=float),
-    joint_q: wp.array2d(dtype=float),
-    joint_qd: wp.array2d(dtype=float),
-    body_q: wp.array2d(dtype=wp.transform),
-    unstable: wp.array(dtype=wp.bool),
-    ep: Episodes,
-    rng: wp.array(dtype=wp.uint32),
-    target: wp.array(dtype=wp.vec3),
-    final_error: wp.array(dtype=float),
-    last_actions: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    obs: wp.array2d(dtype=float),
-    final_obs: wp.array2d(dtype=float),
-):
-    """Reward terms, time-out, statistics and observations of env i; a finished env gets a new target."""
-    i = wp.tid()
-    ok = not unstable[i]
-    dist = wp.where(ok, wp.length(target[i] - ee_position(t, i, body_q)), 0.0)
-    rate = float(0.0)
-    for k in range(actions.shape[1]):
-        a = wp.clamp(actions[i, k], -1.0, 1.0)
-        rate += (a - last_actions[i, k]) * (a - last_actions[i, k])
-        last_actions[i, k] = a
+@wp.struct
+class Arm:
+    """What a reach reward term reads of env ``i`` (arrays ``[num_envs, ...]``)."""
+
+    ee_body: int
+    ee_offset: wp.vec3
+    precision_std: float
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped)."""
+    last_actions: wp.array2d(dtype=float)
+    """Clipped actions of the previous step."""
+    joint_qd: wp.array2d(dtype=float)
+    body_q: wp.array2d(dtype=wp.transform)
+    target: wp.array(dtype=wp.vec3)
+    unstable: wp.array(dtype=wp.bool)
+
+
+REACH_TERMS = TermSet("reach", Arm)
+"""Reward terms of reach: Warp functions ``(x: Arm, i: int) -> float``."""
+
+
+@wp.func
+def _distance(x: Arm, i: int) -> float:
+    ee = wp.transform_point(x.body_q[i, x.ee_body], x.ee_offset)
+    return wp.where(x.unstable[i], 0.0, wp.length(x.target[i] - ee))
+
+
+@REACH_TERMS.term
+def distance(x: Arm, i: int) -> float:
+    """End effector to target [m]."""
+    return _distance(x, i)
+
+
+@REACH_TERMS.term
+def precision(x: Arm, i: int) -> float:
+    """1 - tanh(distance / precision_std)."""
+    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_distance(x, i) / x.precision_std))
+
+
+@REACH_TERMS.term
+def action_rate(x: Arm, i: int) -> float:
+    """sum (a - a_prev)^2 of clipped actions."""
+    return clipped_action_rate(x.actions, x.last_actions, i)
+
+
+@REACH_TERMS.term
+def joint_vel(x: Arm, i: int) -> float:
+    """sum qd^2 [rad^2/s^2]."""
     vel = float(0.0)
-    for k in range(joint_qd.shape[1]):
-        vel += wp.where(ok, joint_qd[i, k] * joint_qd[i, k], 0.0)
-    ep.terms[0, i] = dist
-    ep.terms[1, i] = wp.where(ok, 1.0 - wp.tanh(dist / t.precision_std), 0.0)
-    ep.terms[2, i] = rate
-    ep.terms[3, i] = vel
-    r = weighted_reward(ep, i)
-    _write_obs(t, i, ok, joint_q, joint_qd, body_q, target, last_actions, state, obs)
-    done = close_step(ep, i, r, not ok, t.max_episode_length)
-    if done:
-        final_error[i] = wp.where(ok, dist, -1.0)
-        for k in range(obs.shape[1]):
-            final_obs[i, k] = obs[i, k]
-        for k in range(actions.shape[1]):
-            last_actions[i, k] = 0.0
-        _sample_target(t, i, rng, target)
+    for k in range(x.joint_qd.shape[1]):
+        vel += wp.where(x.unstable[i], 0.0, x.joint_qd[i, k] * x.joint_qd[i, k])
+    return vel
+
+
+@functools.lru_cache(maxsize=None)
+def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_post_step(
+        t: ReachTask,
+        x: Arm,
+        joint_q: wp.array2d(dtype=float),
+        ep: Episodes,
+        rng: wp.array(dtype=wp.uint32),
+        final_error: wp.array(dtype=float),
+        state: wp.array2d(dtype=float),
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+    ):
+        """Reward terms, time-out, statistics and observations of env i; a finished env gets a new target."""
+        i = wp.tid()
+        ok = not x.unstable[i]
+        dist = _distance(x, i)
+        for k in range(wp.static(len(terms))):
+            ep.terms[k, i] = wp.static(terms[k])(x, i)
+        for k in range(x.actions.shape[1]):
+            x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
+        r = weighted_reward(ep, i)
+        _write_obs(t, i, ok, joint_q, x.joint_qd, x.body_q, x.target, x.last_actions, state, obs)
+        done = close_step(ep, i, r, not ok, t.max_episode_length)
+        if done:
+            final_error[i] = wp.where(ok, dist, -1.0)
+            for k in range(obs.shape[1]):
+                final_obs[i, k] = obs[i, k]
+            for k in range(x.actions.shape[1]):
+                x.last_actions[i, k] = 0.0
+            _sample_target(t, i, rng, x.target)
+
+    return reach_post_step
 
 
 @wp.kernel(enable_backward=False)
@@ -229,11 +278,14 @@ class ReachEnv(WarpTaskEnv):
     obs_names = OBS_NAMES
     action_names = JOINTS
     state_names = JOINTS
-    term_names = TERMS
-    step_kernels = (reach_post_step, reach_observe)
+    term_set = REACH_TERMS
+    """Where ``reward_scales``' keys are looked up."""
+    step_kernels = (reach_observe,)
 
     def __init__(self, cfg: ReachConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
+        self.term_names = tuple(cfg.reward_scales)
+        self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales)))
         self.world, ee_body, ee_offset = build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
@@ -251,8 +303,14 @@ class ReachEnv(WarpTaskEnv):
         """Target positions [m], world frame, shape [num_envs, 3]."""
         self.final_error = wp.to_torch(self._final_error)
         """End-effector distance to the target at the last step of each env's last finished episode [m] (-1: none)."""
-        self.step_kernels = self.step_kernels + self.world.kernels
+        self.step_kernels = (self._post_step,) + self.step_kernels + self.world.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+        x = self.arm = Arm()
+        """The reward terms' view of the state (:class:`Arm`)."""
+        x.ee_body, x.ee_offset, x.precision_std = t.ee_body, t.ee_offset, t.precision_std
+        x.actions, x.last_actions, x.target = self._actions, self._last_actions, self._target
+        w = self.world.arrays
+        x.joint_qd, x.body_q, x.unstable = w.joint_qd, w.body_q, w.unstable
 
     def action_scale(self) -> list[float]:
         return list(self.cfg.action_scale)
@@ -269,10 +327,9 @@ class ReachEnv(WarpTaskEnv):
         w, n, d = self.world, self.num_envs, self.dev.warp
         w.simulate(self._actions)
         w.inspect()
-        wp.launch(reach_post_step, n, device=d, inputs=[
-            self._task, self._actions, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.unstable, self.episodes(),
-            self._rng, self._target],
-            outputs=[self._final_error, self._last_actions, self._state, self._obs, self._final_obs])
+        wp.launch(self._post_step, n, device=d, inputs=[
+            self._task, self.arm, w.arrays.joint_q, self.episodes(), self._rng],
+            outputs=[self._final_error, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
 
