@@ -64,7 +64,7 @@ def test_a_grasped_cube_rises_with_the_gripper_and_the_terms_see_it():
     assert (env.cube_height > 0.15).all(), env.cube_height
     terms = dict(zip(env.term_names, env.terms.T))
     assert (terms["grasp"] == 1.0).all() and (terms["lifting"] == 1.0).all()
-    assert (terms["target_tracking"] > 0).all() and (terms["dropped"] == 0).all()
+    assert (terms["target_tracking"] > 0).all() and (terms["reaching_fine"] > 0.3).all()
 
 
 def test_scene_items_refuse_bad_shapes():
