@@ -449,12 +449,13 @@ def main(argv: list[str] | None = None) -> int:
                 _emit(rows, {"task": task, "impl": "ratio:horde/mujoco-c", "device": args.device, "num_envs": n,
                              "ratio": round(rates["horde-graph"] / rate, 3)}, args.json)
     if not args.json:
-        print(f"{'task':<10}{'solver':<9}{'num_envs':>9}{'newton raw':>14}{'horde':>12}{'ratio':>8}{'mujoco C':>12}")
+        w = max(len(t) for t in tasks) + 2
+        print(f"{'task':<{w}}{'solver':<9}{'num_envs':>9}{'newton raw':>14}{'horde':>12}{'ratio':>8}{'mujoco C':>12}")
         for task in tasks:
             for n in sizes:
                 r = {x["impl"]: x for x in rows if x["task"] == task and x["num_envs"] == n}
                 mj = f"{r['mujoco-c']['env_steps_per_s']:>12,.0f}" if "mujoco-c" in r else f"{'-':>12}"
-                print(f"{task:<10}{r['horde-graph']['solver']:<9}{n:>9}{r['newton-raw']['env_steps_per_s']:>14,.0f}"
+                print(f"{task:<{w}}{r['horde-graph']['solver']:<9}{n:>9}{r['newton-raw']['env_steps_per_s']:>14,.0f}"
                       f"{r['horde-graph']['env_steps_per_s']:>12,.0f}{r['ratio:horde/newton']['ratio']:>8.2f}{mj}")
         for task in tasks:
             h = next(x for x in rows if x["task"] == task and x["impl"] == "horde-graph")
