@@ -18,7 +18,7 @@ per term on the host, so the step stays one graph replay. The same term function
 (:mod:`horde.deploy.sim2sim`) on MuJoCo's state copied into the context's arrays.
 """
 
-# no `from __future__ import annotations`: the kernel built in fused_terms needs its annotations evaluated
+# no `from __future__ import annotations`: Warp reads the annotations of the functions defined here
 from collections.abc import Callable, Sequence
 
 import warp as wp
@@ -36,7 +36,6 @@ class TermSet:
     def __init__(self, family: str, context: type) -> None:
         self.family, self.context = family, context
         self._terms: dict[str, wp.Function] = {}
-        self._docs: dict[str, str] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False):
         """Decorator: compile ``func`` as a Warp function and register it under ``name`` (its own name by
@@ -47,19 +46,13 @@ class TermSet:
                 raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
             wf = f if isinstance(f, wp.Function) else wp.func(f)
             self._terms[key] = wf
-            self._docs[key] = " ".join((f.__doc__ or "").split())
             return wf
 
         return register(func) if func is not None else register
 
-    def __contains__(self, name: str) -> bool:
-        return name in self._terms
-
     def names(self) -> list[str]:
+        """Registered term names, in registration order."""
         return list(self._terms)
-
-    def doc(self, name: str) -> str:
-        return self._docs[name]
 
     def resolve(self, names: Sequence[str]) -> tuple[wp.Function, ...]:
         """The functions of ``names``, in that order; an unknown name raises one line listing the valid ones."""

@@ -130,10 +130,6 @@ class VelocityConfig(TaskConfig):
     """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""
 
 
-QuadrupedConfig = VelocityConfig
-"""The name the quadruped tasks' config had before the velocity task took every legged robot."""
-
-
 @wp.struct
 class VelocityTask:
     """Per-task constants read by the kernels."""
@@ -518,8 +514,6 @@ class VelocityEnv(WarpTaskEnv):
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin}
 
-
-QuadrupedEnv = VelocityEnv
 
 
 def _rough(**kw) -> VelocityConfig:

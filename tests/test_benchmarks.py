@@ -31,10 +31,10 @@ def test_train_vs_sb3_quick_json():
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     runs = [r for r in rows if "seed" in r and "summary" not in r]
     assert runs and runs[0]["learner"] == "horde-ppo" and runs[0]["reached"] is True
-    assert runs[0]["seconds_to_threshold"] > 0 and runs[0]["env_steps_to_threshold"] > 0
+    assert runs[0]["env_steps_to_threshold"] > 0  # its seconds are a figure to print, not to assert
     assert any(r.get("summary") for r in rows) and any("curves" in r for r in rows)
     summary = next(r for r in rows if r.get("summary") and r.get("learner") == "horde-ppo")
-    assert {"num_envs", "device", "seeds", "median_seconds", "min_seconds", "max_seconds", "clock"} <= set(summary)
+    assert {"num_envs", "device", "seeds"} <= set(summary) and summary["seeds"]
     assert summary["hyperparameters"]["num_steps_per_env"] > 0  # the tuned config the run used
     assert summary["task_settings"]["max_force"] > 0 and summary["task_note"]  # what task horde trained on
 
@@ -93,3 +93,15 @@ def test_learning_bars_prints_one_line_per_seed():
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert [(r["test"], r["seed"]) for r in rows] == [("gru", 0), ("gru", 1)]
     assert all(r["mean_episode_length"] > 30 for r in rows), rows  # the GRU test's bar
+
+
+def test_trajectory_digest_is_reproducible():
+    """The refactoring check prints the same digest for the same seed twice (and a different one for another task)."""
+    run = lambda *tasks: subprocess.run(  # noqa: E731
+        [sys.executable, str(BENCH / "trajectory_digest.py"), "--tasks", *tasks, "--learners"],
+        capture_output=True, text=True, timeout=600)
+    first, second = run("cartpole", "pendulum"), run("cartpole")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:] + second.stderr[-2000:]
+    a, b = first.stdout.splitlines(), second.stdout.splitlines()
+    assert a[0].split()[:2] == b[0].split()[:2] and a[0].split()[0] == "cartpole"
+    assert len(a[0].split()[1]) == 16 and a[1].split()[1] != a[0].split()[1]

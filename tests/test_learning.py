@@ -30,11 +30,10 @@ def test_demo_trains_evaluates_exports_and_summarizes(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (path,) = tmp_path.glob("runs/cartpole/*/summary.json")
     summary = json.loads(path.read_text())
-    for key in ("task", "mean_return", "mean_episode_length", "train_seconds", "env_steps_per_s",
-                "onnx_max_abs_err", "policy_onnx"):
+    for key in ("task", "mean_return", "mean_episode_length", "onnx_max_abs_err", "policy_onnx"):
         assert key in summary, key
-    assert summary["task"] == "cartpole" and summary["mean_episode_length"] >= 475, summary
-    assert summary["onnx_max_abs_err"] <= 1e-5  # train_seconds is a figure to print, not to assert
+    assert summary["task"] == "cartpole" and summary["mean_episode_length"] >= 475, summary  # seeds 0-11: >= 498
+    assert summary["onnx_max_abs_err"] <= 1e-5
     assert (tmp_path / summary["policy_onnx"]).is_file() or __import__("os").path.isfile(summary["policy_onnx"])
     assert "onnxruntime vs torch max abs error" in proc.stdout
 
