@@ -46,8 +46,17 @@ def test_same_seed_same_trajectory_and_different_seed_differs(task):
         return torch.stack([env.step(_random_actions(env, g)).obs.clone() for _ in range(600)])
 
     a, b, c = rollout(3), rollout(3), rollout(4)
-    assert torch.equal(a, b)
+    assert torch.equal(a, b), _first_difference(a, b, make(task, num_envs=1).obs_names)
     assert not torch.equal(a, c)
+
+
+def _first_difference(a: torch.Tensor, b: torch.Tensor, names) -> str:
+    """Where two [steps, envs, obs] trajectories first differ: step, envs, observation names, largest gap."""
+    step = int((a != b).flatten(1).any(1).nonzero()[0])
+    envs = (a[step] != b[step]).any(1).nonzero().flatten().tolist()
+    cols = (a[step] != b[step]).any(0).nonzero().flatten().tolist()
+    return (f"same seed, different trajectories from step {step}: envs {envs}, observations "
+            f"{[names[c] for c in cols]}, largest gap {float((a - b).abs().max()):.3g}")
 
 
 def test_finite_under_random_actions(task):
