@@ -61,35 +61,92 @@ class RslRlVecEnv(VecEnv):
         return self._obs[self._k], rewards, r.dones, {"time_outs": r.truncated}
 
 
-class GymVectorEnv(gym.vector.VectorEnv):
-    """gymnasium's ``VectorEnv`` over a :class:`WarpTaskEnv`, returning torch tensors on the env's device.
+AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
+"""gymnasium's autoreset modes that :class:`GymVectorEnv` offers, by name."""
+ARRAY_TYPES = ("torch", "numpy")
+"""What :class:`GymVectorEnv` returns: torch tensors on the env's device, or numpy arrays on the host."""
 
-    Autoreset mode is ``SAME_STEP``: when an env's episode ends, the observation returned by ``step`` is already the
-    first one of its next episode; the last observation of the finished episode is in ``info["final_obs"]``
-    (a [num_envs, obs_dim] tensor, valid where ``info["_final_obs"]`` is True). Wrap with
-    ``gymnasium.wrappers.vector.TorchToNumpy`` for numpy arrays.
+
+class GymVectorEnv(gym.vector.VectorEnv):
+    """gymnasium's ``VectorEnv`` over a :class:`WarpTaskEnv`, as gymnasium's own vector wrappers expect it.
+
+    ``autoreset_mode`` (stated in ``metadata["autoreset_mode"]``):
+
+    - ``"next_step"`` (gymnasium's default): the step that ends an episode returns that episode's last
+      observation; the env's next step ignores its action and returns the first observation of a new episode, with
+      reward 0 and ``terminated``/``truncated`` False.
+    - ``"same_step"``: the step that ends an episode already returns the next episode's first observation; the
+      last one is in ``info["final_obs"]`` (a batched [num_envs, obs_dim] array, valid where ``info["_final_obs"]``).
+
+    ``array``: ``"torch"`` returns tensors on the env's device (as gymnasium's ``NumpyToTorch`` would), ``"numpy"``
+    returns host arrays (float32 observations and rewards, bool ``terminated``/``truncated``); actions may be either.
+    Every returned array is a copy: it stays valid after later steps.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
-
-    def __init__(self, core: WarpTaskEnv) -> None:
+    def __init__(self, core: WarpTaskEnv, *, autoreset_mode: str | AutoresetMode = "next_step",
+                 array: str = "torch") -> None:
+        if isinstance(autoreset_mode, str):
+            if autoreset_mode.lower() not in AUTORESET_MODES:
+                raise ValueError(f"unknown autoreset_mode '{autoreset_mode}'; valid: {', '.join(AUTORESET_MODES)}")
+            autoreset_mode = AUTORESET_MODES[autoreset_mode.lower()]
+        if autoreset_mode not in AUTORESET_MODES.values():
+            raise ValueError(f"unsupported autoreset_mode {autoreset_mode}; valid: {', '.join(AUTORESET_MODES)}")
+        if array not in ARRAY_TYPES:
+            raise ValueError(f"unknown array type '{array}'; valid: {', '.join(ARRAY_TYPES)}")
         self.core = core
+        self.array = array
+        self.autoreset_mode = autoreset_mode
+        self.metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
         self.num_envs = core.num_envs
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (core.obs_dim,), np.float32)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, (core.num_actions,), np.float32)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        # NEXT_STEP: envs whose episode ended at the previous step (their next step only resets them)
+        self._pending = torch.zeros(core.num_envs, dtype=torch.bool, device=core.device)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[torch.Tensor, dict]:
-        """Reset every env (or those in ``options["mask"]``); a ``seed`` re-seeds all envs' streams first."""
+    def _out(self, x: torch.Tensor):
+        return x.clone() if self.array == "torch" else x.detach().cpu().numpy().copy()
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Reset every env, or those in ``options["reset_mask"]`` (gymnasium's key; ``"mask"`` also works), a bool
+        array [num_envs]; a ``seed`` re-seeds every env's stream first."""
         if seed is not None:
             self.core.seed(seed)
             self._np_random, self._np_random_seed = gym.utils.seeding.np_random(seed)
-        mask = None if options is None else options.get("mask")
-        return self.core.reset(mask).clone(), {}
+        options = options or {}
+        mask = options.get("reset_mask", options.get("mask"))
+        if mask is not None:
+            mask = torch.as_tensor(mask, dtype=torch.bool, device=self.core.device)
+            self._pending &= ~mask
+        else:
+            self._pending.zero_()
+        return self._out(self.core.reset(mask)), {}
 
-    def step(self, actions) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+    def step(self, actions):
+        """One control step for every env: ``(obs, rewards, terminated, truncated, info)``."""
         actions = torch.as_tensor(actions, dtype=torch.float32, device=self.core.device)
         r = self.core.step(actions)
-        info = {"final_obs": self.core.final_obs.clone(), "_final_obs": r.dones.clone()}
-        return r.obs.clone(), r.reward.clone(), r.terminated.clone(), r.truncated.clone(), info
+        info = {}
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            obs, reward, terminated, truncated = r.obs, r.reward, r.terminated, r.truncated
+            info = {"final_obs": self._out(self.core.final_obs), "_final_obs": self._out(r.dones)}
+        else:
+            # Envs that ended last step were auto-reset by the core then stepped once more: reset them again so
+            # that this step returns a first observation (no host sync: a masked reset of every env).
+            pending = self._pending
+            ended = r.dones & ~pending
+            obs = torch.where(ended[:, None], self.core.final_obs, self.core.reset(pending))
+            reward = torch.where(pending, 0.0, r.reward)
+            terminated, truncated = r.terminated & ~pending, r.truncated & ~pending
+            self._pending = ended
+        return self._out(obs), self._out(reward), self._out(terminated), self._out(truncated), info
+
+
+def make_vec(task: str, num_envs: int = 1, *, device: str = "cpu", seed: int = 0, autoreset_mode: str = "next_step",
+             array: str = "torch", config=None, **_) -> GymVectorEnv:
+    """gymnasium's vector entry point for ``gymnasium.make_vec("horde/<task>", num_envs=...)``."""
+    from horde.envs.registry import make
+
+    return GymVectorEnv(make(task, num_envs=num_envs, device=device, seed=seed, config=config),
+                        autoreset_mode=autoreset_mode, array=array)

@@ -58,6 +58,16 @@ def register_task(name: str, spec: TaskSpec, *, replace: bool = False) -> None:
     if name in TASKS and not replace:
         raise ValueError(f"task '{name}' is already registered (pass replace=True to override it)")
     TASKS[name] = spec
+    _register_with_gymnasium(name)
+
+
+def _register_with_gymnasium(name: str) -> None:
+    """``gymnasium.make_vec("horde/<name>", num_envs=..., device=..., seed=..., autoreset_mode=..., array=...)``."""
+    import gymnasium
+
+    gid = f"horde/{name}"
+    if gid not in gymnasium.registry:
+        gymnasium.register(id=gid, vector_entry_point="horde.envs.adapters:make_vec", kwargs={"task": name})
 
 
 def task_names() -> list[str]:

@@ -20,7 +20,7 @@ def task(request):
 
 def test_spaces_and_shapes(task):
     env = make(task, num_envs=N)
-    gym_env = GymVectorEnv(env)
+    gym_env = GymVectorEnv(env, autoreset_mode="same_step")
     assert gym_env.single_observation_space.shape == (env.obs_dim,)
     assert gym_env.single_action_space.shape == (env.num_actions,)
     assert gym_env.observation_space.shape == (N, env.obs_dim)

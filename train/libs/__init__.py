@@ -1,0 +1,66 @@
+"""Adapters that let the RL libraries people already use train horde tasks unchanged, one small module each.
+
+Each module offers ``make_env(task, ...)`` (the library's own env interface over a horde env), ``train(...)`` (the
+library's PPO with the settings stated in its ``SETTINGS``) and ``deterministic_policy(...)`` (the trained mean
+action as a callable ``obs [N, obs_dim] -> actions [N, num_actions]`` for :func:`horde.train.evaluate.evaluate`).
+The libraries are optional extras: ``pip install "horde[skrl]"``, ``"horde[sb3]"``, ``"horde[rl-games]"``.
+rsl-rl needs no adapter module: :class:`horde.envs.RslRlVecEnv` is its ``VecEnv``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+LIBRARIES = {"horde": None, "rsl-rl": "rsl_rl", "skrl": "skrl", "sb3": "stable_baselines3", "rl-games": "rl_games"}
+"""Learners that train horde tasks, and the Python package each needs (horde's own PPO needs none)."""
+EXTRAS = {"rsl-rl": "horde", "skrl": "horde[skrl]", "sb3": "horde[sb3]", "rl-games": "horde[rl-games]"}
+
+
+def require(lib: str) -> None:
+    """Fail in one line, naming the extra to install, when ``lib``'s package is missing."""
+    if lib not in LIBRARIES:
+        raise ValueError(f"unknown library '{lib}'; valid: {', '.join(LIBRARIES)}")
+    package = LIBRARIES[lib]
+    if package is not None and importlib.util.find_spec(package) is None:
+        raise ModuleNotFoundError(f"lib={lib} needs the '{package}' package: pip install \"{EXTRAS[lib]}\"")
+
+
+def main(lib: str, argv: list[str] | None = None) -> int:
+    """``python -m horde.train.libs.<lib> --task cartpole --env-steps 200000``: train with ``lib``'s PPO, then print
+    the deterministic policy's mean return over 100 evaluation episodes."""
+    import argparse
+    import copy
+    import time
+
+    from horde.envs import get_task, task_names
+    from horde.train.evaluate import evaluate
+
+    ap = argparse.ArgumentParser(prog=f"python -m horde.train.libs.{lib.replace('-', '_')}",
+                                 description=f"Train a horde task with {lib}'s PPO, then evaluate it.")
+    ap.add_argument("--task", default="cartpole", choices=task_names(), metavar="TASK")
+    ap.add_argument("--num-envs", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--env-steps", type=int, default=200_000, help="training budget, env steps over all envs")
+    args = ap.parse_args(argv)
+    require(lib)
+    module = importlib.import_module(f"horde.train.libs.{lib.replace('-', '_')}")
+    t0 = time.perf_counter()
+    n, steps = args.num_envs, args.env_steps
+    if lib == "skrl":
+        policy = module.deterministic_policy(module.train(args.task, num_envs=n, seed=args.seed,
+                                                          timesteps=steps // n).agent)
+    elif lib == "sb3":
+        policy = module.deterministic_policy(module.train(args.task, num_envs=n, seed=args.seed, timesteps=steps))
+    elif lib == "rl-games":
+        epochs = max(1, steps // (n * module.SETTINGS["config"]["horizon_length"]))
+        policy = module.deterministic_policy(module.train(args.task, num_envs=n, seed=args.seed, epochs=epochs))
+    else:
+        runner = module.build(args.task, seed=args.seed, overrides=(f"num_envs={n}",))
+        runner.learn(num_learning_iterations=max(1, steps // (n * runner.cfg["num_steps_per_env"])))
+        policy = module.deterministic_policy(runner)
+    train_s = time.perf_counter() - t0
+    result = evaluate(policy, args.task, copy.deepcopy(get_task(args.task).config), episodes=100).summary()
+    print(f"{lib} on {args.task}: {steps:,} env steps in {train_s:.1f} s; deterministic mean return "
+          f"{result['mean_return']:.1f} over 100 episodes (mean length {result['mean_episode_length']:.0f})")
+    return 0
