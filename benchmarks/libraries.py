@@ -174,7 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS)
     ap.add_argument("--budget", type=float, default=240.0, help="training seconds per run before giving up")
+    ap.add_argument("--plot", metavar="PNG", help="draw evaluation return against training wall time per learner")
+    ap.add_argument("--from-json", metavar="FILE", help="with --plot: draw from a saved --json output, run nothing")
     args = ap.parse_args(argv)
+    if args.from_json:
+        lines = [json.loads(x) for x in open(args.from_json) if x.startswith("{")]
+        plot(next(x["curves"] for x in lines if "curves" in x), args.plot)
+        return 0
     torch.set_num_threads(1)
     learners = [x for x in args.learners if x == "horde" or importlib.util.find_spec(PACKAGE[x]) is not None]
     for x in sorted(set(args.learners) - set(learners)):
@@ -217,9 +223,39 @@ def main(argv: list[str] | None = None) -> int:
               + (f"{s['median_seconds']:.1f} s, {s['median_env_steps']:,.0f} env steps"
                  + (f", {s['wall_time_vs_horde']:.2f}x horde's wall time" if "wall_time_vs_horde" in s else "")
                  if s["median_seconds"] else "n/a (not every seed reached the threshold)"), flush=True)
+    curves = [{k: r[k] for k in ("learner", "seed", "curve")} for r in rows]
     if args.json:
-        print(json.dumps({"curves": [{k: r[k] for k in ("learner", "seed", "curve")} for r in rows]}))
+        print(json.dumps({"curves": curves}))
+    if args.plot:
+        plot(curves, args.plot)
     return 0
+
+
+def plot(curves: list[dict], path: str) -> None:
+    """Deterministic evaluation return against training wall time, one colour per learner, one line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    colours = dict(zip(LEARNERS, ("C0", "C1", "C2", "C3", "C4"), strict=True))
+    seen = set()
+    for c in curves:
+        t = [0.0] + [x[0] for x in c["curve"]]
+        r = [None] + [x[2] for x in c["curve"]]
+        label = c["learner"] if c["learner"] not in seen else None
+        seen.add(c["learner"])
+        ax.plot(t[1:], r[1:], color=colours[c["learner"]], alpha=0.6, lw=1.2, marker=".", label=label)
+    ax.axhline(THRESHOLD, color="k", ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("training wall time [s] (evaluation excluded)")
+    ax.set_ylabel("deterministic mean return, 100 episodes")
+    ax.set_title(f"horde {TASK}, {NUM_ENVS} envs: each learner until its first evaluation >= {THRESHOLD:.0f}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":
