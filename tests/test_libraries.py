@@ -226,9 +226,25 @@ def test_rsl_rl_runner_config_carries_horde_hyperparameters():
     from horde.train.libs import rsl_rl
 
     cfg = compose(["task=cartpole"])[0]
-    rc = rsl_rl.runner_config(cfg.algo)
+    rc = rsl_rl.runner_config(cfg)
     assert rc["num_steps_per_env"] == cfg.algo.num_steps_per_env
     assert rc["algorithm"]["learning_rate"] == cfg.algo.learning_rate and rc["algorithm"]["lam"] == cfg.algo.lam
+
+
+@_needs("skrl")
+def test_horde_train_with_another_library(tmp_path):
+    import json
+
+    from clihelp import run_cli
+
+    r = run_cli("train", "task=cartpole", "lib=skrl", "max_iterations=2", f"run_root={tmp_path}", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (summary,) = tmp_path.glob("cartpole/*/summary.json")
+    s = json.loads(summary.read_text())
+    assert s["lib"] == "skrl" and s["env_steps"] == 2 * 32 * 128 and s["eval"]["episodes"] == 100
+    assert (summary.parent / "agent.pt").exists() and "deterministic return" in r.stdout
+    r = run_cli("train", "task=cartpole", "lib=skrl", "algo=shac", f"run_root={tmp_path}", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip() == "horde train: error: lib=skrl trains PPO; algo=shac needs lib=horde"
 
 
 def test_unknown_library_fails_in_one_line():

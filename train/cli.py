@@ -3,6 +3,7 @@
     horde train task=cartpole num_envs=4096 device=cpu seed=3 max_iterations=100 algo.learning_rate=3e-4
     horde train -m seed=0,1,2 task=cartpole,pendulum   # sweep: one run per combination, in turn
     horde train resume=runs/cartpole/<stamp> max_iterations=200   # continue exactly
+    horde train task=cartpole lib=skrl   # another library's PPO on the same env: rsl-rl, skrl, sb3, rl-games
     horde play run=runs/cartpole/<stamp> [episodes=100]
     horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>] [sim2sim_episodes=16]
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
@@ -51,6 +52,10 @@ def cmd_train(args: list[str]) -> dict:
     from horde.train.shac import SHACConfig, SHACTrainer
 
     cfg, task, raw = compose(args)
+    if cfg.lib != "horde":
+        from horde.train.libs import train_with_library
+
+        return train_with_library(cfg, task, raw)
     trainer_cls = SHACTrainer if isinstance(cfg.algo, SHACConfig) else PPOTrainer
     return trainer_cls(cfg, task, raw).learn()
 

@@ -95,6 +95,9 @@ class TrainConfig:
     """Data-parallel over torch.distributed (launch with torchrun); each rank steps num_envs / world_size envs."""
     dist_backend: str | None = choice((None, "gloo", "nccl", "mpi"))
     """torch.distributed backend; None picks nccl on CUDA and gloo on CPU."""
+    lib: str = choice(("horde", "rsl-rl", "skrl", "sb3", "rl-games"))
+    """Who trains: horde's own PPO/SHAC loop, or another library's PPO on the same env (horde.train.libs; the
+    library's own settings, ``num_envs``, ``seed``, ``device`` and ``max_iterations`` from here)."""
 
 
 RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "resume")

@@ -64,3 +64,78 @@ def main(lib: str, argv: list[str] | None = None) -> int:
     print(f"{lib} on {args.task}: {steps:,} env steps in {train_s:.1f} s; deterministic mean return "
           f"{result['mean_return']:.1f} over 100 episodes (mean length {result['mean_episode_length']:.0f})")
     return 0
+
+
+def train_with_library(cfg, task: str, raw) -> dict:
+    """``horde train task=<task> lib=<lib>``: ``max_iterations`` rollouts and updates of ``lib``'s PPO on ``num_envs``
+    envs, its checkpoints in a new run directory, then 100 deterministic evaluation episodes; returns the summary."""
+    import copy
+    import json
+    import time
+
+    from omegaconf import OmegaConf
+
+    from horde.train.config import ConfigError
+    from horde.train.evaluate import evaluate
+    from horde.train.ppo import new_run_dir
+    from horde.train.shac import SHACConfig
+
+    lib = cfg.lib
+    try:
+        require(lib)
+    except (ModuleNotFoundError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    if isinstance(cfg.algo, SHACConfig):
+        raise ConfigError(f"lib={lib} trains PPO; algo=shac needs lib=horde")
+    for key in ("resume", "distributed"):
+        if getattr(cfg, key):
+            raise ConfigError(f"{key} needs lib=horde (lib={lib} runs the library's own loop)")
+    run_dir = new_run_dir(cfg.run_root, task)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
+    n, iters, seed, device = cfg.num_envs, cfg.max_iterations, cfg.seed, cfg.device
+    print(f"horde train: {task} with {lib}'s PPO, {n} envs, {iters} iterations on {device}; run dir {run_dir}"
+          + ("" if lib == "rsl-rl" else f" (algo.* settings are horde's; {lib} uses horde.train.libs."
+                                        f"{lib.replace('-', '_')}.SETTINGS)"), flush=True)
+    t0 = time.perf_counter()
+    if lib == "rsl-rl":
+        from horde.train.libs import rsl_rl as m
+
+        runner = m.build_from(cfg, task, log_dir=str(run_dir))
+        runner.learn(num_learning_iterations=iters)
+        runner.save(str(run_dir / f"model_{iters}.pt"))
+        policy, steps = m.deterministic_policy(runner), iters * n * runner.cfg["num_steps_per_env"]
+    elif lib == "skrl":
+        from horde.train.libs import skrl as m
+
+        rollouts = m.SETTINGS["agent"]["rollouts"]
+        runner = m.build(m.make_env(task, num_envs=n, seed=seed, device=device, config=cfg.task), seed=seed,
+                         timesteps=iters * rollouts, directory=str(run_dir))
+        runner.run("train")
+        runner.agent.save(str(run_dir / "agent.pt"))
+        policy, steps = m.deterministic_policy(runner.agent), iters * rollouts * n
+    elif lib == "sb3":
+        from horde.train.libs import sb3 as m
+
+        if device != "cpu":
+            raise ConfigError("lib=sb3 runs on the cpu (Stable-Baselines3 steps numpy arrays); use device=cpu")
+        model = m.build(m.make_env(task, num_envs=n, seed=seed, config=cfg.task), seed=seed)
+        steps = iters * n * m.SETTINGS["n_steps"]
+        model.learn(total_timesteps=steps)
+        model.save(str(run_dir / "model.zip"))
+        model.get_env().save(str(run_dir / "vecnormalize.pkl"))
+        policy = m.deterministic_policy(model)
+    else:
+        from horde.train.libs import rl_games as m
+
+        agent = m.build(m.make_env(task, num_envs=n, seed=seed, device=device, config=cfg.task), seed=seed,
+                        epochs=iters, directory=str(run_dir))
+        agent.train()
+        policy, steps = m.deterministic_policy(agent), iters * n * m.SETTINGS["config"]["horizon_length"]
+    train_s = time.perf_counter() - t0
+    res = evaluate(policy, task, copy.deepcopy(cfg.task), episodes=100, device=device).summary()
+    summary = {"task": task, "lib": lib, "num_envs": n, "iterations": iters, "env_steps": steps,
+               "train_seconds": train_s, "eval": res, "run_dir": str(run_dir)}
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"horde train: {lib} on {task}: {steps:,} env steps in {train_s:.1f} s; deterministic return "
+          f"{res['mean_return']:.2f} +- {res['std_return']:.2f} over 100 episodes; {run_dir}", flush=True)
+    return summary

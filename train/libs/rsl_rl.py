@@ -8,38 +8,38 @@ run in rsl-rl's loop instead of horde's.
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 
 import torch
 from rsl_rl.runners import OnPolicyRunner
 
 from horde.envs import RslRlVecEnv, make
-from horde.policies import rsl_model_cfgs
 
 
-def runner_config(algo, *, seed: int = 0) -> dict:
-    """rsl-rl's ``OnPolicyRunner`` config for horde's :class:`horde.train.config.PPOConfig` ``algo``."""
-    a = dataclasses.asdict(algo) if dataclasses.is_dataclass(algo) else dict(algo)
-    actor, critic = rsl_model_cfgs(algo.policy)
-    keys = ("learning_rate", "num_learning_epochs", "num_mini_batches", "clip_param", "gamma", "lam",
-            "value_loss_coef", "entropy_coef", "max_grad_norm", "schedule", "desired_kl")
-    return {"seed": seed, "num_steps_per_env": a["num_steps_per_env"], "save_interval": 10**9,
-            "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
-            "algorithm": {"class_name": "PPO", **{k: a[k] for k in keys}},
-            "actor": actor, "critic": critic, "logger": "tensorboard", "check_for_nan": False}
+def runner_config(cfg) -> dict:
+    """rsl-rl's ``OnPolicyRunner`` config for a composed horde :class:`horde.train.config.TrainConfig` (PPO): horde's
+    own rsl-rl training dict plus what only the runner reads."""
+    from horde.train.ppo import rsl_train_cfg
+
+    return {**rsl_train_cfg(cfg), "seed": cfg.seed, "save_interval": cfg.save_interval, "logger": "tensorboard",
+            "check_for_nan": False}
 
 
 def build(task: str, *, seed: int = 0, device: str = "cpu", overrides: tuple[str, ...] = (), log_dir: str | None = None):
     """An ``OnPolicyRunner`` on ``task`` with horde's tuned config for it (``overrides`` as on the command line)."""
     from horde.train.config import compose
 
-    cfg = compose([f"task={task}", f"seed={seed}", f"device={device}", *overrides])[0]
-    env = RslRlVecEnv(make(task, num_envs=cfg.num_envs, device=device, seed=seed, config=cfg.task),
+    return build_from(compose([f"task={task}", f"seed={seed}", f"device={device}", *overrides])[0], task,
+                      log_dir=log_dir)
+
+
+def build_from(cfg, task: str, *, log_dir: str | None = None) -> OnPolicyRunner:
+    """An ``OnPolicyRunner`` for a composed horde config."""
+    env = RslRlVecEnv(make(task, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed, config=cfg.task),
                       value_scale=cfg.algo.policy.value_scale)
-    torch.manual_seed(seed)
-    return OnPolicyRunner(env, runner_config(cfg.algo, seed=seed), log_dir=log_dir or tempfile.mkdtemp(
-        prefix="horde-rsl-"), device=device)
+    torch.manual_seed(cfg.seed)
+    return OnPolicyRunner(env, runner_config(cfg), log_dir=log_dir or tempfile.mkdtemp(prefix="horde-rsl-"),
+                          device=cfg.device)
 
 
 def train(task: str, *, seed: int = 0, iterations: int = 30, device: str = "cpu", overrides: tuple[str, ...] = ()):
