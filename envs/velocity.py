@@ -46,7 +46,8 @@ from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positi
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
 from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
-from horde.sim.terrain import Terrain, TerrainConfig, TerrainGrid, terrain_level_update
+from horde.sim.terrain import (HeightScanConfig, Terrain, TerrainConfig, TerrainGrid, height_scan, scan_offsets,
+                                terrain_level_update)
 
 __all__ = ["VELOCITY_TERMS", "Legged", "VelocityConfig", "VelocityEnv", "VelocityTwin", "build_world", "obs_names",
            "post_step_kernel", "velocity_term"]
@@ -92,6 +93,8 @@ class VelocityConfig(TaskConfig):
     """Newton world: solver and its settings, health-check bounds."""
     terrain: TerrainConfig = field(default_factory=TerrainConfig)
     """flat or rough terrain, and its curriculum."""
+    height_scan: HeightScanConfig = field(default_factory=HeightScanConfig)
+    """Terrain heights around the base as observations (off unless ``height_scan.enabled``)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization (off unless ``randomization.enabled``)."""
     action_scale: float | None = None
@@ -154,6 +157,11 @@ class VelocityTask:
     yaw_hi: float
     standing_fraction: float
     rough: int
+    scan_n: int
+    scan_offset: float
+    scan_clip: float
+    noise_scan: float
+    scan_yaw: int
 
 
 @wp.func
@@ -172,9 +180,10 @@ def _sample_command(t: VelocityTask, i: int, s: wp.uint32, command: wp.array2d(d
 def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.array(dtype=float),
                joint_q: wp.array2d(dtype=float), joint_qd: wp.array2d(dtype=float),
                body_q: wp.array2d(dtype=wp.transform), root_vel_base: wp.array2d(dtype=float),
-               command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),
-               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
-    """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state."""
+               command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float), grid: TerrainGrid,
+               scan: wp.array(dtype=wp.vec2), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
+    """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state.
+    The height scan, when on, follows the proprioceptive part (its noise drawn after theirs)."""
     g = wp.quat_rotate_inv(wp.transform_get_rotation(body_q[i, t.root]), wp.vec3(0.0, 0.0, -1.0))
     for k in range(3):
         obs[i, k] = root_vel_base[i, k] + wp.randf(s, -1.0, 1.0) * t.noise_lin
@@ -187,6 +196,10 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
         obs[i, 12 + k] = q + wp.randf(s, -1.0, 1.0) * t.noise_q
         obs[i, 12 + nj + k] = wp.where(ok, joint_qd[i, 6 + k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_qd
         obs[i, 12 + 2 * nj + k] = last_actions[i, k]
+    for k in range(t.scan_n):
+        h = height_scan(grid, body_q[i, t.root], scan[k], t.scan_yaw) - t.scan_offset
+        h = wp.clamp(h + wp.randf(s, -1.0, 1.0) * t.noise_scan, -t.scan_clip, t.scan_clip)
+        obs[i, 12 + 3 * nj + k] = wp.where(ok, h, 0.0)
     for k in range(state.shape[1]):
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
     return s
@@ -226,6 +239,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         t: VelocityTask,
         x: Legged,
         grid: TerrainGrid,
+        scan: wp.array(dtype=wp.vec2),
         ranges: ActuationRanges,
         kp0: wp.array(dtype=float),
         kd0: wp.array(dtype=float),
@@ -256,7 +270,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
             s = _sample_command(t, i, s, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-                       x.last_actions, state, obs)
+                       x.last_actions, grid, scan, state, obs)
         done = close_step(ep, i, r, failed, t.max_episode_length)
         if done:
             for k in range(obs.shape[1]):
@@ -290,6 +304,8 @@ def velocity_observe(
     root_vel_base: wp.array2d(dtype=float),
     command: wp.array2d(dtype=float),
     last_actions: wp.array2d(dtype=float),
+    grid: TerrainGrid,
+    scan: wp.array(dtype=wp.vec2),
     history: wp.array3d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
     state: wp.array2d(dtype=float),
@@ -304,7 +320,7 @@ def velocity_observe(
             for k in range(history.shape[2]):
                 history[i, d, k] = 0.0
         rng[i] = _write_obs(t, i, True, rng[i], default_q, joint_q, joint_qd, body_q, root_vel_base, command,
-                            last_actions, state, obs)
+                            last_actions, grid, scan, state, obs)
 
 
 @wp.kernel(enable_backward=False)
@@ -395,7 +411,9 @@ class VelocityEnv(WarpTaskEnv):
         self.robot = resolve_robot(cfg.robot)
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
         joints = self.robot.joints
-        self.obs_names, self.action_names = obs_names(joints), joints
+        points = scan_offsets(cfg.height_scan) if cfg.height_scan.enabled else np.zeros((0, 2), np.float32)
+        self.obs_names = obs_names(joints) + tuple(f"height_scan_{k}" for k in range(len(points)))
+        self.action_names = joints
         self.state_names, self.term_names = ROOT_COORDS + joints, tuple(cfg.reward_scales)
         self.terrain = Terrain(cfg.terrain)
         self.world = build_world(cfg, num_envs, d, self.terrain)
@@ -419,7 +437,13 @@ class VelocityEnv(WarpTaskEnv):
         t.yaw_lo, t.yaw_hi = cfg.command_yaw_rate
         t.standing_fraction = cfg.standing_fraction
         t.rough = int(cfg.terrain.kind == "rough")
-        self._task, self._grid, self._ranges = t, self.terrain.grid(), actuation_ranges(dr)
+        hs = cfg.height_scan
+        t.scan_n, t.scan_offset, t.scan_clip, t.scan_yaw = len(points), hs.offset, hs.clip, int(hs.yaw_aligned)
+        t.noise_scan = hs.noise * dr.obs_noise_scale if on else 0.0
+        self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
+        self.scan_points = points
+        """Height-scan points in the base's yaw frame [P, 2] [m] (x forward, y left), the order of the
+        ``height_scan_<k>`` observations; empty when the scan is off."""
         nj, nf = len(joints), len(self.robot.feet)
         w = self.world
         names = [lbl.split("/")[-1] for lbl in w.model.body_label[:w.bodies]]
@@ -431,6 +455,7 @@ class VelocityEnv(WarpTaskEnv):
             self._history = wp.zeros((num_envs, t.max_delay + 1, nj), dtype=float)
             self._applied = wp.zeros((num_envs, nj), dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
+            self._scan = wp.array(points if len(points) else np.zeros((1, 2), np.float32), dtype=wp.vec2)
             self._head = wp.zeros(num_envs, dtype=wp.int32)
             self._level = wp.array(levels, dtype=wp.int32)
             self._centre_z = wp.array(self.terrain.centre_z, dtype=float)
@@ -475,8 +500,8 @@ class VelocityEnv(WarpTaskEnv):
         w.simulate(self._applied)
         w.inspect()
         wp.launch(self._post_step, n, device=d, inputs=[
-            self._task, self.legged, self._grid, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping,
-            self._centre_z, self.episodes()], outputs=[
+            self._task, self.legged, self._grid, self._scan, self._ranges, w.arrays.nominal_stiffness,
+            w.arrays.nominal_damping, self._centre_z, self.episodes()], outputs=[
             self._rng, self._level, self._origin, self._delay, w.arrays.stiffness, w.arrays.damping,
             w.arrays.motor_strength, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
@@ -486,7 +511,7 @@ class VelocityEnv(WarpTaskEnv):
         w = self.world
         wp.launch(velocity_observe, self.num_envs, device=self.dev.warp, inputs=[
             self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q,
-            w.arrays.root_vel_base, self._command, self._last_actions],
+            w.arrays.root_vel_base, self._command, self._last_actions, self._grid, self._scan],
             outputs=[self._history, self._rng, self._state, self._obs])
 
     def _launch_reset(self) -> None:
@@ -547,6 +572,15 @@ register_task("quadruped-rough", TaskSpec(
     config=_rough(),
     description="quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and "
                 "domain randomization",
+    renderer=render.draw_legged,
+    relative_joint_obs=True,
+))
+
+
+register_task("quadruped-rough-perceptive", TaskSpec(
+    env_cls=VelocityEnv,
+    config=_rough(height_scan=HeightScanConfig(enabled=True)),
+    description="quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations",
     renderer=render.draw_legged,
     relative_joint_obs=True,
 ))

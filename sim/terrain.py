@@ -16,14 +16,15 @@ field. Heights are generated from a fixed seed with numpy, once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import warp as wp
 
 from horde.sim.fields import choice
 
-__all__ = ["KINDS", "TERRAIN_TYPES", "Terrain", "TerrainConfig", "TerrainGrid", "terrain_level_update"]
+__all__ = ["KINDS", "TERRAIN_TYPES", "HeightScanConfig", "Terrain", "TerrainConfig", "TerrainGrid", "height_scan",
+           "scan_offsets", "terrain_height", "terrain_level_update"]
 
 KINDS = ("flat", "rough")
 TERRAIN_TYPES = ("noise", "slope_up", "slope_down", "stairs")
@@ -57,9 +58,41 @@ class TerrainConfig:
     """Seed of the heightfield's random bumps (the terrain is the same for every run with this seed)."""
 
 
+@dataclass(kw_only=True)
+class HeightScanConfig:
+    """A grid of terrain heights around the base, as legged_gym and Isaac Lab's perceptive policies see it
+    (``task.height_scan.<field>=...``)."""
+
+    enabled: bool = False
+    """Append the scan to the observations (and to the exported policy's inputs)."""
+    size: list[float] = field(default_factory=lambda: [1.6, 1.0])
+    """Extent of the grid along the base's forward and left axes [m], centred on the base."""
+    resolution: float = 0.1
+    """Spacing of the scan points [m]: (1.6 / 0.1 + 1) x (1.0 / 0.1 + 1) = 17 x 11 points by default."""
+    yaw_aligned: bool = True
+    """Turn the grid with the base's heading (its roll and pitch are ignored); False keeps it world-aligned."""
+    offset: float = 0.5
+    """Each value is base height - terrain height - offset [m] (about zero on flat ground for a quadruped)."""
+    clip: float = 1.0
+    """Values are clipped to +- this [m]."""
+    noise: float = 0.02
+    """Uniform noise on each value [m] (x the randomization's observation-noise scale; none without it)."""
+
+
+def scan_offsets(cfg: HeightScanConfig) -> np.ndarray:
+    """Scan points in the base's yaw frame [P, 2] (x forward, y left [m]), x-major: the order of the
+    observations ``height_scan_<k>``."""
+    nx = int(round(cfg.size[0] / cfg.resolution)) + 1
+    ny = int(round(cfg.size[1] / cfg.resolution)) + 1
+    x = (np.arange(nx) - 0.5 * (nx - 1)) * cfg.resolution
+    y = (np.arange(ny) - 0.5 * (ny - 1)) * cfg.resolution
+    gx, gy = np.meshgrid(x, y, indexing="ij")
+    return np.stack([gx.ravel(), gy.ravel()], axis=1).astype(np.float32)
+
+
 @wp.struct
 class TerrainGrid:
-    """Tile layout read by the curriculum kernel."""
+    """Tile layout read by the curriculum kernel, and the heightfield read by :func:`terrain_height`."""
 
     levels: int
     types: int
@@ -67,6 +100,44 @@ class TerrainGrid:
     hx: float
     hy: float
     curriculum: int
+    heights: wp.array2d(dtype=float)
+    """Heightfield samples [nx, ny] (x-major) at the field's vertices; a 2 x 2 zero array on flat terrain."""
+    rough: int
+    dx: float
+    dy: float
+
+
+@wp.func
+def terrain_height(g: TerrainGrid, x: float, y: float) -> float:
+    """Terrain height [m] under the world point (x, y): bilinear in the heightfield's vertex samples (exact on its
+    planar parts: slopes, treads), the ground plane (z = 0) outside the field and on flat terrain."""
+    if g.rough == 0 or x < -g.hx or x > g.hx or y < -g.hy or y > g.hy:
+        return 0.0
+    fx = (x + g.hx) / g.dx
+    fy = (y + g.hy) / g.dy
+    ix = wp.clamp(int(wp.floor(fx)), 0, g.heights.shape[0] - 2)
+    iy = wp.clamp(int(wp.floor(fy)), 0, g.heights.shape[1] - 2)
+    tx = fx - float(ix)
+    ty = fy - float(iy)
+    h0 = g.heights[ix, iy] * (1.0 - tx) + g.heights[ix + 1, iy] * tx
+    h1 = g.heights[ix, iy + 1] * (1.0 - tx) + g.heights[ix + 1, iy + 1] * tx
+    return h0 * (1.0 - ty) + h1 * ty
+
+
+@wp.func
+def height_scan(g: TerrainGrid, base: wp.transform, offset: wp.vec2, yaw_aligned: int) -> float:
+    """Base height above the terrain at one scan point (``offset`` in the base's yaw frame, or world-aligned)."""
+    p = wp.transform_get_translation(base)
+    ox = offset[0]
+    oy = offset[1]
+    if yaw_aligned == 1:
+        fwd = wp.quat_rotate(wp.transform_get_rotation(base), wp.vec3(1.0, 0.0, 0.0))
+        yaw = wp.atan2(fwd[1], fwd[0])
+        c = wp.cos(yaw)
+        s = wp.sin(yaw)
+        ox = c * offset[0] - s * offset[1]
+        oy = s * offset[0] + c * offset[1]
+    return p[2] - terrain_height(g, p[0] + ox, p[1] + oy)
 
 
 @wp.func
@@ -157,12 +228,17 @@ class Terrain:
                                 min_z=float(h.min()), max_z=float(max(h.max(), h.min() + 1e-3)))
         builder.add_shape_heightfield(heightfield=hf, label="terrain")
 
-    def grid(self) -> TerrainGrid:
-        """The tile layout as a kernel struct."""
+    def grid(self, device=None) -> TerrainGrid:
+        """The tile layout and the heightfield as a kernel struct (arrays on ``device``)."""
         g = TerrainGrid()
         g.levels, g.types, g.tile = self.levels, self.types, float(self.cfg.tile_size)
         g.hx, g.hy = float(self.hx), float(self.hy)
         g.curriculum = int(self.cfg.curriculum)
+        h = self.heights if self.heights is not None else np.zeros((2, 2), dtype=np.float32)
+        g.heights = wp.array(h, dtype=float, device=device)
+        g.rough = int(self.heights is not None)
+        # the heightfield's nx x ny vertices span [-hx, hx] x [-hy, hy] (Newton's and MuJoCo's layout)
+        g.dx, g.dy = 2.0 * float(self.hx) / (h.shape[0] - 1), 2.0 * float(self.hy) / (h.shape[1] - 1)
         return g
 
     def initial_levels(self, num_envs: int, seed: int) -> np.ndarray:
