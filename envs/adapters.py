@@ -13,7 +13,8 @@ from horde.envs.core import WarpTaskEnv
 
 
 class RslRlVecEnv(VecEnv):
-    """rsl-rl's ``VecEnv`` over a :class:`WarpTaskEnv`: observation group ``"policy"``, auto-reset inside ``step``;
+    """rsl-rl's ``VecEnv`` over a :class:`WarpTaskEnv`: observation group ``"policy"`` (and ``"critic"`` when the
+    task has a privileged critic group), auto-reset inside ``step``;
     the one rsl-rl interface, used by horde's PPO loop and by rsl-rl's own ``OnPolicyRunner`` alike.
 
     ``extras["time_outs"]`` flags truncations so that PPO bootstraps them. No TensorDict is built and nothing is
@@ -32,9 +33,10 @@ class RslRlVecEnv(VecEnv):
         self.device = core.device
         self.cfg = core.describe()
         self.value_scale = float(value_scale)
-        self._obs = [TensorDict({"policy": core.obs.clone()}, batch_size=[core.num_envs], device=core.device)
-                     for _ in range(2)]
-        self._views = [td["policy"] for td in self._obs]
+        groups = {"policy": core.obs} | ({"critic": core.critic_obs} if core.critic_names else {})
+        self._groups = groups
+        self._obs = [TensorDict({k: v.clone() for k, v in groups.items()}, batch_size=[core.num_envs],
+                                device=core.device) for _ in range(2)]
         self._k = 0
 
     @property
@@ -49,14 +51,16 @@ class RslRlVecEnv(VecEnv):
 
     def get_observations(self) -> TensorDict:
         """The current observations, group ``policy`` [num_envs, obs_dim]."""
-        self._views[self._k].copy_(self.core.obs)
+        for key, src in self._groups.items():
+            self._obs[self._k][key].copy_(src)
         return self._obs[self._k]
 
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         """One control step: ``(obs, rewards / value_scale [N], dones [N], {"time_outs": [N]})``."""
         r = self.core.step(actions)
         self._k ^= 1
-        self._views[self._k].copy_(r.obs)
+        for key, src in self._groups.items():
+            self._obs[self._k][key].copy_(src)
         rewards = r.reward / self.value_scale if self.value_scale != 1.0 else r.reward
         return self._obs[self._k], rewards, r.dones, {"time_outs": r.truncated}
 

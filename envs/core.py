@@ -75,6 +75,10 @@ class WarpTaskEnv:
 
     obs_names: ClassVar[tuple[str, ...]]
     """Name of each observation column, in order."""
+    critic_names: tuple[str, ...] = ()
+    """Name of each column of the privileged critic group (``critic_obs``): what only the simulator knows (noise-free
+    observations, randomized physics, contact forces). Empty: the critic sees ``obs``, as the actor does. Never
+    exported: a robot provides ``obs`` only."""
     action_names: ClassVar[tuple[str, ...]]
     """Name of each action column, in order; actions are normalized to [-1, 1]."""
     state_names: ClassVar[tuple[str, ...]]
@@ -109,6 +113,7 @@ class WarpTaskEnv:
             self._actions = wp.zeros((n, act_dim), dtype=float)
             self._obs = wp.zeros((n, obs_dim), dtype=float)
             self._final_obs = wp.zeros((n, obs_dim), dtype=float)
+            self._critic_obs = wp.zeros((n, len(self.critic_names)), dtype=float)
             self._reward = wp.zeros(n, dtype=float)
             self._terms = wp.zeros((t, n), dtype=float)  # term-major (see the module docstring)
             self._terminated = wp.zeros(n, dtype=wp.bool)
@@ -130,6 +135,8 @@ class WarpTaskEnv:
         self.obs = wp.to_torch(self._obs)
         self.final_obs = wp.to_torch(self._final_obs)
         """Observation at the last step of each finished episode (valid where ``dones``), [num_envs, obs_dim]."""
+        self.critic_obs = wp.to_torch(self._critic_obs)
+        """The privileged critic group after the step, [num_envs, len(critic_names)] (zero columns without one)."""
         self.reward = wp.to_torch(self._reward)
         self.terms = wp.to_torch(self._terms).T
         """Unscaled reward terms of the last step, [num_envs, len(term_names)] (a transposed view: not contiguous)."""

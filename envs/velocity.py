@@ -47,7 +47,7 @@ from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
 from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
 from horde.sim.terrain import (HeightScanConfig, Terrain, TerrainConfig, TerrainGrid, height_scan, scan_offsets,
-                                terrain_level_update)
+                                terrain_height, terrain_level_update)
 
 __all__ = ["VELOCITY_TERMS", "Legged", "VelocityConfig", "VelocityEnv", "VelocityTwin", "build_world", "obs_names",
            "post_step_kernel", "velocity_term"]
@@ -95,6 +95,10 @@ class VelocityConfig(TaskConfig):
     """flat or rough terrain, and its curriculum."""
     height_scan: HeightScanConfig = field(default_factory=HeightScanConfig)
     """Terrain heights around the base as observations (off unless ``height_scan.enabled``)."""
+    privileged_critic: bool = False
+    """Give the critic its own observation group: the observations without noise, then per joint motor strength
+    and PD gain scales, each foot's contact force [N], friction, added base mass [kg] and base height above the
+    terrain [m] (asymmetric actor-critic; the actor and the exported policy keep ``obs``)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization (off unless ``randomization.enabled``)."""
     action_scale: float | None = None
@@ -294,6 +298,42 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
 
 
 @wp.kernel(enable_backward=False)
+def velocity_critic(
+    clean: VelocityTask,
+    x: Legged,
+    grid: TerrainGrid,
+    scan: wp.array(dtype=wp.vec2),
+    kp: wp.array2d(dtype=float),
+    kd: wp.array2d(dtype=float),
+    kp0: wp.array(dtype=float),
+    kd0: wp.array(dtype=float),
+    strength: wp.array2d(dtype=float),
+    physics: wp.array2d(dtype=float),
+    state: wp.array2d(dtype=float),
+    critic: wp.array2d(dtype=float),
+):
+    """The privileged critic group of every env from the current state (``clean``: the task without noise)."""
+    i = wp.tid()
+    ok = not x.unstable[i]
+    _write_obs(clean, i, ok, wp.uint32(0), x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
+               x.last_actions, grid, scan, state, critic)
+    nj = x.last_actions.shape[1]
+    c = 12 + 3 * nj + clean.scan_n
+    for k in range(nj):
+        critic[i, c + k] = strength[i, k]
+        critic[i, c + nj + k] = kp[i, k] / wp.max(kp0[k], 1.0e-6)
+        critic[i, c + 2 * nj + k] = kd[i, k] / wp.max(kd0[k], 1.0e-6)
+    c = c + 3 * nj
+    for f in range(x.n_feet):
+        critic[i, c + f] = wp.where(ok, wp.length(x.contact[i, f]), 0.0)
+    c = c + x.n_feet
+    critic[i, c] = physics[i, 0]
+    critic[i, c + 1] = physics[i, 1]
+    p = wp.transform_get_translation(x.body_q[i, clean.root])
+    critic[i, c + 2] = wp.where(ok, p[2] - terrain_height(grid, p[0], p[1]), 0.0)
+
+
+@wp.kernel(enable_backward=False)
 def velocity_observe(
     t: VelocityTask,
     mask: wp.array(dtype=wp.bool),
@@ -414,6 +454,11 @@ class VelocityEnv(WarpTaskEnv):
         points = scan_offsets(cfg.height_scan) if cfg.height_scan.enabled else np.zeros((0, 2), np.float32)
         self.obs_names = obs_names(joints) + tuple(f"height_scan_{k}" for k in range(len(points)))
         self.action_names = joints
+        feet = self.robot.feet
+        if cfg.privileged_critic:
+            self.critic_names = (*self.obs_names, *(f"motor_strength_{j}" for j in joints),
+                                 *(f"stiffness_scale_{j}" for j in joints), *(f"damping_scale_{j}" for j in joints),
+                                 *(f"contact_force_{f}" for f in feet), "friction", "added_base_mass", "base_height")
         self.state_names, self.term_names = ROOT_COORDS + joints, tuple(cfg.reward_scales)
         self.terrain = Terrain(cfg.terrain)
         self.world = build_world(cfg, num_envs, d, self.terrain)
@@ -456,6 +501,7 @@ class VelocityEnv(WarpTaskEnv):
             self._applied = wp.zeros((num_envs, nj), dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
             self._scan = wp.array(points if len(points) else np.zeros((1, 2), np.float32), dtype=wp.vec2)
+            self._physics = wp.array(self._physics_draws(num_envs), dtype=float)
             self._head = wp.zeros(num_envs, dtype=wp.int32)
             self._level = wp.array(levels, dtype=wp.int32)
             self._centre_z = wp.array(self.terrain.centre_z, dtype=float)
@@ -468,10 +514,15 @@ class VelocityEnv(WarpTaskEnv):
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
         self._post_step = post_step_kernel(terms)
-        self.step_kernels = (velocity_pre_step, self._post_step, velocity_observe) + w.kernels
+        self.step_kernels = (velocity_pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
+        self._clean = VelocityTask()  # the task without observation noise, for the critic group
+        for name in VelocityTask.vars:
+            setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
+        self.legged = None
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self.legged = self._context(cfg, deviation, feet_body)
         """The reward terms' view of the state (:class:`Legged`)."""
+        self._write_critic()
         # reward scales are per second
         wp.to_torch(self._reward_scales).mul_(control_dt)
 
@@ -492,6 +543,27 @@ class VelocityEnv(WarpTaskEnv):
     def action_scale(self) -> list[float]:
         return _gains(self.cfg, self.robot)[0]
 
+    def _physics_draws(self, n: int) -> np.ndarray:
+        """Per env: the robot's friction coefficient and its base mass change [kg] as drawn at startup (without
+        randomization: the model's friction, 0)."""
+        out = np.zeros((n, 2), dtype=np.float32)
+        draws = self.randomization
+        if draws:
+            out[:, 0], out[:, 1] = draws["friction"], draws["base_mass_delta"]
+        else:
+            mu, shape_world = self.world.model.shape_material_mu.numpy(), self.world.model.shape_world.numpy()
+            out[:, 0] = mu[shape_world >= 0][0]
+        return out
+
+    def _write_critic(self) -> None:
+        if not self.critic_names or self.legged is None:
+            return
+        w = self.world
+        wp.launch(velocity_critic, self.num_envs, device=self.dev.warp, inputs=[
+            self._clean, self.legged, self._grid, self._scan, w.arrays.stiffness, w.arrays.damping,
+            w.arrays.nominal_stiffness, w.arrays.nominal_damping, w.arrays.motor_strength, self._physics],
+            outputs=[self._state, self._critic_obs])
+
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp
         wp.launch(velocity_pre_step, n, device=d, inputs=[self._task, self._actions, self._episode_length,
@@ -506,6 +578,7 @@ class VelocityEnv(WarpTaskEnv):
             w.arrays.motor_strength, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
         self._observe(self._dones)
+        self._write_critic()
 
     def _observe(self, mask: wp.array) -> None:
         w = self.world
@@ -522,6 +595,7 @@ class VelocityEnv(WarpTaskEnv):
                      w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
         self.world.reset(self._reset_mask, self._rng)
         self._observe(self._reset_mask)
+        self._write_critic()
 
     # --- host side -------------------------------------------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:
@@ -579,8 +653,9 @@ register_task("quadruped-rough", TaskSpec(
 
 register_task("quadruped-rough-perceptive", TaskSpec(
     env_cls=VelocityEnv,
-    config=_rough(height_scan=HeightScanConfig(enabled=True)),
-    description="quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations",
+    config=_rough(height_scan=HeightScanConfig(enabled=True), privileged_critic=True),
+    description="quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations and "
+                "a privileged critic (noise-free observations, randomized physics, foot contact forces)",
     renderer=render.draw_legged,
     relative_joint_obs=True,
 ))

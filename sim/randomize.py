@@ -85,7 +85,7 @@ def apply_startup(world, cfg: RandomizationConfig, *, seed: int, base_body: int 
     mu[robot_shape] = friction[shape_world[robot_shape]]
     model.shape_material_mu.assign(mu)
     world.solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES | newton.ModelFlags.SHAPE_PROPERTIES)
-    return {"mass": new_mass, "friction": friction}
+    return {"mass": new_mass, "friction": friction, "base_mass_delta": (new_mass[:, base_body] - base).astype(np.float32)}
 
 
 @wp.struct

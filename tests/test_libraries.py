@@ -183,6 +183,17 @@ def test_skrl_ppo_trains_two_rollouts(tmp_path):
     assert actions.shape == (5, 1) and torch.all(actions.abs() <= 1.0)
 
 
+@_needs("skrl")
+def test_skrl_value_model_reads_the_privileged_critic_group(tmp_path):
+    from horde.train.libs import skrl
+
+    env = skrl.make_env("quadruped-rough-perceptive", num_envs=4, seed=0)
+    runner = skrl.build(env, timesteps=2, directory=str(tmp_path))
+    first = lambda net: next(m for m in net.modules() if isinstance(m, torch.nn.Linear)).in_features  # noqa: E731
+    assert first(runner.agent.value) == len(env.core.critic_names) and first(runner.agent.policy) == env.core.obs_dim
+    assert env.state().shape == (4, len(env.core.critic_names))
+
+
 @_needs("stable_baselines3")
 def test_sb3_ppo_trains_two_rollouts():
     from stable_baselines3.common.env_checker import check_env  # noqa: F401  (SB3 importable)

@@ -134,3 +134,45 @@ def test_scan_points_turn_with_the_base_only_when_yaw_aligned(yaw_aligned):
     expected = _expected_scan(env, hs, turn=yaw_aligned)
     live = (~r.dones).numpy()
     np.testing.assert_allclose(r.obs[:, 48:].numpy()[live], expected[live], atol=2e-4)
+
+
+def test_privileged_critic_group_holds_noise_free_observations_and_hidden_physics():
+    env = make("quadruped-rough-perceptive", num_envs=8, seed=0)
+    cfg = env.cfg
+    assert env.critic_names[:env.obs_dim] == env.obs_names and env.critic_names[-3:] == (
+        "friction", "added_base_mass", "base_height")
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        env.step(torch.rand(8, env.num_actions, generator=g) * 2 - 1)
+    c = env.critic_obs
+    named = dict(zip(env.critic_names, c.T, strict=True))
+    noise = [v * cfg.randomization.obs_noise_scale for v in cfg.obs_noise]
+    gap = (c[:, :env.obs_dim] - env.obs).abs()
+    assert gap[:, 0:3].max() <= noise[0] + 1e-5 and gap[:, 24:36].max() <= noise[4] + 1e-4  # lin vel, joint rates
+    assert gap.max() > 0.0  # the actor's copy is noisy, the critic's is not
+    lo, hi = cfg.randomization.friction
+    assert torch.all((named["friction"] >= lo) & (named["friction"] <= hi))
+    assert named["friction"].std() > 0 and named["added_base_mass"].abs().max() > 0
+    strength = c[:, [env.critic_names.index(n) for n in env.critic_names if n.startswith("motor_strength_")]]
+    assert torch.all((strength >= 0.9 - 1e-6) & (strength <= 1.1 + 1e-6))
+    assert torch.all(named["base_height"] > 0.1) and torch.all(named["base_height"] < 0.6)
+
+
+def test_ppo_gives_the_critic_the_privileged_group_and_exports_the_actor_alone(tmp_path):
+    from horde.deploy import load_policy
+    from horde.train.config import compose
+    from horde.train.ppo import PPOTrainer
+
+    cfg, name, raw = compose(["task=quadruped-rough-perceptive", "num_envs=16", "max_iterations=2",
+                              "algo.num_steps_per_env=4", f"run_root={tmp_path}"])
+    trainer = PPOTrainer(cfg, name, raw, quiet=True)
+    core = trainer.core
+    obs = trainer.env.get_observations()
+    assert obs["policy"].shape == (16, core.obs_dim) and obs["critic"].shape == (16, len(core.critic_names))
+    trainer.learn()
+    first = lambda net: next(m for m in net.modules() if isinstance(m, torch.nn.Linear)).in_features  # noqa: E731
+    actor_in, critic_in = first(trainer.alg.actor), first(trainer.alg.critic)
+    assert (actor_in, critic_in) == (core.obs_dim, len(core.critic_names))
+    policy, ckpt, _, _ = load_policy(str(trainer.run_dir))
+    assert ckpt["obs_dim"] == core.obs_dim
+    assert policy(torch.zeros(3, core.obs_dim)).shape == (3, core.num_actions)

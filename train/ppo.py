@@ -37,13 +37,14 @@ def new_run_dir(root: str | Path, task: str) -> Path:
     return path
 
 
-def rsl_train_cfg(cfg: TrainConfig) -> dict:
-    """The rsl-rl 5.x training dict for ``cfg.algo`` (PPO) with horde's single observation group."""
+def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False) -> dict:
+    """The rsl-rl 5.x training dict for ``cfg.algo`` (PPO): the actor sees the ``policy`` group, the critic the
+    privileged ``critic`` group when the task has one (asymmetric actor-critic), else ``policy`` too."""
     a = cfg.algo
     actor, critic = rsl_model_cfgs(a.policy)
     return {
         "num_steps_per_env": a.num_steps_per_env,
-        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+        "obs_groups": {"actor": ["policy"], "critic": ["critic" if critic_group else "policy"]},
         "algorithm": {
             "class_name": PPO, "learning_rate": a.learning_rate, "num_learning_epochs": a.num_learning_epochs,
             "num_mini_batches": a.num_mini_batches, "clip_param": a.clip_param, "gamma": a.gamma, "lam": a.lam,
@@ -102,7 +103,7 @@ class PPOTrainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
         self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
-        train_cfg = rsl_train_cfg(cfg)
+        train_cfg = rsl_train_cfg(cfg, critic_group=bool(self.core.critic_names))
         train_cfg["multi_gpu"] = self.dist.rsl_multi_gpu_cfg()
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))

@@ -4,8 +4,8 @@ skrl's PyTorch PPO built by skrl's own ``Runner`` from a config dict, as Isaac L
     from horde.train.libs import skrl
     runner = skrl.train("cartpole", num_envs=128, seed=0, timesteps=2_000)   # timesteps: env steps per env
 
-horde's observations have one group today (the policy's), so the wrapper has no ``state_space`` and skrl's critic
-sees the policy's observations (an asymmetric critic would get a ``critic`` group here once tasks have one).
+A task with a privileged critic group (``quadruped-rough-perceptive``) gives the wrapper a ``state_space``: skrl's
+value model then reads that group (``STATES``) while the policy reads the observations.
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ class HordeSkrlEnv(Wrapper):
 
     @property
     def state_space(self) -> gym.Space | None:
-        return None
+        """The privileged critic group's space when the task has one (skrl's value model then reads it)."""
+        n = len(self.core.critic_names)
+        return gym.spaces.Box(-np.inf, np.inf, (n,), np.float32) if n else None
 
     @property
     def num_envs(self) -> int:
@@ -86,8 +88,8 @@ class HordeSkrlEnv(Wrapper):
         return (r.obs.clone(), r.reward.view(-1, 1).clone(), r.terminated.view(-1, 1).clone(),
                 r.truncated.view(-1, 1).clone(), {})
 
-    def state(self) -> None:
-        return None
+    def state(self) -> torch.Tensor | None:
+        return self.core.critic_obs.clone() if self.core.critic_names else None
 
     def render(self, *args, **kwargs) -> None:
         return None
@@ -109,6 +111,10 @@ def build(env: HordeSkrlEnv, *, seed: int = 0, timesteps: int = 2000, directory:
     cfg = copy.deepcopy(SETTINGS)
     cfg["seed"] = seed
     cfg["agent"].update(agent)
+    if env.state_space is not None:  # asymmetric actor-critic: the value model reads the critic group
+        cfg["models"]["value"]["network"][0]["input"] = "STATES"
+        cfg["agent"]["state_preprocessor"] = "RunningStandardScaler"
+        cfg["agent"]["state_preprocessor_kwargs"] = None
     cfg["agent"]["experiment"]["directory"] = directory or tempfile.mkdtemp(prefix="horde-skrl-")
     cfg["trainer"]["timesteps"] = int(timesteps)
     return Runner(env, cfg)
