@@ -105,3 +105,22 @@ def test_trajectory_digest_is_reproducible():
     a, b = first.stdout.splitlines(), second.stdout.splitlines()
     assert a[0].split()[:2] == b[0].split()[:2] and a[0].split()[0] == "cartpole"
     assert len(a[0].split()[1]) == 16 and a[1].split()[1] != a[0].split()[1]
+
+
+def test_perception_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "perception.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert [r["variant"] for r in rows] == ["blind", "scan", "scan+critic"]
+    assert [r["obs_dim"] for r in rows] == [48, 48 + 187, 48 + 187] and rows[2]["critic_dim"] > rows[2]["obs_dim"]
+    assert all(r["env_steps_per_s"] > 0 for r in rows) and rows[0]["ratio_to_blind"] == 1.0
+
+
+def test_libraries_benchmark_draws_its_plot_from_saved_results(tmp_path):
+    out = tmp_path / "libraries.png"
+    proc = subprocess.run([sys.executable, str(BENCH / "libraries.py"), "--from-json",
+                           str(BENCH / "results" / "2026-11-24_libraries_cpu.json"), "--plot", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.stat().st_size > 10_000
