@@ -14,7 +14,8 @@ from horde.envs.core import WarpTaskEnv
 
 class RslRlVecEnv(VecEnv):
     """rsl-rl's ``VecEnv`` over a :class:`WarpTaskEnv`: observation group ``"policy"`` (and ``"critic"`` when the
-    task has a privileged critic group), auto-reset inside ``step``;
+    task has a privileged critic group; ``"teacher"`` when ``teacher``: a distillation teacher's inputs), auto-reset
+    inside ``step``;
     the one rsl-rl interface, used by horde's PPO loop and by rsl-rl's own ``OnPolicyRunner`` alike.
 
     ``extras["time_outs"]`` flags truncations so that PPO bootstraps them. No TensorDict is built and nothing is
@@ -25,7 +26,7 @@ class RslRlVecEnv(VecEnv):
     units, :attr:`horde.policies.ActorCriticConfig.value_scale`).
     """
 
-    def __init__(self, core: WarpTaskEnv, *, value_scale: float = 1.0) -> None:
+    def __init__(self, core: WarpTaskEnv, *, value_scale: float = 1.0, teacher: bool = False) -> None:
         self.core = core
         self.num_envs = core.num_envs
         self.num_actions = core.num_actions
@@ -34,6 +35,8 @@ class RslRlVecEnv(VecEnv):
         self.cfg = core.describe()
         self.value_scale = float(value_scale)
         groups = {"policy": core.obs} | ({"critic": core.critic_obs} if core.critic_names else {})
+        if teacher:  # distillation: the teacher's inputs (the core's ``teacher_obs``)
+            groups["teacher"] = core.teacher_obs
         self._groups = groups
         self._obs = [TensorDict({k: v.clone() for k, v in groups.items()}, batch_size=[core.num_envs],
                                 device=core.device) for _ in range(2)]

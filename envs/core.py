@@ -79,6 +79,9 @@ class WarpTaskEnv:
     """Name of each column of the privileged critic group (``critic_obs``): what only the simulator knows (noise-free
     observations, randomized physics, contact forces). Empty: the critic sees ``obs``, as the actor does. Never
     exported: a robot provides ``obs`` only."""
+    teacher_obs: torch.Tensor | None = None
+    """What a distillation teacher reads, [num_envs, obs_dim] with the columns of ``obs_names`` (the velocity tasks:
+    the observations without noise, a view of the critic group); None when the task has no teacher group."""
     action_names: ClassVar[tuple[str, ...]]
     """Name of each action column, in order; actions are normalized to [-1, 1]."""
     state_names: ClassVar[tuple[str, ...]]

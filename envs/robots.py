@@ -74,6 +74,9 @@ class LeggedRobot:
     """Contacts per env the solver must hold (box-shaped legs make several each)."""
     max_constraints: int = 100
     """Constraint rows per env the solver must hold."""
+    mirror_names: tuple[tuple[str, str], ...] = (("left", "right"), ("FL", "FR"), ("RL", "RR"))
+    """Left/right name pairs: a joint or body mirrors to the name with the first pair's halves swapped (its own
+    mirror when it names neither). Joint signs come from the model's axes (:mod:`horde.envs.symmetry`)."""
 
     def __post_init__(self) -> None:
         n = len(self.joints)

@@ -522,6 +522,8 @@ class VelocityEnv(WarpTaskEnv):
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self.legged = self._context(cfg, deviation, feet_body)
         """The reward terms' view of the state (:class:`Legged`)."""
+        if self.critic_names:  # the noise-free observations open the critic group
+            self.teacher_obs = self.critic_obs[:, :self.obs_dim]
         self._write_critic()
         # reward scales are per second
         wp.to_torch(self._reward_scales).mul_(control_dt)
@@ -656,6 +658,16 @@ register_task("quadruped-rough-perceptive", TaskSpec(
     config=_rough(height_scan=HeightScanConfig(enabled=True), privileged_critic=True),
     description="quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations and "
                 "a privileged critic (noise-free observations, randomized physics, foot contact forces)",
+    renderer=render.draw_legged,
+    relative_joint_obs=True,
+))
+
+
+register_task("quadruped-rough-student", TaskSpec(
+    env_cls=VelocityEnv,
+    config=_rough(height_scan=HeightScanConfig(enabled=True, noise=0.1), privileged_critic=True),
+    description="the student of quadruped-rough-perceptive (algo=distillation teacher=<its run>): the same scan "
+                "with 5x the noise; its teacher group holds the observations without noise",
     renderer=render.draw_legged,
     relative_joint_obs=True,
 ))

@@ -124,3 +124,12 @@ def test_libraries_benchmark_draws_its_plot_from_saved_results(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.stat().st_size > 10_000
+
+
+def test_symmetry_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "symmetry.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert set(summary) == {"off", "augment"}
+    assert all(s["median_iterations"] == 2 and s["median_mirror_error"] >= 0 for s in summary.values())

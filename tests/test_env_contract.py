@@ -7,7 +7,7 @@ import torch
 from horde.envs import GymVectorEnv, RslRlVecEnv, get_task, make, task_names
 
 N = 16
-SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough"}
+SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-rough-student": "quadruped-rough"}
 """Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
 2 minutes on 2 cores for a rough-terrain task) already run on that task, so these get a fifth of the steps."""
 

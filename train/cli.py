@@ -56,7 +56,11 @@ def cmd_train(args: list[str]) -> dict:
         from horde.train.libs import train_with_library
 
         return train_with_library(cfg, task, raw)
-    trainer_cls = SHACTrainer if isinstance(cfg.algo, SHACConfig) else PPOTrainer
+    from horde.train.config import DistillationConfig
+    from horde.train.distill import DistillationTrainer
+
+    trainer_cls = (SHACTrainer if isinstance(cfg.algo, SHACConfig)
+                   else DistillationTrainer if isinstance(cfg.algo, DistillationConfig) else PPOTrainer)
     return trainer_cls(cfg, task, raw).learn()
 
 

@@ -26,6 +26,21 @@ class ConfigError(ValueError):
 
 
 @dataclass(kw_only=True)
+class SymmetryConfig:
+    """Left-right symmetry with rsl-rl's symmetry extension; the mirror map comes from the robot config
+    (:mod:`horde.envs.symmetry`), so it works on every legged velocity task."""
+
+    augment: bool = False
+    """Append the mirrored observations and actions to every mini-batch (doubles the update's batch)."""
+    mirror_loss: float = bounded(0.0, ge=0)
+    """Weight of the mirror loss: the policy's mean on mirrored observations against its mirrored mean (0: off)."""
+
+    @property
+    def on(self) -> bool:
+        return self.augment or self.mirror_loss > 0
+
+
+@dataclass(kw_only=True)
 class PPOConfig:
     """PPO hyperparameters (rsl-rl's PPO) and the actor-critic networks."""
 
@@ -56,8 +71,36 @@ class PPOConfig:
     random_episode_start: bool = False
     """Start every env at a random point of its first episode (rsl-rl's ``init_at_random_ep_len``), so that episode
     ends are spread over iterations instead of every env sharing one episode clock."""
+    symmetry: SymmetryConfig = field(default_factory=SymmetryConfig)
+    """Left-right symmetry augmentation and mirror loss (legged velocity tasks)."""
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     """Actor and critic networks."""
+
+
+@dataclass(kw_only=True)
+class DistillationConfig:
+    """Teacher-student distillation (rsl-rl's ``Distillation``): a student policy learns to act like a trained
+    teacher while stepping the envs itself (DAgger-style behaviour cloning on the student's own states)."""
+
+    teacher: str = ""
+    """The teacher: a PPO run directory or checkpoint whose actor reads the task's ``teacher`` group (``teacher=``
+    on the command line)."""
+    num_steps_per_env: int = bounded(24, ge=1)
+    """Rollout length per env per iteration."""
+    learning_rate: float = bounded(1e-3, gt=0)
+    """Adam learning rate of the student."""
+    num_learning_epochs: int = bounded(1, ge=1)
+    """Passes over each rollout."""
+    gradient_length: int = bounded(24, ge=1)
+    """Rollout steps per gradient step (the loss is summed over them)."""
+    max_grad_norm: float = bounded(1.0, gt=0)
+    """Gradient-norm clip."""
+    loss_type: str = choice(("mse", "huber"))
+    """Behaviour-cloning loss between the student's and the teacher's mean actions."""
+    random_episode_start: bool = False
+    """Start every env at a random point of its first episode."""
+    policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
+    """The student network (its actor part; the critic settings are unused). Exported like any policy."""
 
 
 @dataclass(kw_only=True)
@@ -104,7 +147,7 @@ RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "resum
 """Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 
-ALGORITHMS: dict[str, type] = {"ppo": PPOConfig, "shac": SHACConfig}
+ALGORITHMS: dict[str, type] = {"ppo": PPOConfig, "shac": SHACConfig, "distillation": DistillationConfig}
 """Learner configs by name, selectable with ``algo=<name>``."""
 
 
@@ -177,6 +220,11 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
         return _compose_resumed(str(resume[0].value()), parsed)
     if any(ov.key_or_group == "robot" for ov in parsed):
         return compose(_robot_shorthand(parsed))
+    if any(ov.key_or_group == "teacher" for ov in parsed):
+        if not any(ov.key_or_group == "algo" and ov.value() == "distillation" for ov in parsed):
+            raise ConfigError("teacher= is the teacher of algo=distillation; add algo=distillation")
+        return compose([f"algo.teacher={ov.value()}" if ov.key_or_group == "teacher" else ov.input_line
+                        for ov in parsed])
     groups = {"task": task_names(), "algo": sorted(ALGORITHMS)}
     group_overrides, value_overrides = [], []
     for ov in parsed:

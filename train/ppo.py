@@ -37,9 +37,26 @@ def new_run_dir(root: str | Path, task: str) -> Path:
     return path
 
 
-def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False) -> dict:
+def symmetry_cfg(cfg: TrainConfig, core, task: str) -> dict | None:
+    """rsl-rl's ``symmetry_cfg`` for ``cfg.algo.symmetry`` over ``core``'s mirror map; None when it is off. A task
+    without a left-right mirror fails with one line."""
+    sym = cfg.algo.symmetry
+    if not sym.on:
+        return None
+    from horde.envs.symmetry import task_mirror
+
+    try:
+        mirror = task_mirror(core, task)
+    except ValueError as exc:
+        raise ConfigError(f"algo.symmetry: {exc}") from None
+    return {"use_data_augmentation": sym.augment, "use_mirror_loss": sym.mirror_loss > 0,
+            "mirror_loss_coeff": sym.mirror_loss, "data_augmentation_func": mirror}
+
+
+def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False, symmetry: dict | None = None) -> dict:
     """The rsl-rl 5.x training dict for ``cfg.algo`` (PPO): the actor sees the ``policy`` group, the critic the
-    privileged ``critic`` group when the task has one (asymmetric actor-critic), else ``policy`` too."""
+    privileged ``critic`` group when the task has one (asymmetric actor-critic), else ``policy`` too;
+    ``symmetry`` is :func:`symmetry_cfg`'s dict."""
     a = cfg.algo
     actor, critic = rsl_model_cfgs(a.policy)
     return {
@@ -49,7 +66,7 @@ def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False) -> dict:
             "class_name": PPO, "learning_rate": a.learning_rate, "num_learning_epochs": a.num_learning_epochs,
             "num_mini_batches": a.num_mini_batches, "clip_param": a.clip_param, "gamma": a.gamma, "lam": a.lam,
             "value_loss_coef": a.value_loss_coef, "entropy_coef": a.entropy_coef, "max_grad_norm": a.max_grad_norm,
-            "schedule": a.schedule, "desired_kl": a.desired_kl,
+            "schedule": a.schedule, "desired_kl": a.desired_kl, "symmetry_cfg": symmetry,
         },
         "actor": actor,
         "critic": critic,
@@ -103,7 +120,8 @@ class PPOTrainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
         self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
-        train_cfg = rsl_train_cfg(cfg, critic_group=bool(self.core.critic_names))
+        train_cfg = rsl_train_cfg(cfg, critic_group=bool(self.core.critic_names),
+                                  symmetry=symmetry_cfg(cfg, self.core, task))
         train_cfg["multi_gpu"] = self.dist.rsl_multi_gpu_cfg()
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
@@ -148,9 +166,13 @@ class PPOTrainer:
             "learning_rate": float(self.alg.learning_rate),
             "torch_rng": torch.get_rng_state(),
             "env_state": self.core.get_env_state(),
-            **self.alg.save(),
+            **self._learner_state(),
         }
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
+
+    def _learner_state(self) -> dict:
+        """rsl-rl's state of the learner (networks, optimizer)."""
+        return self.alg.save()
 
     # --- the loop (horde.train.runner drives it) -------------------------------------------------------------
     label = "ppo"

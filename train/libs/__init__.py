@@ -75,7 +75,7 @@ def train_with_library(cfg, task: str, raw) -> dict:
 
     from omegaconf import OmegaConf
 
-    from horde.train.config import ConfigError
+    from horde.train.config import ConfigError, PPOConfig
     from horde.train.evaluate import evaluate
     from horde.train.ppo import new_run_dir
     from horde.train.shac import SHACConfig
@@ -85,8 +85,9 @@ def train_with_library(cfg, task: str, raw) -> dict:
         require(lib)
     except (ModuleNotFoundError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
-    if isinstance(cfg.algo, SHACConfig):
-        raise ConfigError(f"lib={lib} trains PPO; algo=shac needs lib=horde")
+    if not isinstance(cfg.algo, PPOConfig):
+        algo = "shac" if isinstance(cfg.algo, SHACConfig) else "distillation"
+        raise ConfigError(f"lib={lib} trains PPO; algo={algo} needs lib=horde")
     for key in ("resume", "distributed"):
         if getattr(cfg, key):
             raise ConfigError(f"{key} needs lib=horde (lib={lib} runs the library's own loop)")

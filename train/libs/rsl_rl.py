@@ -16,12 +16,12 @@ from rsl_rl.runners import OnPolicyRunner
 from horde.envs import RslRlVecEnv, make
 
 
-def runner_config(cfg, *, critic_group: bool = False) -> dict:
+def runner_config(cfg, *, critic_group: bool = False, symmetry: dict | None = None) -> dict:
     """rsl-rl's ``OnPolicyRunner`` config for a composed horde :class:`horde.train.config.TrainConfig` (PPO): horde's
     own rsl-rl training dict plus what only the runner reads."""
     from horde.train.ppo import rsl_train_cfg
 
-    return {**rsl_train_cfg(cfg, critic_group=critic_group), "seed": cfg.seed, "save_interval": cfg.save_interval, "logger": "tensorboard",
+    return {**rsl_train_cfg(cfg, critic_group=critic_group, symmetry=symmetry), "seed": cfg.seed, "save_interval": cfg.save_interval, "logger": "tensorboard",
             "check_for_nan": False}
 
 
@@ -37,8 +37,12 @@ def build_from(cfg, task: str, *, log_dir: str | None = None) -> OnPolicyRunner:
     """An ``OnPolicyRunner`` for a composed horde config."""
     env = RslRlVecEnv(make(task, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed, config=cfg.task),
                       value_scale=cfg.algo.policy.value_scale)
+    from horde.train.ppo import symmetry_cfg
+
     torch.manual_seed(cfg.seed)
-    return OnPolicyRunner(env, runner_config(cfg, critic_group=bool(env.core.critic_names)), log_dir=log_dir or tempfile.mkdtemp(prefix="horde-rsl-"),
+    runner_cfg = runner_config(cfg, critic_group=bool(env.core.critic_names),
+                               symmetry=symmetry_cfg(cfg, env.core, task))
+    return OnPolicyRunner(env, runner_cfg, log_dir=log_dir or tempfile.mkdtemp(prefix="horde-rsl-"),
                           device=cfg.device)
 
 

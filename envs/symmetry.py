@@ -1,0 +1,161 @@
+"""Left-right symmetry of a legged robot: the mirror map of its observations and actions, for rsl-rl's symmetry
+augmentation and mirror loss (``algo.symmetry.*``).
+
+Nothing is written by hand per task. The map comes from the robot config and the model:
+
+* joints pair by name (``LeggedRobot.mirror_names``: ``left``/``right``, ``FL``/``FR``, ...; a joint whose name
+  names no side, such as ``waist_yaw_joint``, is its own mirror);
+* a joint's sign comes from its axis at the default pose. Reflecting the robot across its sagittal (x-z) plane
+  turns a rotation by ``q`` about axis ``a`` into a rotation by ``-q`` about ``M a`` (``M = diag(1, -1, 1)``), so the
+  partner joint with axis ``b`` moves by ``-(b . M a) q``: pitch joints (axis along y) keep their sign, roll and yaw
+  joints (x, z) flip it;
+* every observation then mirrors by its name: base velocities, gravity and commands by the reflection (angular
+  velocity is a pseudo-vector: x and z flip), ``pos_``/``vel_``/``last_action_<joint>`` like the joint, per-joint and
+  per-foot privileged terms by the partner without a sign, height-scan points by the point at ``(x, -y)``.
+
+A name the mirror does not know fails with one line naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["Mirror", "joint_mirror", "mirror_name", "observation_mirror", "task_mirror"]
+
+REFLECT = np.diag([1.0, -1.0, 1.0])
+"""Reflection across the base's sagittal (x-z) plane."""
+
+BASE_SIGNS = {"lin_vel_x": 1.0, "lin_vel_y": -1.0, "lin_vel_z": 1.0,
+              "ang_vel_x": -1.0, "ang_vel_y": 1.0, "ang_vel_z": -1.0,
+              "gravity_x": 1.0, "gravity_y": -1.0, "gravity_z": 1.0,
+              "cmd_vx": 1.0, "cmd_vy": -1.0, "cmd_yaw_rate": -1.0}
+"""Base-frame observations: each is its own mirror, with this sign."""
+
+JOINT_SIGNED = ("pos_", "vel_", "last_action_")
+"""Per-joint observations that mirror like the joint angle (partner joint, the joint's sign)."""
+JOINT_UNSIGNED = ("motor_strength_", "stiffness_scale_", "damping_scale_")
+"""Per-joint privileged terms: the partner joint's value, no sign."""
+BODY_UNSIGNED = ("contact_force_",)
+"""Per-body magnitudes: the partner body's value."""
+SCALARS = ("friction", "added_base_mass", "base_height")
+"""Symmetric scalars: their own mirror."""
+
+
+def mirror_name(name: str, pairs: Sequence[tuple[str, str]]) -> str:
+    """``name`` with its side swapped by the first pair whose either half occurs in it; unchanged when none does."""
+    for a, b in pairs:
+        if a in name:
+            return name.replace(a, b)
+        if b in name:
+            return name.replace(b, a)
+    return name
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """``mirrored[..., k] = sign[k] * x[..., perm[k]]``: an involution on one observation group or the actions."""
+
+    perm: np.ndarray
+    sign: np.ndarray
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        perm = torch.as_tensor(self.perm, device=x.device)
+        return x[..., perm] * torch.as_tensor(self.sign, dtype=x.dtype, device=x.device)
+
+
+def joint_mirror(robot) -> Mirror:
+    """Partner and sign of every actuated joint of ``robot`` (a :class:`horde.envs.robots.LeggedRobot`), from its
+    names and its MJCF's joint axes at the default pose."""
+    import mujoco
+
+    joints = list(robot.joints)
+    partner = []
+    for j in joints:
+        m = mirror_name(j, robot.mirror_names)
+        if m not in joints:
+            raise ValueError(f"robot '{robot.name}': joint '{j}' mirrors to '{m}', which is not one of its joints")
+        partner.append(joints.index(m))
+    model = mujoco.MjSpec.from_file(robot.mjcf_path()).compile()
+    data = mujoco.MjData(model)
+    ids = [model.joint(j).id for j in joints]
+    for jid, q in zip(ids, robot.default_joint_pos):
+        data.qpos[model.jnt_qposadr[jid]] = q
+    mujoco.mj_kinematics(model, data)
+    axes = np.array([data.xaxis[jid] for jid in ids])
+    sign = np.array([-float(axes[partner[k]] @ REFLECT @ axes[k]) for k in range(len(joints))])
+    bad = [joints[k] for k in range(len(joints)) if abs(abs(sign[k]) - 1.0) > 1e-3]
+    if bad:
+        raise ValueError(f"robot '{robot.name}': joints {bad} have no mirror image among its joints (their axes are "
+                         "not reflections of their partners'; check mirror_names)")
+    return Mirror(np.array(partner), np.round(sign))
+
+
+def observation_mirror(names: Sequence[str], joints: Sequence[str], joint: Mirror, pairs: Sequence[tuple[str, str]],
+                       scan_points: np.ndarray | None = None) -> Mirror:
+    """The mirror of the observation vector ``names`` (see the module docstring for the rules)."""
+    index = {n: k for k, n in enumerate(names)}
+    jindex = {j: k for k, j in enumerate(joints)}
+    scan_partner = None
+    if scan_points is not None and len(scan_points):
+        flipped = scan_points * np.array([1.0, -1.0], dtype=scan_points.dtype)
+        d = np.abs(flipped[:, None, :] - scan_points[None, :, :]).sum(-1)
+        scan_partner = d.argmin(1)
+        if not np.all(d[np.arange(len(d)), scan_partner] < 1e-5):
+            raise ValueError("the height-scan grid is not symmetric about the base's x axis")
+    perm, sign = np.zeros(len(names), dtype=np.int64), np.ones(len(names))
+    for k, name in enumerate(names):
+        if name in BASE_SIGNS:
+            perm[k], sign[k] = k, BASE_SIGNS[name]
+        elif name in SCALARS:
+            perm[k] = k
+        elif name.startswith("height_scan_") and scan_partner is not None:
+            perm[k] = index[f"height_scan_{scan_partner[int(name.removeprefix('height_scan_'))]}"]
+        elif (prefix := next((p for p in JOINT_SIGNED + JOINT_UNSIGNED if name.startswith(p)), None)) is not None \
+                and name.removeprefix(prefix) in jindex:
+            j = jindex[name.removeprefix(prefix)]
+            perm[k] = index[prefix + joints[int(joint.perm[j])]]
+            sign[k] = joint.sign[j] if prefix in JOINT_SIGNED else 1.0
+        elif (prefix := next((p for p in BODY_UNSIGNED if name.startswith(p)), None)) is not None:
+            perm[k] = index[prefix + mirror_name(name.removeprefix(prefix), pairs)]
+        else:
+            raise ValueError(f"observation '{name}' has no known mirror image")
+    return Mirror(perm, sign)
+
+
+class TaskMirror:
+    """rsl-rl's ``data_augmentation_func`` for one env: appends the mirrored samples of every observation group
+    and of the actions (``[B, ...]`` in, ``[2B, ...]`` out)."""
+
+    def __init__(self, groups: dict[str, Mirror], actions: Mirror) -> None:
+        self.groups, self.actions = groups, actions
+
+    def __call__(self, env=None, obs=None, actions: torch.Tensor | None = None):
+        out_obs = None
+        if obs is not None:
+            mirrored = obs.clone()
+            for key, m in self.groups.items():
+                if key in mirrored.keys():
+                    mirrored[key] = m.apply(obs[key])
+            out_obs = torch.cat([obs, mirrored], dim=0)
+        out_actions = None if actions is None else torch.cat([actions, self.actions.apply(actions)], dim=0)
+        return out_obs, out_actions
+
+
+def task_mirror(core, task: str = "") -> TaskMirror:
+    """The mirror of a velocity-tracking env core (every legged robot): its ``policy`` and ``critic`` groups and its
+    actions. Other tasks have no left-right mirror: a one-line error says so."""
+    robot = getattr(core, "robot", None)
+    if robot is None or not hasattr(robot, "mirror_names"):
+        name = task or type(core).__name__
+        raise ValueError(f"task '{name}' has no left-right mirror: symmetry works on the legged velocity tasks "
+                         "(quadruped, quadruped-rough, quadruped-rough-perceptive, g1-velocity)")
+    joint = joint_mirror(robot)
+    scan = getattr(core, "scan_points", None)
+    groups = {"policy": observation_mirror(core.obs_names, robot.joints, joint, robot.mirror_names, scan)}
+    if core.critic_names:
+        groups["critic"] = observation_mirror(core.critic_names, robot.joints, joint, robot.mirror_names, scan)
+    return TaskMirror(groups, joint)
