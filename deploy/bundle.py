@@ -7,6 +7,7 @@
         parity_report.json   the verification ladder's figures
         run_policy.py        robot-side runner and self-test (numpy + onnxruntime or TensorRT only)
         build_engine.py      builds a TensorRT engine on the target (engines are never shipped)
+        deploy_unitree.py    runs the policy on a Unitree Go2 or G1 over unitree_sdk2; --dry-run without a robot
 
 The bundle is assembled in a staging directory and moved into place only after the ladder
 (:mod:`horde.deploy.verify`) and the runner's self-test pass; a failing export (an fp16 graph that drifts, say)
@@ -29,11 +30,13 @@ import numpy as np
 from horde.deploy import verify
 from horde.deploy.onnx_export import IR_VERSION, OPSET, ExportError, export_onnx, io_spec, load_policy
 from horde.deploy.robot import build_engine as _build_engine_module
+from horde.deploy.robot import deploy_unitree as _deploy_unitree_module
 from horde.deploy.robot import run_policy as _run_policy_module
 from horde.deploy.spec import policy_json
 from horde.train.checkpoint import sha256
 
-ROBOT_FILES = {"run_policy.py": _run_policy_module, "build_engine.py": _build_engine_module}
+ROBOT_FILES = {"run_policy.py": _run_policy_module, "build_engine.py": _build_engine_module,
+               "deploy_unitree.py": _deploy_unitree_module}
 """Robot-side modules copied verbatim into every bundle."""
 
 

@@ -157,3 +157,63 @@ def test_cli_and_refusal(reach_bundle, tiny_run):
     with pytest.raises(Sim2SimError, match=r"^no sim-to-sim \(MuJoCo\) check for task 'cartpole'; tasks with one: "
                                            r"g1-velocity, quadruped, reach$"):
         run_sim2sim(cartpole.bundle_dir)
+
+
+def _dry_run(bundle, *args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-I", "-B", str(Path(bundle) / "deploy_unitree.py"), "--dry-run", *args],
+                          capture_output=True, text=True, cwd=bundle, timeout=300)
+
+
+def test_unitree_dry_run_replays_the_golden_file_through_go2_messages(quad_export):
+    """The bundle's deploy_unitree.py, isolated from horde: golden observations -> mocked LowState (Go2 motor order
+    FR, FL, RR, RL) -> the observation builder -> the runner -> LowCmd slots."""
+    bundle = Path(quad_export.bundle_dir)
+    proc = _dry_run(bundle)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("dry run (go2, onnxruntime") and proc.stdout.rstrip().endswith(": PASS")
+    assert "other motor slots untouched: True" in proc.stdout
+    bad = _dry_run(bundle, "--robot", "g1")
+    assert bad.returncode == 2 and bad.stderr.startswith("deploy_unitree: error: the policy's joints ")
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_unitree_motor_order_and_imu_maths():
+    import importlib
+
+    du = importlib.import_module("horde.deploy.robot.deploy_unitree")
+    go2 = du.MOTOR_ORDER["go2"]
+    assert go2[:3] == ("FR_hip_joint", "FR_thigh_joint", "FR_calf_joint") and go2[9] == "RL_hip_joint"
+    from horde.envs.robots import G1_JOINTS
+
+    assert du.MOTOR_ORDER["g1"] == G1_JOINTS  # Unitree's 29-DoF index order, which the MJCF follows
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        g = rng.normal(size=3)
+        g /= np.linalg.norm(g)
+        q = du.quat_from_gravity(g)
+        assert np.isclose(np.linalg.norm(q), 1.0)
+        assert np.allclose(du.quat_rotate_inverse(q, np.array([0.0, 0.0, -1.0])), g, atol=1e-12)
+
+
+def test_unitree_builder_refuses_a_height_scan_and_a_changed_recording_fails_the_dry_run(quad_export, tmp_path):
+    import importlib
+    import shutil
+
+    du = importlib.import_module("horde.deploy.robot.deploy_unitree")
+    spec = json.loads((Path(quad_export.bundle_dir) / "policy.json").read_text())
+    scan = {**spec, "observation": {**spec["observation"], "terms": [*spec["observation"]["terms"],
+            {"name": "height_scan_0", "slice": [48, 49], "offset": 0.0, "scale": 1.0, "clip": None, "unit": "m"}]}}
+    with pytest.raises(du.DeployError, match=r"reads height_scan_0, which Unitree's low-level state does not give"):
+        du.ObservationBuilder(scan, "go2")
+    # the dry run compares with the recording: one recorded action moved by 0.01 fails it
+    bundle = tmp_path / "bundle"
+    shutil.copytree(quad_export.bundle_dir, bundle)
+    with np.load(bundle / "golden_io.npz") as g:
+        data = {k: g[k] for k in g.files}
+    data["actions"][5, 0, 3] += 0.01
+    np.savez(bundle / "golden_io.npz", **data)
+    proc = _dry_run(bundle)
+    assert proc.returncode == 1 and proc.stdout.rstrip().endswith(": FAIL"), proc.stdout + proc.stderr

@@ -164,3 +164,9 @@ def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     assert spec["action"]["names"] == list(resolve_robot("g1").joints)
     assert spec["pd_gains"]["kp"] == pytest.approx(list(resolve_robot("g1").stiffness))
     assert set(spec["task_config"]["reward_scales"]) >= {"alive", "feet_slip"}
+    import subprocess
+    import sys
+
+    dry = subprocess.run([sys.executable, "-I", "-B", "deploy_unitree.py", "--dry-run"], capture_output=True,
+                         text=True, cwd=report.bundle_dir, timeout=300)  # G1 motor order, unitree_hg slots
+    assert dry.returncode == 0 and dry.stdout.startswith("dry run (g1, "), dry.stdout + dry.stderr
