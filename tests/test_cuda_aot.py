@@ -25,11 +25,14 @@ def tick(out: wp.array(dtype=float)):
 
 
 def test_every_loaded_module_compiles_for_orin_and_hopper(tmp_path):
-    proc = run_cli("compile-cuda", "archs=87,90", cwd=tmp_path, timeout=1800)
+    """Each module once, for sm_87 and sm_90 in turn (``spread=true``): every module and both architectures in half
+    the time of both for every module (11 minutes with an empty kernel cache beside a second pytest worker);
+    ``horde compile-cuda archs=87,90`` does the full product."""
+    proc = run_cli("compile-cuda", "archs=87,90", "spread=true", cwd=tmp_path, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = next(ln for ln in proc.stdout.splitlines() if ln.startswith("compiled "))
     count = int(summary.split()[1])
-    assert "for sm_87, sm_90: 0 failure(s)" in summary, summary
+    assert "for sm_87, sm_90 in turn: 0 failure(s)" in summary, summary
     assert count >= 80, f"too few modules loaded ({count}): did the tasks build? {proc.stdout[-2000:]}"
     built = [ln for ln in proc.stdout.splitlines() if ln.startswith("built ")]
     from horde.envs import task_names

@@ -13,7 +13,8 @@
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
     horde tasks                     # registered tasks
-    horde compile-cuda [archs=87,90] [tasks=a,b]   # build every task on the CPU, compile its CUDA kernels (no GPU)
+    horde compile-cuda [archs=87,90] [tasks=a,b] [spread=true]   # build every task on the CPU, compile its CUDA
+                                                  # kernels (no GPU); spread: each module for one arch in turn
 
 Bad input (unknown task, key, run directory, corrupt checkpoint) ends with one line on stderr and exit code 2.
 """
@@ -188,13 +189,18 @@ def cmd_compile_cuda(args: list[str]) -> dict:
     def comma_separated_names(text: str) -> list[str]:
         return [a for a in text.split(",") if a]
 
-    kv = _kv(args, {"archs": comma_separated_ints, "tasks": comma_separated_names}, "compile-cuda")
+    def flag(text: str) -> bool:
+        if text.lower() not in ("true", "false"):
+            raise ValueError(text)
+        return text.lower() == "true"
+
+    kv = _kv(args, {"archs": comma_separated_ints, "tasks": comma_separated_names, "spread": flag}, "compile-cuda")
     if "tasks" in kv:
         from horde.envs import get_task
 
         for name in kv["tasks"]:
             get_task(name)  # an unknown name stops here with the valid ones
-    return compile_tasks(kv.get("tasks"), tuple(kv.get("archs") or (87, 90)))
+    return compile_tasks(kv.get("tasks"), tuple(kv.get("archs") or (87, 90)), spread=kv.get("spread", False))
 
 
 COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify": cmd_verify, "demo": cmd_demo,

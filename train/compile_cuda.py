@@ -44,9 +44,10 @@ def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: in
 
 
 def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet: bool = False,
-                  variants: dict[str, list[list[str]]] | None = None) -> dict:
+                  variants: dict[str, list[list[str]]] | None = None, spread: bool = False) -> dict:
     """Exercise ``tasks`` (default: every registered one, plus :data:`EXTRA_VARIANTS` whose packages are
-    installed), then compile every loaded module for ``archs``. Raises :class:`CudaCompileError` on a failure."""
+    installed), then compile every loaded module for ``archs`` (``spread``: each module for one of them in turn,
+    :func:`horde.sim.cuda_aot.compile_loaded_modules`). Raises :class:`CudaCompileError` on a failure."""
     from horde.envs import task_names
     from horde.envs.robots import RobotNotInstalledError
 
@@ -69,9 +70,9 @@ def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet:
             built.append(" ".join([name, *overrides]))
             say(f"built {built[-1]}")
     t1 = time.perf_counter()
-    modules, failures = compile_loaded_modules(archs)
+    modules, failures = compile_loaded_modules(archs, spread=spread)
     t2 = time.perf_counter()
-    arch_list = ", ".join(f"sm_{a}" for a in archs)
+    arch_list = ", ".join(f"sm_{a}" for a in archs) + (" in turn" if spread else "")
     say(f"compiled {len(modules)} Warp modules for {arch_list}: {len(failures)} failure(s) "
         f"(build {t1 - t0:.0f} s, CUDA compile {t2 - t1:.0f} s)")
     if failures:
