@@ -23,7 +23,6 @@ from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
 from horde.train.config import ConfigError, TrainConfig, from_container, to_container
 from horde.train.ppo import PPOTrainer, new_run_dir, use_fused_adam
 from horde.train.session import DistInfo, broadcast_object, seed_everything, setup_distributed
-from horde.train.timing import PhaseTimer
 
 __all__ = ["DistillationTrainer", "load_teacher"]
 
@@ -100,14 +99,7 @@ class DistillationTrainer(PPOTrainer):
         freeze_normalizers_after([self.alg.student], a.policy)
         self.alg.load(teacher_ckpt, {"teacher": True}, strict=True)
         use_fused_adam(self.alg)
-        self.iteration = 0
-        self.writer = None
-        self.timer = PhaseTimer(self.device)
-        if resume_ckpt is not None:
-            self._restore(resume_ckpt)
-        elif a.random_episode_start:
-            g = torch.Generator().manual_seed(seed)
-            self.core.episode_length.copy_(torch.randint(0, self.core.max_episode_length, (num_envs,), generator=g))
+        self._start_loop(resume_ckpt, seed)
         if not self.quiet:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
             start = f", resuming at iteration {self.iteration}" if resume_ckpt is not None else ""

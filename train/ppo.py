@@ -128,20 +128,26 @@ class PPOTrainer:
         squash_actions(self.alg.actor, cfg.algo.policy)
         freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)
         use_fused_adam(self.alg)
-        self.iteration = 0
-        self.writer = None
-        self.timer = PhaseTimer(self.device)
-        if resume_ckpt is not None:
-            self._restore(resume_ckpt)
-        elif cfg.algo.random_episode_start:
-            g = torch.Generator().manual_seed(seed)
-            self.core.episode_length.copy_(torch.randint(0, self.core.max_episode_length, (num_envs,), generator=g))
+        self._start_loop(resume_ckpt, seed)
         if not self.quiet:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
             ranks = f" x {self.dist.world_size} ranks" if self.dist.enabled else ""
             start = f", resuming at iteration {self.iteration}" if resume_ckpt is not None else ""
             print(f"[{task}] {num_envs} envs{ranks} on {self.device}, PPO actor {cfg.algo.policy.actor_hidden_dims} "
                   f"({n_params} parameters), {cfg.max_iterations} iterations{start} -> {self.run_dir}", flush=True)
+
+    def _start_loop(self, resume_ckpt: dict | None, seed: int) -> None:
+        """Iteration 0 and the timer; then the checkpoint's state when resuming, else random episode clocks when
+        ``algo.random_episode_start``."""
+        self.iteration = 0
+        self.writer = None
+        self.timer = PhaseTimer(self.device)
+        if resume_ckpt is not None:
+            self._restore(resume_ckpt)
+        elif self.cfg.algo.random_episode_start:
+            g = torch.Generator().manual_seed(seed)
+            n = self.core.num_envs
+            self.core.episode_length.copy_(torch.randint(0, self.core.max_episode_length, (n,), generator=g))
 
     def _restore(self, ckpt: dict) -> None:
         if ckpt["task"] != self.task:
