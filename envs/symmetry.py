@@ -19,7 +19,7 @@ A name the mirror does not know fails with one line naming it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -55,16 +55,21 @@ def mirror_name(name: str, pairs: Sequence[tuple[str, str]]) -> str:
     return name
 
 
-@dataclass(frozen=True)
+@dataclass
 class Mirror:
     """``mirrored[..., k] = sign[k] * x[..., perm[k]]``: an involution on one observation group or the actions."""
 
     perm: np.ndarray
     sign: np.ndarray
+    _tensors: dict = field(default_factory=dict, repr=False, compare=False)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
-        perm = torch.as_tensor(self.perm, device=x.device)
-        return x[..., perm] * torch.as_tensor(self.sign, dtype=x.dtype, device=x.device)
+        key = (x.device, x.dtype)
+        if key not in self._tensors:  # made once per device: apply runs in every PPO mini-batch
+            self._tensors[key] = (torch.as_tensor(self.perm, device=x.device),
+                                  torch.as_tensor(self.sign, dtype=x.dtype, device=x.device))
+        perm, sign = self._tensors[key]
+        return x[..., perm] * sign
 
 
 def joint_mirror(robot) -> Mirror:

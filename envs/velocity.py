@@ -34,8 +34,6 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs import render
-from horde.envs.registry import TaskSpec, register_task
 from horde.envs.robots import ROBOTS, LeggedRobot, resolve_robot
 from horde.envs.velocity_terms import (ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, Legged, advance, failure,
                                        obs_names, velocity_term)
@@ -51,9 +49,6 @@ from horde.sim.terrain import (HeightScanConfig, Terrain, TerrainConfig, Terrain
 
 __all__ = ["VELOCITY_TERMS", "Legged", "VelocityConfig", "VelocityEnv", "VelocityTwin", "build_world", "obs_names",
            "post_step_kernel", "velocity_term"]
-
-# contact-force rows: the robot's feet, then its undesired-contact bodies, then its failure bodies
-
 
 def _scales() -> dict[str, float]:
     return {"track_lin_vel": 1.5, "track_ang_vel": 0.75, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
@@ -614,80 +609,3 @@ class VelocityEnv(WarpTaskEnv):
                 "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin}
-
-
-
-def _rough(**kw) -> VelocityConfig:
-    return VelocityConfig(terrain=TerrainConfig(kind="rough"), randomization=RandomizationConfig(enabled=True), **kw)
-
-
-def _g1_sim() -> SimConfig:
-    # the G1's 34 capsules: MuJoCo-Warp asks for njmax >= 6 x nconmax (it raised 256 to 384 by itself)
-    return SimConfig(solver="mujoco", max_contacts=64, max_constraints=384)
-
-
-def _g1(**kw) -> VelocityConfig:
-    # a humanoid tilts less before it is lost; its hips, knees and hands are lower than a quadruped's trunk
-    return VelocityConfig(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
-                          feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3],
-                          init_joint_pos_range=0.05, **kw)
-
-
-register_task("quadruped", TaskSpec(
-    env_cls=VelocityEnv,
-    config=VelocityConfig(),
-    description="Go2-like quadruped, flat ground: track commanded (vx, vy, yaw rate); fails on base contact",
-    renderer=render.draw_legged,
-    twin=VelocityTwin,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(),
-    description="quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and "
-                "domain randomization",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough-perceptive", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(height_scan=HeightScanConfig(enabled=True), privileged_critic=True),
-    description="quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations and "
-                "a privileged critic (noise-free observations, randomized physics, foot contact forces)",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough-student", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(height_scan=HeightScanConfig(enabled=True, noise=0.1), privileged_critic=True),
-    description="the student of quadruped-rough-perceptive (algo=distillation teacher=<its run>): the same scan "
-                "with 5x the noise; its teacher group holds the observations without noise",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("g1-velocity", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_g1(),
-    description="Unitree G1 humanoid (29 DoF, mjlab wheel), flat ground: track commanded (vx, vy, yaw rate)",
-    renderer=render.draw_legged,
-    twin=VelocityTwin,
-    relative_joint_obs=True,
-))
-
-
-register_task("g1-velocity-rough", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
-                  feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3], init_joint_pos_range=0.05),
-    description="Unitree G1 on rough heightfield tiles with a terrain curriculum and domain randomization",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
