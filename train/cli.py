@@ -9,7 +9,11 @@
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
     horde sim2sim run=runs/quadruped/<stamp> [episodes=16]   # reach, quadruped: the exported policy in plain
                                              # MuJoCo (C engine), observations rebuilt from policy.json
-    horde play run=<dir> video=true [envs=4] [steps=N]   # mp4 of the policy, rendered headless
+    horde play run=<dir> video=true [envs=4] [steps=N] [render=3d|2d]   # mp4 of the policy, rendered headless
+                                             # (Newton tasks ray-traced in 3D; 2d: the side view)
+    horde play run=<dir> viewer=rerun|usd|file|viser [envs=4] [steps=N] [out=<file>] [serve=true] [port=P]
+                                             # record the rollout for Newton's 3D viewers (.rrd, .usda, .json,
+                                             # .viser); serve=true (rerun, viser) also serves it in a browser
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
     horde tasks                     # registered tasks
@@ -145,12 +149,56 @@ def cmd_demo(args: list[str]) -> dict:
 def cmd_video(args: list[str]) -> dict:
     from horde.train.video import record_video
 
-    kv = _kv(args, {"run": str, "video": str, "envs": int, "steps": int, "out": str}, "play video")
+    kv = _kv(args, {"run": str, "video": str, "envs": int, "steps": int, "out": str, "render": str}, "play video")
     if "run" not in kv:
         raise UsageError("video needs run=<run dir or checkpoint>")
-    path, frames = record_video(kv["run"], envs=kv.get("envs", 4), steps=kv.get("steps"), out=kv.get("out"))
+    _positive(kv, "envs", "steps")
+    try:
+        path, frames = record_video(kv["run"], envs=kv.get("envs", 4), steps=kv.get("steps"), out=kv.get("out"),
+                                    render=kv.get("render", "3d"))
+    except ValueError as exc:
+        if "render=" not in str(exc):
+            raise
+        raise UsageError(str(exc)) from None
     print(f"wrote {path} ({frames} frames)")
     return {"video": str(path), "frames": frames}
+
+
+def _positive(kv: dict, *keys: str) -> None:
+    for key in keys:
+        if key in kv and kv[key] < 1:
+            raise UsageError(f"{key}={kv[key]}: must be at least 1")
+
+
+def cmd_viewer(args: list[str]) -> dict:
+    from horde.train.viewer import record_3d
+
+    def flag(text: str) -> bool:
+        if text.lower() not in ("true", "false"):
+            raise ValueError(text)
+        return text.lower() == "true"
+
+    kv = _kv(args, {"run": str, "viewer": str, "envs": int, "steps": int, "out": str, "serve": flag, "port": int},
+             "play viewer")
+    if "run" not in kv:
+        raise UsageError("viewer needs run=<run dir or checkpoint>")
+    _positive(kv, "envs", "steps")
+    if kv.get("serve") and kv["viewer"] not in ("rerun", "viser"):
+        raise UsageError(f"serve=true serves rerun or viser, not {kv['viewer']}")
+    path, frames = record_3d(kv["run"], viewer=kv["viewer"], envs=kv.get("envs", 4), steps=kv.get("steps"),
+                             out=kv.get("out"), serve=kv.get("serve", False), port=kv.get("port", 0),
+                             progress=_progress_line("recording"))
+    print(f"wrote {path} ({frames} frames)")
+    return {"viewer": kv["viewer"], "file": str(path), "frames": frames}
+
+
+def _progress_line(label: str):
+    """A callback printing ``label k/n`` on one refreshed stderr line, for long recordings."""
+    def show(done: int, total: int) -> None:
+        if done == total or done % 50 == 0:
+            end = "\n" if done == total else "\r"
+            print(f"{label} {done}/{total} frames", end=end, file=sys.stderr, flush=True)
+    return show
 
 
 def cmd_plot(args: list[str]) -> dict:
@@ -205,7 +253,7 @@ def cmd_compile_cuda(args: list[str]) -> dict:
 
 COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify": cmd_verify, "demo": cmd_demo,
             "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video, "sim2sim": cmd_sim2sim,
-            "compile-cuda": cmd_compile_cuda}
+            "compile-cuda": cmd_compile_cuda, "viewer": cmd_viewer}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     from horde.deploy.sim2sim import Sim2SimError
     from horde.train.compile_cuda import CudaCompileError
     from horde.train.demo import DemoError
+    from horde.train.viewer import ViewerError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -226,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     if command == "play" and any(a.partition("=")[0] == "video" and a.partition("=")[2].lower() in ("true", "1", "yes")
                                  for a in rest):
         command = "video"  # `horde play run=<dir> video=true` records instead of scoring
+    elif command == "play" and any(a.partition("=")[0] == "viewer" for a in rest):
+        command = "viewer"  # `horde play run=<dir> viewer=rerun` records for a 3D viewer
     sweep = command == "train" and any(a in ("-m", "--multirun") for a in rest)
     if sweep:
         rest = [a for a in rest if a not in ("-m", "--multirun")]
@@ -243,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             COMMANDS[command](rest)
     except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-            RobotNotInstalledError, CudaCompileError) as exc:
+            RobotNotInstalledError, CudaCompileError, ViewerError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, (ExportError, DemoError, CudaCompileError)) else 1
     except KeyboardInterrupt:

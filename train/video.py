@@ -1,4 +1,8 @@
-"""``horde play run=<dir> video=true``: an mp4 of the deterministic policy in a few envs, rendered headless."""
+"""``horde play run=<dir> video=true``: an mp4 of the deterministic policy in a few envs, rendered headless.
+
+Newton tasks are ray-traced in 3D by Newton's ``SensorCamera`` (:mod:`horde.sim.camera`, a chase camera per env);
+``render=2d`` draws them as the older stick-figure side view (:mod:`horde.envs.render`), which the classic tasks
+always use."""
 
 from __future__ import annotations
 
@@ -8,12 +12,21 @@ import numpy as np
 import torch
 
 
+RENDER_MODES = ("3d", "2d")
+
+
+def has_3d_scene(core) -> bool:
+    """True for a task whose world is a Newton model (it can be ray-traced and shown in Newton's viewers)."""
+    return getattr(getattr(core, "world", None), "model", None) is not None
+
+
 @torch.inference_mode()
 def record_video(run: str | Path, *, envs: int = 4, steps: int | None = None, out: str | Path | None = None,
-                 seed: int = 2024) -> tuple[Path, int]:
+                 seed: int = 2024, render: str = "3d") -> tuple[Path, int]:
     """Render ``envs`` envs for ``steps`` control steps (default: one episode) at the control rate.
 
-    Returns the mp4's path and its frame count. Software rendering: no display and no GPU needed.
+    Returns the mp4's path and its frame count. Software rendering: no display and no GPU needed. ``render``:
+    ``3d`` ray-traces Newton tasks with a chase camera per env; ``2d`` draws the side view.
     """
     import imageio.v2 as imageio
 
@@ -21,23 +34,36 @@ def record_video(run: str | Path, *, envs: int = 4, steps: int | None = None, ou
     from horde.envs import make
     from horde.envs.render import render_frame
 
+    if render not in RENDER_MODES:
+        raise ValueError(f"render={render}: not a valid choice; valid choices: {', '.join(RENDER_MODES)}")
     policy, ckpt, cfg, path = load_policy(run)
     core = make(ckpt["task"], num_envs=envs, device="cpu", seed=seed, config=cfg.task)
+    ids = list(range(envs))
+    if render == "3d" and has_3d_scene(core):
+        from horde.sim.camera import chase_camera, robot_centres, tile
+
+        camera = chase_camera(core.world, ids)
+
+        def draw() -> np.ndarray:
+            return tile(camera.render(core.world.state_0, robot_centres(core.world)[ids]), columns=min(envs, 4))
+    else:
+        def draw() -> np.ndarray:
+            return render_frame(core, ids)
+
     steps = steps or core.max_episode_length
     fps = max(1, round(1.0 / core.cfg.control_dt))
     out = Path(out) if out else path.parent / "videos" / f"{ckpt['task']}_{path.stem}.mp4"
     out.parent.mkdir(parents=True, exist_ok=True)
-    ids = list(range(envs))
     writer = imageio.get_writer(str(out), fps=fps, codec="libx264", quality=7, macro_block_size=16,
                                 ffmpeg_log_level="error")
     frames = 0
     try:
-        writer.append_data(render_frame(core, ids))
+        writer.append_data(draw())
         frames += 1
         obs = core.obs
         for _ in range(steps):
             obs = core.step(policy(obs)).obs
-            writer.append_data(render_frame(core, ids))
+            writer.append_data(draw())
             frames += 1
     finally:
         writer.close()
