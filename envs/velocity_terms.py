@@ -65,6 +65,8 @@ class Legged:
     joint_qd: wp.array2d(dtype=float)
     joint_f: wp.array2d(dtype=float)
     """Applied joint torques [N m] [num_envs, dofs]."""
+    imu_gyro: wp.array(dtype=wp.vec3)
+    """IMU angular velocity [rad/s] in the IMU site's frame [num_envs] (zeros without an IMU)."""
     body_q: wp.array2d(dtype=wp.transform)
     body_qd: wp.array2d(dtype=wp.spatial_vector)
     root_vel_base: wp.array2d(dtype=float)

@@ -20,6 +20,7 @@ Vocabulary: Newton's ``world_count``/``body_count`` stay inside this module; the
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from horde.sim.fields import choice
+from horde.sim.fields import FieldError, choice
 from horde.sim.newton_build import MAXIMAL_SOLVERS, SOLVERS, build_model, joint_dof_layout, make_solver
 from horde.sim.scene import RigidObject, StaticProp, add_objects, add_props, reset_objects
 
@@ -223,6 +224,10 @@ def clear_warmstart(mask: wp.array(dtype=wp.bool), qacc_warmstart: wp.array2d(dt
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
+IMU_SITE = "horde_imu"
+"""Label of the site horde adds at the root body's origin when a robot names no IMU site."""
+
+
 @dataclass(frozen=True)
 class WorldArrays:
     """The Warp arrays of a :class:`NewtonWorld` that task kernels read and write: the same memory as the world's
@@ -255,6 +260,10 @@ class WorldArrays:
     """The actuation config's stiffness [actuated] [N m/rad]."""
     nominal_damping: wp.array
     """The actuation config's damping [actuated] [N m s/rad]."""
+    imu_acc: wp.array | None = None
+    """IMU specific force (``wp.vec3``) [num_envs] [m/s^2], site frame (zeros without an IMU)."""
+    imu_gyro: wp.array | None = None
+    """IMU angular velocity (``wp.vec3``) [num_envs] [rad/s], site frame (zeros without an IMU)."""
 
 
 class NewtonWorld:
@@ -285,7 +294,7 @@ class NewtonWorld:
                  root_body: int = 0, q_noise: Sequence[float] | None = None,
                  qd_noise: Sequence[float] | None = None, terrain=None, contact_bodies: Sequence[str] = (),
                  yaw_range: float = 0.0, objects: Sequence[RigidObject] = (),
-                 props: Sequence[StaticProp] = ()) -> None:
+                 props: Sequence[StaticProp] = (), imu_site: str | None = None) -> None:
         import newton
 
         if sim.solver not in SOLVERS:
@@ -300,6 +309,9 @@ class NewtonWorld:
                                                                  robot.body_count)
         self.floating = robot.joint_coord_count == robot.joint_dof_count + 1  # a free joint has 7 coords, 6 dofs
         self.objects = tuple(objects)
+        self.imu_site = imu_site
+        if imu_site == "":  # no named site: an IMU at the root body's origin, aligned with it
+            robot.add_site(root_body, label=IMU_SITE)
         add_objects(robot, self.objects)
         add_props(robot, props)
         self.coords, self.dofs, self.bodies = robot.joint_coord_count, robot.joint_dof_count, robot.body_count
@@ -405,11 +417,30 @@ class NewtonWorld:
         self.object_vel = self.body_vel[:, b0:b0 + len(self.objects)]
         """Twists of the free objects [num_envs, objects, 6] (COM linear [m/s], angular [rad/s]), world frame."""
         self.contact_bodies = tuple(contact_bodies)
-        self._sensor = None
+        self._sensor, self._imu, self._observables = None, None, None
+        self.imu_rotation = (0.0, 0.0, 0.0, 1.0)
+        """Rotation (quaternion xyzw) of the IMU site in the root body's frame; identity without an IMU."""
         if self.contact_bodies:
             self._make_contact_sensor()
+        if imu_site is not None:
+            self._make_imu(imu_site or IMU_SITE)
+        if self._sensor is not None or self._imu is not None:
+            kinds = set()
+            for sensor in (self._sensor, self._imu):
+                kinds |= set(sensor.solver_observable_kinds) if sensor is not None else set()
+            self._observables = self.solver.observables(
+                kinds=frozenset(kinds), **({"contacts": self._contact_out} if self._sensor is not None else {}))
         self.contact_forces = (wp.to_torch(self._sensor.total_force).view(n, len(self.contact_bodies), 3)
                                if self._sensor is not None else torch.zeros(n, 0, 3, device=self.joint_q.device))
+        zeros = wp.zeros(n, dtype=wp.vec3, device=device)
+        self._imu_acc = self._imu.accelerometer if self._imu is not None else zeros
+        self._imu_gyro = self._imu.gyroscope if self._imu is not None else zeros
+        self.arrays = dataclasses.replace(self.arrays, imu_acc=self._imu_acc, imu_gyro=self._imu_gyro)
+        self.imu_acc = wp.to_torch(self._imu_acc).view(n, 3)
+        """Specific force at the IMU site [num_envs, 3] [m/s^2] in the site's frame (Newton's ``SensorIMU``: the
+        site's acceleration minus gravity; +9.81 up at rest), from the last substep; zeros without ``imu_site``."""
+        self.imu_gyro = wp.to_torch(self._imu_gyro).view(n, 3)
+        """Angular velocity at the IMU site [num_envs, 3] [rad/s] in the site's frame; zeros without ``imu_site``."""
 
     def _make_contact_sensor(self) -> None:
         """A SensorContact over the named bodies of every world (world-major rows) fed by the solver's contact
@@ -418,7 +449,8 @@ class NewtonWorld:
         from newton.sensors import SensorContact
 
         if self.sim.solver != "mujoco":
-            raise ValueError(f"contact-force views need sim.solver=mujoco (got '{self.sim.solver}')")
+            raise FieldError(f"task.sim.solver={self.sim.solver}: this task reads contact forces, which need the "
+                             "mujoco solver")
         labels = [lbl.split("/")[-1] for lbl in self.model.body_label]
         worlds = self.model.body_world.numpy()
         index = {}
@@ -433,8 +465,28 @@ class NewtonWorld:
         self._sensor = SensorContact(self.model, sensing_bodies=rows, request_contact_attributes=False)
         self._contact_out = newton.CollisionPipeline(
             self.model, rigid_contact_max=self.solver.get_max_contact_count(), soft_contact_max=0).contacts()
-        self._observables = self.solver.observables(kinds=self._sensor.solver_observable_kinds,
-                                                    contacts=self._contact_out)
+
+    def _make_imu(self, label: str) -> None:
+        """Newton's SensorIMU at the site ``label`` of every world (rows in world order), fed by the solver's body
+        accelerations of the last substep."""
+        from newton.sensors import SensorIMU
+
+        if self.sim.solver != "mujoco":
+            raise FieldError(f"task.sim.solver={self.sim.solver}: the IMU needs body accelerations, which need the "
+                             "mujoco solver")
+        labels = [lbl.split("/")[-1] for lbl in self.model.shape_label]
+        worlds = self.model.shape_world.numpy()
+        rows = [s for s, (lbl, w) in enumerate(zip(labels, worlds)) if lbl == label and w >= 0]
+        rows.sort(key=lambda s: worlds[s])
+        if len(rows) != self.num_envs:
+            sites = sorted({lbl for lbl, w in zip(labels, worlds) if w == 0})
+            raise ValueError(f"IMU site '{label}' found in {len(rows)} of {self.num_envs} worlds; shapes and sites "
+                             f"of world 0: {', '.join(sites)}")
+        body = int(self.model.shape_body.numpy()[rows[0]])
+        if body != self.root_body:
+            raise ValueError(f"IMU site '{label}' is on body {self.model.body_label[body]}, not on the root body")
+        self.imu_rotation = tuple(float(v) for v in self.model.shape_transform.numpy()[rows[0]][3:7])
+        self._imu = SensorIMU(self.model, sites=rows, request_state_attributes=False)
 
     @property
     def kernels(self) -> tuple:
@@ -477,10 +529,13 @@ class NewtonWorld:
             s_in.clear_forces()
             if self.collision is not None:
                 self.collision.collide(s_in, self.contacts)
-            if self._sensor is not None and k == self.substeps - 1:  # contact forces of the last substep
-                self.solver.step(s_in, s_out, self.control, self._contact_out, self.sim_dt,
-                                 observables=self._observables)
-                self._sensor.update(None, self._contact_out, observables=self._observables)
+            if self._observables is not None and k == self.substeps - 1:  # sensors read the last substep
+                self.solver.step(s_in, s_out, self.control, self._contact_out if self._sensor is not None else
+                                 self.contacts, self.sim_dt, observables=self._observables)
+                if self._sensor is not None:
+                    self._sensor.update(None, self._contact_out, observables=self._observables)
+                if self._imu is not None:
+                    self._imu.update(s_out, observables=self._observables)
             else:
                 self.solver.step(s_in, s_out, self.control, self.contacts, self.sim_dt)
             s_in, s_out = s_out, s_in

@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     from horde.train.compile_cuda import CudaCompileError
     from horde.train.demo import DemoError
     from horde.train.viewer import ViewerError
+    from horde.sim.fields import FieldError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             COMMANDS[command](rest)
     except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-            RobotNotInstalledError, CudaCompileError, ViewerError) as exc:
+            RobotNotInstalledError, CudaCompileError, ViewerError, FieldError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, (ExportError, DemoError, CudaCompileError)) else 1
     except KeyboardInterrupt:
