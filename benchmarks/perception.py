@@ -1,10 +1,12 @@
-"""What perception costs per env step: the rough quadruped blind, with the height scan, and with the scan and the
-privileged critic group, stepped in one process with alternating timed windows.
+"""What perception costs per env step: the rough quadruped blind, with the height scan, with the scan and the
+privileged critic group, and with a depth camera, stepped in one process with alternating timed windows.
 
     python benchmarks/perception.py [--json] [--quick] [--device cpu] [--num-envs 256 1024 4096] [--repeats 5]
 
 Variants (task.height_scan.enabled / task.privileged_critic on quadruped-rough-perceptive's config, everything
-else equal): ``blind`` (neither: quadruped-rough's observations), ``scan`` (17 x 11 points), ``scan+critic``.
+else equal): ``blind`` (neither: quadruped-rough's observations), ``scan`` (17 x 11 points), ``scan+critic``,
+``depth`` (quadruped-rough-depth's 32 x 24 depth camera instead of the scan, ray-traced by Newton's SensorCamera;
+``--depth-size W H`` changes it).
 Each figure is the median of ``--repeats`` windows of random actions; the variants' windows alternate so machine
 load falls on all alike. ``cost_us_per_env_step`` = 1e6 x (1 / rate - 1 / blind rate): the scan's (and the critic
 group's) share of one env step.
@@ -21,12 +23,16 @@ import time
 import torch
 
 
-def build(variant: str, num_envs: int, device: str):
+def build(variant: str, num_envs: int, device: str, depth_size: tuple[int, int] = (32, 24)):
     from horde.envs import get_task, make
 
     cfg = get_task("quadruped-rough-perceptive").config
-    cfg = dataclasses.replace(cfg, height_scan=dataclasses.replace(cfg.height_scan, enabled=variant != "blind"),
-                              privileged_critic=variant == "scan+critic")
+    cfg = dataclasses.replace(cfg, height_scan=dataclasses.replace(cfg.height_scan, enabled=variant in (
+        "scan", "scan+critic")), privileged_critic=variant == "scan+critic")
+    if variant == "depth":
+        cam = get_task("quadruped-rough-depth").config.depth_camera
+        cfg = dataclasses.replace(cfg, depth_camera=dataclasses.replace(cam, width=depth_size[0],
+                                                                        height=depth_size[1]))
     return make("quadruped-rough-perceptive", num_envs=num_envs, device=device, seed=0, config=cfg)
 
 
@@ -50,12 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", nargs="+", type=int, default=[256, 1024, 4096])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20, help="control steps per window")
+    ap.add_argument("--depth-size", nargs=2, type=int, default=[32, 24], metavar=("W", "H"))
     args = ap.parse_args(argv)
     sizes, repeats, steps = ([64], 2, 5) if args.quick else (args.num_envs, args.repeats, args.steps)
     torch.set_num_threads(1)
-    variants = ("blind", "scan", "scan+critic")
+    variants = ("blind", "scan", "scan+critic", "depth")
     for n in sizes:
-        envs = {v: build(v, n, args.device) for v in variants}
+        envs = {v: build(v, n, args.device, tuple(args.depth_size)) for v in variants}
         g = torch.Generator().manual_seed(0)
         actions = [(torch.rand(n, envs["blind"].num_actions, generator=g) * 2 - 1).to(envs["blind"].device)
                    for _ in range(8)]

@@ -43,7 +43,11 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     terms = [{"name": name, "slice": [i, i + 1], "offset": offsets[i], "scale": scales[i], "clip": clips[i],
               "unit": units[i]} for i, name in enumerate(names)]
     norm = None if normalizer is None else {**normalizer, "formula": "(obs - mean) / (std + eps)", "in_graph": True}
-    return {"dim": n, "terms": terms, "formula": "obs = clip((raw - offset) * scale, clip)", "normalizer": norm}
+    out = {"dim": n, "terms": terms, "formula": "obs = clip((raw - offset) * scale, clip)", "normalizer": norm}
+    images = list(getattr(env, "obs_images", ()) or ())
+    if images:  # images travel flattened in the observation vector; this says how to lay them out
+        out["images"] = images
+    return out
 
 
 def _joint_obs_offsets(layout: dict) -> list[float]:

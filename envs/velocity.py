@@ -44,6 +44,7 @@ from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positi
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
 from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
+from horde.sim.depth_camera import DepthCamera, DepthCameraConfig
 from horde.sim.terrain import (HeightScanConfig, Terrain, TerrainConfig, TerrainGrid, height_scan, scan_offsets,
                                 terrain_height, terrain_level_update)
 
@@ -94,6 +95,9 @@ class VelocityConfig(TaskConfig):
     """Give the critic its own observation group: the observations without noise, then per joint motor strength
     and PD gain scales, each foot's contact force [N], friction, added base mass [kg] and base height above the
     terrain [m] (asymmetric actor-critic; the actor and the exported policy keep ``obs``)."""
+    depth_camera: DepthCameraConfig = field(default_factory=DepthCameraConfig)
+    """A depth camera on the robot (off unless ``depth_camera.enabled``): its image, row by row, follows the height
+    scan in the observations as ``depth_<row>_<col>`` [m]."""
     imu: bool = False
     """Angular velocity and gravity observations as the robot's IMU gives them: Newton's ``SensorIMU`` at the robot's
     IMU site (go2 ``imu``, g1 ``imu_in_pelvis``; the base origin for quad12), in that site's frame. Off: the base
@@ -167,6 +171,8 @@ class VelocityTask:
     scan_yaw: int
     imu: int
     imu_q: wp.quat
+    depth_n: int
+    depth_w: int
 
 
 @wp.func
@@ -186,8 +192,8 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
                joint_q: wp.array2d(dtype=float), joint_qd: wp.array2d(dtype=float),
                body_q: wp.array2d(dtype=wp.transform), root_vel_base: wp.array2d(dtype=float),
                command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float), grid: TerrainGrid,
-               scan: wp.array(dtype=wp.vec2), imu_gyro: wp.array(dtype=wp.vec3), state: wp.array2d(dtype=float),
-               obs: wp.array2d(dtype=float)) -> wp.uint32:
+               scan: wp.array(dtype=wp.vec2), imu_gyro: wp.array(dtype=wp.vec3), depth: wp.array3d(dtype=float),
+               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
     """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state.
     The height scan, when on, follows the proprioceptive part (its noise drawn after theirs). With ``t.imu`` the
     angular velocity is the IMU's gyro and gravity is projected into the IMU site's frame (``t.imu_q`` in the base)."""
@@ -212,6 +218,8 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
         h = height_scan(grid, body_q[i, t.root], scan[k], t.scan_yaw) - t.scan_offset
         h = wp.clamp(h + wp.randf(s, -1.0, 1.0) * t.noise_scan, -t.scan_clip, t.scan_clip)
         obs[i, 12 + 3 * nj + k] = wp.where(ok, h, 0.0)
+    for k in range(t.depth_n):
+        obs[i, 12 + 3 * nj + t.scan_n + k] = wp.where(ok, depth[i, k // t.depth_w, k % t.depth_w], 0.0)
     for k in range(state.shape[1]):
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
     return s
@@ -282,7 +290,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
             s = _sample_command(t, i, s, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-                       x.last_actions, grid, scan, x.imu_gyro, state, obs)
+                       x.last_actions, grid, scan, x.imu_gyro, x.depth, state, obs)
         done = close_step(ep, i, r, failed, t.max_episode_length)
         if done:
             for k in range(obs.shape[1]):
@@ -324,7 +332,7 @@ def velocity_critic(
     i = wp.tid()
     ok = not x.unstable[i]
     _write_obs(clean, i, ok, wp.uint32(0), x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-               x.last_actions, grid, scan, x.imu_gyro, state, critic)
+               x.last_actions, grid, scan, x.imu_gyro, x.depth, state, critic)
     nj = x.last_actions.shape[1]
     c = 12 + 3 * nj + clean.scan_n
     for k in range(nj):
@@ -357,6 +365,7 @@ def velocity_observe(
     history: wp.array3d(dtype=float),
     rng: wp.array(dtype=wp.uint32),
     imu_gyro: wp.array(dtype=wp.vec3),
+    depth: wp.array3d(dtype=float),
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
 ):
@@ -370,7 +379,7 @@ def velocity_observe(
             for k in range(history.shape[2]):
                 history[i, d, k] = 0.0
         rng[i] = _write_obs(t, i, True, rng[i], default_q, joint_q, joint_qd, body_q, root_vel_base, command,
-                            last_actions, grid, scan, imu_gyro, state, obs)
+                            last_actions, grid, scan, imu_gyro, depth, state, obs)
 
 
 @wp.kernel(enable_backward=False)
@@ -462,7 +471,10 @@ class VelocityEnv(WarpTaskEnv):
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
         joints = self.robot.joints
         points = scan_offsets(cfg.height_scan) if cfg.height_scan.enabled else np.zeros((0, 2), np.float32)
-        self.obs_names = obs_names(joints) + tuple(f"height_scan_{k}" for k in range(len(points)))
+        cam = cfg.depth_camera
+        depth_names = (tuple(f"depth_{r}_{c}" for r in range(cam.height) for c in range(cam.width)) if cam.enabled
+                       else ())
+        self.obs_names = (obs_names(joints) + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names)
         self.action_names = joints
         feet = self.robot.feet
         if cfg.privileged_critic:
@@ -496,6 +508,11 @@ class VelocityEnv(WarpTaskEnv):
         t.scan_n, t.scan_offset, t.scan_clip, t.scan_yaw = len(points), hs.offset, hs.clip, int(hs.yaw_aligned)
         t.noise_scan = hs.noise * dr.obs_noise_scale if on else 0.0
         t.imu, t.imu_q = int(cfg.imu), wp.quat(*self.world.imu_rotation)
+        self.camera = (DepthCamera(self.world, cam, noise_scale=dr.obs_noise_scale if on else 0.0)
+                       if cam.enabled else None)
+        """The depth camera (:class:`horde.sim.depth_camera.DepthCamera`; its ``depth`` view is the image), or None."""
+        t.depth_n, t.depth_w = (cam.height * cam.width, cam.width) if cam.enabled else (0, 1)
+        self._depth = self.camera.image if self.camera is not None else wp.zeros((1, 1, 1), dtype=float, device=d)
         self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
         self.scan_points = points
         """Height-scan points in the base's yaw frame [P, 2] [m] (x forward, y left), the order of the
@@ -525,7 +542,8 @@ class VelocityEnv(WarpTaskEnv):
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
         self._post_step = post_step_kernel(terms)
-        self.step_kernels = (velocity_pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
+        self.step_kernels = ((velocity_pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
+                             + (self.camera.kernels if self.camera is not None else ()))
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
         for name in VelocityTask.vars:
             setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
@@ -549,10 +567,25 @@ class VelocityEnv(WarpTaskEnv):
         x.actions, x.last_actions, x.default_q = self._actions, self._last_actions, a.default_joint_q
         x.deviation, x.feet_body = deviation, feet_body
         x.joint_q, x.joint_qd, x.joint_f, x.body_q, x.body_qd = a.joint_q, a.joint_qd, a.joint_f, a.body_q, a.body_qd
-        x.imu_gyro = a.imu_gyro
+        x.imu_gyro, x.depth = a.imu_gyro, self._depth
         x.root_vel_base, x.contact, x.unstable, x.failed = a.root_vel_base, self._contact, a.unstable, self._failed
         x.command, x.air_time = self._command, self._air_time
         return x
+
+    @property
+    def obs_images(self) -> list[dict]:
+        """Images inside the observation vector (``policy.json``'s ``observation.images``): name, column slice,
+        [height, width] and how the pixels are laid out."""
+        if self.camera is None:
+            return []
+        h, w = self.camera.shape
+        start = self.obs_names.index("depth_0_0")
+        cam = self.cfg.depth_camera
+        return [{"name": "depth", "slice": [start, start + h * w], "shape": [h, w], "unit": "m",
+                 "layout": "row-major, row 0 at the top of the image, column 0 at its left",
+                 "quantity": "forward (z) depth, clipped to max_depth; no return reads max_depth",
+                 "max_depth": cam.max_depth, "fov_vertical": cam.fov, "body": cam.body or "root",
+                 "position": list(cam.position), "pitch": cam.pitch}]
 
     def action_scale(self) -> list[float]:
         return _gains(self.cfg, self.robot)[0]
@@ -585,12 +618,16 @@ class VelocityEnv(WarpTaskEnv):
                   outputs=[self._head, self._rng, self._history, self._applied, w.arrays.joint_qd])
         w.simulate(self._applied)
         w.inspect()
+        if self.camera is not None:  # the image of the state the step ends in (final observations included)
+            self.camera.update(rng=self._rng)
         wp.launch(self._post_step, n, device=d, inputs=[
             self._task, self.legged, self._grid, self._scan, self._ranges, w.arrays.nominal_stiffness,
             w.arrays.nominal_damping, self._centre_z, self.episodes()], outputs=[
             self._rng, self._level, self._origin, self._delay, w.arrays.stiffness, w.arrays.damping,
             w.arrays.motor_strength, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)
+        if self.camera is not None:  # envs that just reset see their new state
+            self.camera.update(self._dones, rng=self._rng)
         self._observe(self._dones)
         self._write_critic()
 
@@ -599,7 +636,7 @@ class VelocityEnv(WarpTaskEnv):
         wp.launch(velocity_observe, self.num_envs, device=self.dev.warp, inputs=[
             self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q,
             w.arrays.root_vel_base, self._command, self._last_actions, self._grid, self._scan],
-            outputs=[self._history, self._rng, w.arrays.imu_gyro, self._state, self._obs])
+            outputs=[self._history, self._rng, w.arrays.imu_gyro, self._depth, self._state, self._obs])
 
     def _launch_reset(self) -> None:
         w = self.world
@@ -608,6 +645,8 @@ class VelocityEnv(WarpTaskEnv):
             outputs=[self.episodes(), self._rng, self._command, self._air_time, self._last_actions, self._delay,
                      w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
         self.world.reset(self._reset_mask, self._rng)
+        if self.camera is not None:
+            self.camera.update(self._reset_mask, rng=self._rng)
         self._observe(self._reset_mask)
         self._write_critic()
 

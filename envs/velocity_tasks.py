@@ -8,6 +8,7 @@ from horde.envs.registry import TaskSpec, register_task
 from horde.envs.velocity import VelocityConfig, VelocityEnv, VelocityTwin, _humanoid_scales
 from horde.sim.newton_world import SimConfig
 from horde.sim.randomize import RandomizationConfig
+from horde.sim.depth_camera import DepthCameraConfig
 from horde.sim.terrain import HeightScanConfig, TerrainConfig
 
 
@@ -62,6 +63,16 @@ register_task("quadruped-rough-student", TaskSpec(
     config=_rough(height_scan=HeightScanConfig(enabled=True, noise=0.1), privileged_critic=True),
     description="the student of quadruped-rough-perceptive (algo=distillation teacher=<its run>): the same scan "
                 "with 5x the noise; its teacher group holds the observations without noise",
+    renderer=render.draw_legged,
+    relative_joint_obs=True,
+))
+
+
+register_task("quadruped-rough-depth", TaskSpec(
+    env_cls=VelocityEnv,
+    config=_rough(depth_camera=DepthCameraConfig(enabled=True, noise=0.02), privileged_critic=True),
+    description="quadruped-rough seeing the ground ahead with a 32 x 24 depth camera on its head (Newton's "
+                "SensorCamera, ray-traced in the step) and a privileged critic",
     renderer=render.draw_legged,
     relative_joint_obs=True,
 ))

@@ -67,6 +67,8 @@ class Legged:
     """Applied joint torques [N m] [num_envs, dofs]."""
     imu_gyro: wp.array(dtype=wp.vec3)
     """IMU angular velocity [rad/s] in the IMU site's frame [num_envs] (zeros without an IMU)."""
+    depth: wp.array3d(dtype=float)
+    """Depth image [num_envs, height, width] [m] (one pixel without a camera)."""
     body_q: wp.array2d(dtype=wp.transform)
     body_qd: wp.array2d(dtype=wp.spatial_vector)
     root_vel_base: wp.array2d(dtype=float)

@@ -7,7 +7,8 @@ import torch
 from horde.envs import GymVectorEnv, RslRlVecEnv, get_task, make, task_names
 
 N = 16
-SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-rough-student": "quadruped-rough"}
+SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-rough-student": "quadruped-rough",
+                "quadruped-rough-depth": "quadruped-rough"}
 """Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
 2 minutes on 2 cores for a rough-terrain task) already run on that task, so these get a fifth of the steps."""
 COMBINED = {"g1-velocity-rough": ("g1-velocity", "quadruped-rough")}
@@ -145,7 +146,7 @@ def test_same_physics_tasks_differ_only_in_observations():
 
     for task, base in SAME_PHYSICS.items():
         a, b = dataclasses.asdict(get_task(task).config), dataclasses.asdict(get_task(base).config)
-        for key in ("height_scan", "privileged_critic"):
+        for key in ("height_scan", "privileged_critic", "depth_camera"):
             a.pop(key), b.pop(key)
         assert a == b, task
 
