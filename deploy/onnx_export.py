@@ -40,7 +40,7 @@ def load_policy(run: str | Path, *, precision: str = "fp32") -> tuple[Policy, di
     path = resolve_checkpoint(run)
     ckpt = load_checkpoint(path)
     cfg = from_container(ckpt["config"], ckpt["task"])
-    actor = build_actor(cfg.algo.policy, int(ckpt["obs_dim"]), int(ckpt["num_actions"]))
+    actor = build_actor(cfg.algo.policy, int(ckpt["obs_dim"]), int(ckpt["num_actions"]), ckpt.get("obs_images", ()))
     try:
         actor.load_state_dict(ckpt["actor_state_dict"])
     except RuntimeError as exc:

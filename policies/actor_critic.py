@@ -3,6 +3,7 @@ configured from one typed dataclass."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -11,12 +12,14 @@ from rsl_rl.modules.distribution import GaussianDistribution
 from tensordict import TensorDict
 from torch import nn
 
-from horde.sim.fields import bounded, check_fields, choice
+from horde.sim.fields import FieldError, bounded, check_fields, choice
 
 OBS_GROUP = "policy"
 """The single observation group horde's tasks expose to rsl-rl."""
 
 RNN_TYPES = ("none", "gru", "lstm")
+IMAGE_ENCODERS = ("mlp", "cnn")
+"""Valid values of :attr:`ActorCriticConfig.image_encoder`."""
 ACTION_SQUASHES = ("clip", "tanh")
 ACTIVATIONS = ("elu", "selu", "relu", "crelu", "lrelu", "tanh", "sigmoid", "softplus", "gelu", "swish", "mish",
                "identity")
@@ -54,6 +57,15 @@ class ActorCriticConfig:
     """Width of the recurrent hidden state (ignored when rnn_type=none)."""
     rnn_num_layers: int = bounded(1, ge=1)
     """Stacked recurrent layers (ignored when rnn_type=none)."""
+    image_encoder: str = choice(IMAGE_ENCODERS)
+    """How image observations (a depth camera's) reach the MLPs: mlp (their pixels as plain inputs) or cnn (each
+    image through its own small CNN first, :mod:`horde.policies.image_encoder`; the exported graph includes it)."""
+    cnn_channels: list[int] = field(default_factory=lambda: [16, 32])
+    """Output channels of the CNN's convolutions, one per layer (image_encoder=cnn)."""
+    cnn_kernel_size: int = bounded(3, ge=1)
+    """Kernel size of every convolution (image_encoder=cnn)."""
+    cnn_stride: int = bounded(2, ge=1)
+    """Stride of every convolution (image_encoder=cnn)."""
     action_squash: str = choice(ACTION_SQUASHES)
     """How the actor's mean reaches [-1, 1]: clip (linear head; the env clips) or tanh (a Tanh after the head)."""
 
@@ -63,15 +75,30 @@ class ActorCriticConfig:
         return self.rnn_type != "none"
 
 
-def rsl_model_cfgs(cfg: ActorCriticConfig) -> tuple[dict, dict]:
+def rsl_model_cfgs(cfg: ActorCriticConfig, images: Sequence[dict] = ()) -> tuple[dict, dict]:
     """rsl-rl 5.x ``actor`` and ``critic`` blocks for ``cfg`` (classes passed directly, not by name).
 
     A recurrent config makes both actor and critic ``RNNModel`` s, each with its own hidden state, as rsl-rl's
-    recurrent actor-critic does; PPO then samples whole trajectories for its mini-batches.
+    recurrent actor-critic does; PPO then samples whole trajectories for its mini-batches. ``images`` are the
+    task's image observations (``obs_images``: name, column slice, shape); with ``image_encoder=cnn`` both models
+    are :class:`horde.policies.image_encoder.ImageMLPModel` s over them (the critic group starts with the policy's
+    columns, so the slices hold for both).
     """
     check_fields(cfg, "algo.policy")  # configs built in Python, not composed, get the same one-line errors
     rnn = {"rnn_type": cfg.rnn_type, "rnn_hidden_dim": cfg.rnn_hidden_dim, "rnn_num_layers": cfg.rnn_num_layers}
     model_cls = RNNModel if cfg.is_recurrent else MLPModel
+    cnn = {}
+    if cfg.image_encoder == "cnn":
+        from horde.policies.image_encoder import ImageMLPModel
+
+        if not images:
+            raise FieldError("algo.policy.image_encoder=cnn: this task has no image observations (a depth camera: "
+                             "task.depth_camera.enabled=true)")
+        if cfg.is_recurrent:
+            raise FieldError(f"algo.policy.image_encoder=cnn: not with algo.policy.rnn_type={cfg.rnn_type}")
+        model_cls = ImageMLPModel
+        cnn = {"images": [dict(i) for i in images], "cnn_channels": list(cfg.cnn_channels),
+               "cnn_kernel_size": cfg.cnn_kernel_size, "cnn_stride": cfg.cnn_stride}
     actor = {
         "class_name": model_cls,
         "hidden_dims": list(cfg.actor_hidden_dims),
@@ -88,6 +115,8 @@ def rsl_model_cfgs(cfg: ActorCriticConfig) -> tuple[dict, dict]:
     if cfg.is_recurrent:
         actor.update(rnn)
         critic.update(rnn)
+    actor.update(cnn)
+    critic.update(cnn)
     return actor, critic
 
 
@@ -96,10 +125,11 @@ def example_obs(obs_dim: int, batch: int = 2, device: torch.device | str = "cpu"
     return TensorDict({OBS_GROUP: torch.zeros(batch, obs_dim, device=device)}, batch_size=[batch], device=device)
 
 
-def build_actor(cfg: ActorCriticConfig, obs_dim: int, num_actions: int) -> MLPModel:
+def build_actor(cfg: ActorCriticConfig, obs_dim: int, num_actions: int, images: Sequence[dict] = ()) -> MLPModel:
     """An untrained actor with the same structure (and state-dict keys) as the one PPO trains
-    (an ``RNNModel``, a subclass of ``MLPModel``, when ``cfg`` is recurrent)."""
-    actor_cfg, _ = rsl_model_cfgs(cfg)
+    (an ``RNNModel``, a subclass of ``MLPModel``, when ``cfg`` is recurrent; an ``ImageMLPModel`` over ``images``
+    with ``image_encoder=cnn``)."""
+    actor_cfg, _ = rsl_model_cfgs(cfg, images)
     actor_cfg = dict(actor_cfg)
     model_cls = actor_cfg.pop("class_name")
     groups = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}

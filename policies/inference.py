@@ -1,5 +1,5 @@
-"""The deterministic policies used by play, evaluation and export: normalizer -> [GRU/LSTM] -> MLP -> action mean
--> clip.
+"""The deterministic policies used by play, evaluation and export: normalizer -> [image CNNs] -> [GRU/LSTM] -> MLP
+-> action mean -> clip.
 
 Feed-forward actors become :class:`InferencePolicy` (``obs -> actions``); recurrent ones become
 :class:`RecurrentInferencePolicy` with the hidden state as explicit inputs and outputs
@@ -34,6 +34,9 @@ class _DeterministicPolicy(nn.Module):
         self.precision = precision
         self.dtype = PRECISIONS[precision]
         self.obs_normalizer = copy.deepcopy(actor.obs_normalizer).float()
+        # an image encoder (algo.policy.image_encoder=cnn) sits between the normalizer and the MLP
+        encoder = getattr(actor, "image_encoder", None)
+        self.encoder = copy.deepcopy(encoder).to(self.dtype) if encoder is not None else nn.Identity()
         self.mlp = copy.deepcopy(actor.mlp).to(self.dtype)
         self.head = actor.distribution.as_deterministic_output_module() if actor.distribution else nn.Identity()
         self.obs_dim = int(actor.obs_dim)
@@ -44,8 +47,8 @@ class _DeterministicPolicy(nn.Module):
         return torch.clamp(self.head(self.mlp(latent)).float(), -1.0, 1.0)
 
     def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
-        """Raw float32 observations [B, obs_dim] -> normalized, in the compute precision."""
-        return self.obs_normalizer(obs).to(self.dtype)
+        """Raw float32 observations [B, obs_dim] -> normalized (and image-encoded), in the compute precision."""
+        return self.encoder(self.obs_normalizer(obs).to(self.dtype))
 
     def normalizer_stats(self) -> dict[str, list[float]] | None:
         """Mean, std and eps of the observation normalizer, or None when observations are not normalized.

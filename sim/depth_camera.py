@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from horde.sim.fields import bounded
+from horde.sim.fields import FieldError, bounded
 
 
 @dataclass(kw_only=True)
@@ -101,7 +101,7 @@ class DepthCamera:
         n, device = world.num_envs, world.device
         labels = [lbl.split("/")[-1] for lbl in world.model.body_label[:world.robot_bodies]]
         if cfg.body and cfg.body not in labels:
-            raise ValueError(f"camera body '{cfg.body}' is not a body of the robot; bodies: {', '.join(labels)}")
+            raise FieldError(f"task.depth_camera.body={cfg.body}: not a body of the robot; bodies: {', '.join(labels)}")
         self.body = labels.index(cfg.body) if cfg.body else world.root_body
         self.mount = wp.transform(wp.vec3(*cfg.position), wp.quat(*mount_rotation(cfg.pitch)))
         self.noise = float(cfg.noise * noise_scale)

@@ -81,8 +81,9 @@ class DistillationTrainer(PPOTrainer):
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
         self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
-        student, _ = rsl_model_cfgs(a.policy)
-        teacher, _ = rsl_model_cfgs(teacher_cfg.algo.policy)
+        images = getattr(self.core, "obs_images", ())  # the teacher group holds the policy's columns too
+        student, _ = rsl_model_cfgs(a.policy, images)
+        teacher, _ = rsl_model_cfgs(teacher_cfg.algo.policy, images)
         train_cfg = {
             "num_steps_per_env": a.num_steps_per_env,
             "obs_groups": {"student": ["policy"], "teacher": ["teacher"]},

@@ -53,12 +53,13 @@ def symmetry_cfg(cfg: TrainConfig, core, task: str) -> dict | None:
             "mirror_loss_coeff": sym.mirror_loss, "data_augmentation_func": mirror}
 
 
-def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False, symmetry: dict | None = None) -> dict:
+def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False, symmetry: dict | None = None,
+                  images: list[dict] | tuple = ()) -> dict:
     """The rsl-rl 5.x training dict for ``cfg.algo`` (PPO): the actor sees the ``policy`` group, the critic the
     privileged ``critic`` group when the task has one (asymmetric actor-critic), else ``policy`` too;
-    ``symmetry`` is :func:`symmetry_cfg`'s dict."""
+    ``symmetry`` is :func:`symmetry_cfg`'s dict; ``images`` the task's image observations (``obs_images``)."""
     a = cfg.algo
-    actor, critic = rsl_model_cfgs(a.policy)
+    actor, critic = rsl_model_cfgs(a.policy, images)
     return {
         "num_steps_per_env": a.num_steps_per_env,
         "obs_groups": {"actor": ["policy"], "critic": ["critic" if critic_group else "policy"]},
@@ -121,7 +122,8 @@ class PPOTrainer:
             (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
         self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
         train_cfg = rsl_train_cfg(cfg, critic_group=bool(self.core.critic_names),
-                                  symmetry=symmetry_cfg(cfg, self.core, task))
+                                  symmetry=symmetry_cfg(cfg, self.core, task),
+                                  images=getattr(self.core, "obs_images", ()))
         train_cfg["multi_gpu"] = self.dist.rsl_multi_gpu_cfg()
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
@@ -168,6 +170,7 @@ class PPOTrainer:
             "horde_version": horde.__version__,
             "config": self.config_dict,
             "obs_dim": self.core.obs_dim,
+            "obs_images": list(getattr(self.core, "obs_images", ())),
             "num_actions": self.core.num_actions,
             "learning_rate": float(self.alg.learning_rate),
             "torch_rng": torch.get_rng_state(),

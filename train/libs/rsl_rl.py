@@ -16,12 +16,12 @@ from rsl_rl.runners import OnPolicyRunner
 from horde.envs import RslRlVecEnv, make
 
 
-def runner_config(cfg, *, critic_group: bool = False, symmetry: dict | None = None) -> dict:
+def runner_config(cfg, *, critic_group: bool = False, symmetry: dict | None = None, images=()) -> dict:
     """rsl-rl's ``OnPolicyRunner`` config for a composed horde :class:`horde.train.config.TrainConfig` (PPO): horde's
     own rsl-rl training dict plus what only the runner reads."""
     from horde.train.ppo import rsl_train_cfg
 
-    return {**rsl_train_cfg(cfg, critic_group=critic_group, symmetry=symmetry), "seed": cfg.seed, "save_interval": cfg.save_interval, "logger": "tensorboard",
+    return {**rsl_train_cfg(cfg, critic_group=critic_group, symmetry=symmetry, images=images), "seed": cfg.seed, "save_interval": cfg.save_interval, "logger": "tensorboard",
             "check_for_nan": False}
 
 
@@ -41,7 +41,8 @@ def build_from(cfg, task: str, *, log_dir: str | None = None) -> OnPolicyRunner:
 
     torch.manual_seed(cfg.seed)
     runner_cfg = runner_config(cfg, critic_group=bool(env.core.critic_names),
-                               symmetry=symmetry_cfg(cfg, env.core, task))
+                               symmetry=symmetry_cfg(cfg, env.core, task),
+                               images=getattr(env.core, "obs_images", ()))
     return OnPolicyRunner(env, runner_cfg, log_dir=log_dir or tempfile.mkdtemp(prefix="horde-rsl-"),
                           device=cfg.device)
 
