@@ -137,7 +137,7 @@ class ObservationBuilder:
         unknown = [n for n in self.names if not self._known(n)]
         if unknown:
             raise DeployError(f"the policy reads {unknown[0]}{' and others' if len(unknown) > 1 else ''}, which "
-                              "Unitree's low-level state does not give (a height scan needs a perception stack "
+                              "Unitree's low-level state does not give (a height scan or a depth image needs a perception stack "
                               "that fills ObservationBuilder.extra)")
         self.last_action = np.zeros(len(self.actions))
 
