@@ -55,6 +55,8 @@ class Joints:
         self.default = np.asarray(act["default_joint_pos"] or act["offset"], dtype=np.float64)
         self.kp, self.kd = np.asarray(spec["pd_gains"]["kp"]), np.asarray(spec["pd_gains"]["kd"])
         self.limit = np.asarray(spec["effort_limits"])
+        velocity = spec.get("velocity_limits")  # the DC-motor model, when the policy trained with it
+        self.velocity = np.asarray(velocity, dtype=np.float64) if velocity is not None else None
         self.scale, self.offset = np.asarray(act["scale"]), np.asarray(act["offset"])
         self.clip = act["clip"]
 
@@ -75,8 +77,15 @@ class Joints:
         return np.clip(self.offset + self.scale * a, self.lower, self.upper)
 
     def torque(self, data, target: np.ndarray) -> np.ndarray:
-        """``clip(kp (target - q) - kd qd, -effort, effort)`` [N m]."""
-        return np.clip(self.kp * (target - self.q(data)) - self.kd * self.qd(data), -self.limit, self.limit)
+        """``clip(kp (target - q) - kd qd, -effort, effort)`` [N m], along the DC motor's torque-speed line when the
+        policy trained with one (``velocity_limits``)."""
+        qd = self.qd(data)
+        tau = self.kp * (target - self.q(data)) - self.kd * qd
+        if self.velocity is None:
+            return np.clip(tau, -self.limit, self.limit)
+        r = qd / self.velocity
+        return np.clip(tau, np.clip(self.limit * (-1.0 - r), -self.limit, 0.0),
+                       np.clip(self.limit * (1.0 - r), 0.0, self.limit))
 
 
 @dataclass

@@ -122,12 +122,29 @@ def action_spec(env, layout: dict) -> dict:
 def robot_spec(layout: dict) -> dict:
     """PD gains (pd action mode only) and effort limits per actuated joint, in action-column order; null where
     the task has none (classic-control tasks). PD law, every physics substep:
-    ``tau = clip(kp * (target - q) - kd * qd, -effort, effort)`` with the target clipped to the joint's range."""
+    ``tau = clip(kp * (target - q) - kd * qd, -effort, effort)`` with the target clipped to the joint's range.
+    With the DC-motor model (``task.dc_motor``), ``velocity_limits`` holds each motor's no-load speed and the clip is
+    ``[effort * (-1 - qd / v), effort * (1 - qd / v)]`` within +- effort; null without it."""
     act = actuation(layout)
     pd = _is_pd(layout)
-    return {"pd_gains": {"kp": act[KP] if pd else None, "kd": act[KD] if pd else None,
-                         "kp_unit": "N m/rad", "kd_unit": "N m s/rad"},
-            "effort_limits": act[EFFORT], "effort_unit": "N m"}
+    velocity = _dc_motor_velocity_limits(layout)
+    out = {"pd_gains": {"kp": act[KP] if pd else None, "kd": act[KD] if pd else None,
+                        "kp_unit": "N m/rad", "kd_unit": "N m s/rad"},
+           "effort_limits": act[EFFORT], "effort_unit": "N m", "velocity_limits": velocity}
+    if velocity is not None:
+        out["torque_speed"] = "clip(tau, max(-effort, effort * (-1 - qd / v)), min(effort, effort * (1 - qd / v)))"
+    return out
+
+
+def _dc_motor_velocity_limits(layout: dict) -> list[float] | None:
+    """No-load joint speeds [rad/s] when the task simulated DC motors (``task.dc_motor``), else None."""
+    cfg = layout["config"]
+    if not cfg.get("dc_motor"):
+        return None
+    from horde.envs.robots import ROBOTS
+
+    robot = ROBOTS.get(cfg.get("robot"))
+    return list(robot.velocity_limit) if robot is not None and robot.velocity_limit is not None else None
 
 
 def recurrent_spec(policy, io: dict) -> dict | None:

@@ -74,6 +74,9 @@ class LeggedRobot:
     """Contacts per env the solver must hold (box-shaped legs make several each)."""
     max_constraints: int = 100
     """Constraint rows per env the solver must hold."""
+    velocity_limit: tuple[float, ...] | None = None
+    """No-load speed of each joint's motor [rad/s]: the DC-motor model (``task.dc_motor``) lets the torque fall
+    linearly from the effort limit at rest to zero at this speed."""
     imu_site: str = ""
     """MJCF site of the robot's IMU, on the base body (``task.imu``); empty: the base body's origin, aligned."""
     mirror_names: tuple[tuple[str, str], ...] = (("left", "right"), ("FL", "FR"), ("RL", "RR"))
@@ -83,7 +86,7 @@ class LeggedRobot:
     def __post_init__(self) -> None:
         n = len(self.joints)
         for key in ("default_joint_pos", "stiffness", "damping", "effort_limit", "action_scale", "armature",
-                    "deviation_weight"):
+                    "deviation_weight", "velocity_limit"):
             value = getattr(self, key)
             if value is not None and len(value) != n:
                 raise ValueError(f"robot '{self.name}': {key} has {len(value)} values for {n} joints")
@@ -136,7 +139,11 @@ def package_file(package: str, relative: str, robot: str, install: str) -> Calla
 # --- quadrupeds (Go2-sized) -----------------------------------------------------------------------------------------
 _GO2_POSE = (0.1, 0.8, -1.5, -0.1, 0.8, -1.5, 0.1, 1.0, -1.5, -0.1, 1.0, -1.5)
 _GO2_EFFORT = (23.7, 23.7, 45.43) * 4
-_QUAD = dict(joints=LEG_JOINTS, default_joint_pos=_GO2_POSE, effort_limit=_GO2_EFFORT, stiffness=(25.0,) * 12,
+_GO2_VELOCITY = (30.1, 30.1, 15.7) * 4
+"""Unitree's Go2 motor figures: hip and thigh 23.7 N m and 30.1 rad/s; the calf, geared 1.5x more, 45.43 N m and
+15.7 rad/s (as the Go2 DC-motor configs of Isaac Lab users state them)."""
+_QUAD = dict(joints=LEG_JOINTS, default_joint_pos=_GO2_POSE, effort_limit=_GO2_EFFORT, velocity_limit=_GO2_VELOCITY,
+             stiffness=(25.0,) * 12,
              damping=(0.5,) * 12, action_scale=(0.5,) * 12, feet=tuple(f"{leg}_foot" for leg in LEGS),
              undesired_contacts=tuple(f"{leg}_thigh" for leg in LEGS), failure_contacts=("base",), base="base")
 
@@ -162,6 +169,9 @@ _ARM = {"5020": _two_stage_planetary((0.139e-4, 0.017e-4, 0.169e-4), (1, 1 + 46 
         "7520_22": _two_stage_planetary((0.489e-4, 0.109e-4, 0.738e-4), (1, 4.5, 5)),
         "4010": _two_stage_planetary((0.068e-4, 0.0, 0.0), (1, 5, 5))}
 _EFFORT = {"5020": 25.0, "7520_14": 88.0, "7520_22": 139.0, "4010": 5.0}
+_VELOCITY = {"5020": 37.0, "7520_14": 32.0, "7520_22": 20.0, "4010": 22.0}
+"""No-load joint speeds [rad/s] of the G1's motors (mjlab's ``ElectricActuator`` figures; the 4-bar joints, two
+5020s at a nominal 1:1, keep the 5020's speed)."""
 _MOTOR = {r".*_elbow_joint": "5020", r".*_shoulder_.*_joint": "5020", r".*_wrist_roll_joint": "5020",
           r".*_hip_pitch_joint": "7520_14", r".*_hip_yaw_joint": "7520_14", "waist_yaw_joint": "7520_14",
           r".*_hip_roll_joint": "7520_22", r".*_knee_joint": "7520_22", r".*_wrist_(pitch|yaw)_joint": "4010",
@@ -182,10 +192,10 @@ def _g1() -> LeggedRobot:
         kind = next(v for pat, v in _MOTOR.items() if re.fullmatch(pat, j))
         twice = kind.startswith("2x")
         kind = kind.removeprefix("2x")
-        motor.append((_ARM[kind] * (2 if twice else 1), _EFFORT[kind] * (2 if twice else 1)))
-    armature = tuple(a for a, _ in motor)
+        motor.append((_ARM[kind] * (2 if twice else 1), _EFFORT[kind] * (2 if twice else 1), _VELOCITY[kind]))
+    armature = tuple(a for a, _, _ in motor)
     stiffness = tuple(a * _OMEGA ** 2 for a in armature)
-    effort = tuple(e for _, e in motor)
+    effort = tuple(e for _, e, _ in motor)
     pose = per_joint(G1_JOINTS, {r".*_hip_pitch_joint": -0.312, r".*_knee_joint": 0.669,
                                  r".*_ankle_pitch_joint": -0.363, r".*_elbow_joint": 0.6,
                                  r"left_shoulder_roll_joint": 0.2, r"right_shoulder_roll_joint": -0.2,
@@ -199,6 +209,7 @@ def _g1() -> LeggedRobot:
         mjcf_path=package_file("mjlab", "asset_zoo/robots/unitree_g1/xmls/g1.xml", "g1", MJLAB_INSTALL),
         joints=G1_JOINTS, default_joint_pos=pose, stiffness=stiffness,
         damping=tuple(2.0 * _ZETA * a * _OMEGA for a in armature), effort_limit=effort,
+        velocity_limit=tuple(v for _, _, v in motor),
         action_scale=tuple(0.25 * e / k for e, k in zip(effort, stiffness)), armature=armature,
         feet=("left_ankle_roll_link", "right_ankle_roll_link"),
         undesired_contacts=("left_knee_link", "right_knee_link", "left_wrist_yaw_link", "right_wrist_yaw_link"),

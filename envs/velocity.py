@@ -39,7 +39,7 @@ from horde.envs.velocity_terms import (ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, L
                                        obs_names, velocity_term)
 from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.device import resolve_device
-from horde.sim.fields import choice
+from horde.sim.fields import FieldError, choice
 from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions
 from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
 from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
@@ -98,6 +98,10 @@ class VelocityConfig(TaskConfig):
     depth_camera: DepthCameraConfig = field(default_factory=DepthCameraConfig)
     """A depth camera on the robot (off unless ``depth_camera.enabled``): its image, row by row, follows the height
     scan in the observations as ``depth_<row>_<col>`` [m]."""
+    dc_motor: bool = False
+    """DC-motor torque-speed limit on every joint: the torque available in the direction of motion falls linearly
+    from the effort limit at rest to zero at the robot's ``velocity_limit`` (go2 30.1 / 15.7 rad/s, g1 20-37 rad/s
+    by motor). Off: a flat +- effort limit."""
     imu: bool = False
     """Angular velocity and gravity observations as the robot's IMU gives them: Newton's ``SensorIMU`` at the robot's
     IMU site (go2 ``imu``, g1 ``imu_in_pelvis``; the base origin for quad12), in that site's frame. Off: the base
@@ -443,8 +447,11 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
     if robot_def.root_height is not None:
         robot.joint_q[2] = float(robot_def.root_height)
     scale, stiffness, damping = _gains(cfg, robot_def)
+    if cfg.dc_motor and robot_def.velocity_limit is None:
+        raise FieldError(f"task.dc_motor=true: robot '{cfg.robot}' states no velocity_limit for its motors")
     actuation = Actuation(mode="pd", scale=scale, offset=robot_def.default_joint_pos, stiffness=stiffness,
-                          damping=damping, effort_limit=robot_def.effort_limit)
+                          damping=damping, effort_limit=robot_def.effort_limit,
+                          velocity_limit=robot_def.velocity_limit if cfg.dc_motor else None)
     contact_bodies = (*robot_def.feet, *robot_def.undesired_contacts, *robot_def.failure_contacts)
     with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
         warnings.filterwarnings("once", message=".*authored margin.*")

@@ -82,6 +82,10 @@ class Actuation:
     """PD damping [N m s/rad] (pd only)."""
     effort_limit: Sequence[float]
     """Torques are clipped to +- this [N m]."""
+    velocity_limit: Sequence[float] | None = None
+    """DC-motor model (None: off): the no-load speed of each joint's motor [rad/s]. The torque is clipped to
+    [effort x (-1 - qd / velocity_limit), effort x (1 - qd / velocity_limit)] within +- effort: full torque at rest,
+    none in the direction of motion at the no-load speed (Isaac Lab's and mjlab's DC-motor actuator)."""
 
 
 # --- kernels -------------------------------------------------------------------------------------------------------
@@ -109,6 +113,8 @@ def actuate_joints(
     damping: wp.array2d(dtype=float),
     strength: wp.array2d(dtype=float),
     effort: wp.array2d(dtype=float),
+    dc_motor: int,
+    velocity_limit: wp.array(dtype=float),
     lower: wp.array(dtype=float),
     upper: wp.array(dtype=float),
     joint_q: wp.array2d(dtype=float),
@@ -116,13 +122,21 @@ def actuate_joints(
     joint_f: wp.array2d(dtype=float),
 ):
     """Torque of actuated joint k of env i: clip(a) x scale, or a PD law towards offset + clip(a) x scale, times the
-    env's motor strength, clipped to its effort limit (gains, strength and limits are per env: randomizable)."""
+    env's motor strength, clipped to its effort limit (gains, strength and limits are per env: randomizable); with
+    ``dc_motor`` the clip follows the motor's torque-speed line (:attr:`Actuation.velocity_limit`)."""
     i, k = wp.tid()
     a = wp.clamp(actions[i, k], -1.0, 1.0)
     di = qd_index[k]
+    qd = joint_qd[i, di]
     tau = joint_torque(mode, a, scale[k], offset[k], stiffness[i, k], damping[i, k], lower[k], upper[k],
-                       joint_q[i, q_index[k]], joint_qd[i, di])
-    joint_f[i, di] = wp.clamp(tau * strength[i, k], -effort[i, k], effort[i, k])
+                       joint_q[i, q_index[k]], qd)
+    limit = effort[i, k]
+    lo, hi = -limit, limit
+    if dc_motor != 0:
+        r = qd / velocity_limit[k]
+        hi = wp.clamp(limit * (1.0 - r), 0.0, limit)
+        lo = wp.clamp(limit * (-1.0 - r), -limit, 0.0)
+    joint_f[i, di] = wp.clamp(tau * strength[i, k], lo, hi)
 
 
 @wp.func
@@ -318,8 +332,8 @@ class NewtonWorld:
         self.root_body = root_body
         q_idx, qd_idx = joint_dof_layout(robot, actuated_joints)
         a = len(actuated_joints)
-        for key in ("scale", "offset", "stiffness", "damping", "effort_limit"):
-            if len(getattr(actuation, key)) != a:
+        for key in ("scale", "offset", "stiffness", "damping", "effort_limit", "velocity_limit"):
+            if getattr(actuation, key) is not None and len(getattr(actuation, key)) != a:
                 raise ValueError(f"actuation.{key} has {len(getattr(actuation, key))} values for {a} joints")
         lower = [robot.joint_limit_lower[d] for d in qd_idx]
         upper = [robot.joint_limit_upper[d] for d in qd_idx]
@@ -368,6 +382,8 @@ class NewtonWorld:
             self._damping = per_env(actuation.damping)
             self._strength = per_env([1.0] * a)
             self._effort = per_env(actuation.effort_limit)
+            self._dc_motor = int(actuation.velocity_limit is not None)
+            self._velocity_limit = wp.array(list(actuation.velocity_limit or [1.0] * a), dtype=float)
             self._origin = wp.zeros(n, dtype=wp.vec3)
             self._lower = wp.array(lower, dtype=float)
             self._upper = wp.array(upper, dtype=float)
@@ -524,7 +540,8 @@ class NewtonWorld:
                 newton.eval_ik(self.model, s_in, s_in.joint_q, s_in.joint_qd)
             wp.launch(actuate_joints, (n, a), device=self.device, inputs=[
                 self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
-                self._damping, self._strength, self._effort, self._lower, self._upper, jq, jqd],
+                self._damping, self._strength, self._effort, self._dc_motor, self._velocity_limit, self._lower,
+                self._upper, jq, jqd],
                 outputs=[self._joint_f])
             s_in.clear_forces()
             if self.collision is not None:

@@ -102,7 +102,8 @@ def test_pd_and_torque_actuation_hand_worked_numbers():
     per_env = lambda *v: wp.array([list(v)], dtype=float)  # noqa: E731  [num_envs=1, joints]
     args = [wp.array([1, 2], dtype=int), wp.array([1, 2], dtype=int), wp.array([0.4, 1.0], dtype=float),
             wp.array([0.1, 0.0], dtype=float), per_env(10.0, 100.0), per_env(1.0, 2.0), per_env(1.0, 1.0),
-            per_env(5.0, 50.0), wp.array([-1.0, -0.5], dtype=float), wp.array([1.0, 0.5], dtype=float)]
+            per_env(5.0, 50.0), 0, wp.array([1.0, 1.0], dtype=float), wp.array([-1.0, -0.5], dtype=float),
+            wp.array([1.0, 0.5], dtype=float)]
     # pd, joint 1: target 0.1 + 0.5 x 0.4 = 0.3 -> 10 (0.3 - 0.1) - 1 x 1 = 1.0
     # pd, joint 2: action clipped to 1, target clip(0 + 1, -0.5, 0.5) = 0.5 -> 100 (0.5 - 0.2) - 2 x (-2) = 34
     # torque: 0.5 x 0.4 = 0.2 and 1 x 1.0 = 1.0; dof 0 (not actuated) keeps 0
@@ -115,6 +116,34 @@ def test_pd_and_torque_actuation_hand_worked_numbers():
     args[6] = per_env(0.5, 0.5)
     wp.launch(actuate_joints, (1, 2), inputs=[0, actions, *args, q, qd], outputs=[f], device="cpu")
     np.testing.assert_allclose(f.numpy()[0], [0.0, 0.5, 17.0], rtol=1e-5)
+
+
+def test_dc_motor_clips_along_the_torque_speed_line():
+    """DC motor, limit e and no-load speed v: tau in [e (-1 - qd / v), e (1 - qd / v)], within +- e."""
+    actions = wp.array([[0.5, 3.0, 1.0]], dtype=float)
+    q = wp.array([[0.0, 0.1, 0.2, 0.0]], dtype=float)
+    qd = wp.array([[0.0, 1.0, -2.0, 3.0]], dtype=float)
+    per_env = lambda *v: wp.array([list(v)], dtype=float)  # noqa: E731
+    idx = wp.array([1, 2, 3], dtype=int)
+    args = [idx, idx, wp.array([0.4, 1.0, 10.0], dtype=float), wp.array([0.1, 0.0, 0.0], dtype=float),
+            per_env(10.0, 100.0, 0.0), per_env(1.0, 2.0, 0.0), per_env(1.0, 1.0, 1.0), per_env(5.0, 50.0, 8.0), 1,
+            wp.array([1.1, 4.0, 2.0], dtype=float), wp.array([-1.0, -0.5, -1.0], dtype=float),
+            wp.array([1.0, 0.5, 1.0], dtype=float)]
+    # joint 1: PD 1.0, qd 1.0 of 1.1 rad/s: at most 5 (1 - 1/1.1) = 0.4545
+    # joint 2: PD 34, qd -2 of 4 rad/s (moving against the torque): [-25, 50] -> 34 unclipped
+    # joint 3 (torque mode is per world; here PD with zero gains): 0 within [8 (-1 - 1.5), 8 (1 - 1.5)] clipped
+    # to [-8, 0]: 0
+    f = wp.zeros((1, 4), dtype=float)
+    wp.launch(actuate_joints, (1, 3), inputs=[0, actions, *args, q, qd], outputs=[f], device="cpu")
+    np.testing.assert_allclose(f.numpy()[0], [0.0, 5.0 * (1 - 1 / 1.1), 34.0, 0.0], rtol=1e-5)
+    # torque mode: joint 3 asks 10 while turning at 1.5x its no-load speed: no torque along the motion is left,
+    # and -10 (braking) is clipped to -8
+    f = wp.zeros((1, 4), dtype=float)
+    wp.launch(actuate_joints, (1, 3), inputs=[1, actions, *args, q, qd], outputs=[f], device="cpu")
+    assert f.numpy()[0, 3] == 0.0
+    actions = wp.array([[0.5, 3.0, -1.0]], dtype=float)
+    wp.launch(actuate_joints, (1, 3), inputs=[1, actions, *args, q, qd], outputs=[f], device="cpu")
+    np.testing.assert_allclose(f.numpy()[0, 3], -8.0, rtol=1e-6)
 
 
 def test_reach_target_is_resampled_each_episode_and_error_recorded():
@@ -197,3 +226,32 @@ def test_world_arrays_are_the_memory_of_the_torch_views_and_tasks_use_nothing_pr
     private = [(p.name, m.group(0)) for p in envs_dir.glob("*.py")
                for m in re.finditer(r"\b(?:w|world)\._[a-z]\w*", p.read_text())]
     assert not private, private
+
+
+def test_quadruped_with_dc_motors_stays_on_the_torque_speed_line():
+    """task.dc_motor=true, one physics step per env step: every applied torque lies within the DC envelope of the
+    joint speed it was computed from, and the envelope binds below the flat effort limit (it is not vacuous)."""
+    import copy
+
+    from horde.envs import get_task
+
+    cfg = copy.deepcopy(get_task("quadruped").config)
+    cfg.dc_motor, cfg.decimation = True, 1
+    env = make("quadruped", num_envs=16, seed=0, config=cfg)
+    w = env.world
+    effort = torch.tensor(env.robot.effort_limit)
+    vmax = torch.tensor(env.robot.velocity_limit)
+    g = torch.Generator().manual_seed(0)
+    bound = 0
+    for _ in range(100):
+        qd = w.joint_qd[:, 6:].clone()
+        res = env.step(torch.rand(16, 12, generator=g) * 8 - 4)  # large actions: targets far from the pose
+        keep = ~res.dones
+        tau = w.joint_f[keep, 6:]
+        r = qd[keep] / vmax
+        hi = torch.clamp(effort * (1 - r), min=torch.zeros(12), max=effort)
+        lo = torch.clamp(effort * (-1 - r), min=-effort, max=torch.zeros(12))
+        assert (tau <= hi + 1e-4).all() and (tau >= lo - 1e-4).all()
+        bound += int((((tau - hi).abs() < 1e-4) & (hi < effort - 1e-3)).sum())
+        bound += int((((tau - lo).abs() < 1e-4) & (lo > -effort + 1e-3)).sum())
+    assert bound > 50, "the speed-dependent limit binds"
