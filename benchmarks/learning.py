@@ -26,14 +26,17 @@ Evaluate = Callable[[InferencePolicy, object, int], dict]
 
 
 def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: int, minutes: float,
-                     describe: Callable[[dict], str]) -> dict:
-    """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve"}``."""
+                     describe: Callable[[dict], str], on_start: Callable[[PPOTrainer], None] | None = None) -> dict:
+    """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve"}``. ``on_start`` sees
+    the trainer before its first iteration (to read its envs during evaluations)."""
     torch.set_num_threads(1)
     curve: list[dict] = []
     clock = {"train_s": 0.0, "since": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
         cfg, task, raw = compose([f"run_root={tmp}", *overrides])
         trainer = PPOTrainer(cfg, task, raw, quiet=True)
+        if on_start is not None:
+            on_start(trainer)
 
         def on_iteration(tr: PPOTrainer) -> bool:
             clock["train_s"] += time.perf_counter() - clock["since"]

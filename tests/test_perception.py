@@ -176,3 +176,22 @@ def test_ppo_gives_the_critic_the_privileged_group_and_exports_the_actor_alone(t
     policy, ckpt, _, _ = load_policy(str(trainer.run_dir))
     assert ckpt["obs_dim"] == core.obs_dim
     assert policy(torch.zeros(3, core.obs_dim)).shape == (3, core.num_actions)
+
+
+def test_blind_vs_perceptive_benchmark_quick(tmp_path):
+    """benchmarks/perceptive.py in quick mode: both variants train, evaluate and write their curves."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "perceptive.py"
+    proc = subprocess.run([sys.executable, str(script), "--quick", "--json", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [r["variant"] for r in rows] == ["blind", "perceptive"]
+    data = json.loads((tmp_path / "perceptive.json").read_text())
+    assert {r["task"] for r in data["runs"]} == {"quadruped-rough", "quadruped-rough-perceptive"}
+    assert all(r["iterations"] == 2 and len(r["curve"]) == 2 for r in data["runs"])
+    assert (tmp_path / "perceptive.png").stat().st_size > 10_000

@@ -1,0 +1,145 @@
+"""Blind against perceptive PPO on rough terrain: ``quadruped-rough`` (48 proprioceptive observations) against
+``quadruped-rough-perceptive`` (the same physics, plus a 17 x 11 height scan and a privileged critic), same training
+wall time, several seeds: the mean terrain level the curriculum has moved the training envs to, and the
+command-tracking error on fresh envs.
+
+    python benchmarks/perceptive.py [--minutes 60] [--seeds 0 1 2] [--eval-every 25] [--json] [--quick]
+                                    [--out DIR] [override ...]
+
+The issue's figure: 60 minutes per run on the CPU, 3 seeds, and the perceptive teacher reaching a higher mean
+terrain level. Each evaluation reads the training envs' mean terrain level (``env.terrain_level``, 0 .. 5) and
+drives ``--eval-envs`` fresh envs of the same task (other seeds, starting on the curriculum's first levels) with the
+policy's action mean, reporting the linear-velocity error [m/s] after ``--settle`` steps (as
+``learn_quadruped.py``). Evaluation time is not counted. ``--parallel`` runs the two variants of a seed at once, one
+per core (each run uses one core: Warp's CPU kernels and torch with one thread), so both see the same machine.
+Writes ``<out>/perceptive.json`` and ``<out>/perceptive.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+VARIANTS = {"blind": "quadruped-rough", "perceptive": "quadruped-rough-perceptive"}
+
+
+def run_one(variant: str, seed: int, minutes: float, eval_every: int, eval_envs: int, eval_steps: int, settle: int,
+            overrides: list[str]) -> dict:
+    from learn_quadruped import tracking_error
+    from learning import train_with_evals
+
+    task = VARIANTS[variant]
+    state: dict = {}
+
+    def evaluate(policy, task_cfg, eval_seed: int) -> dict:
+        levels = state["trainer"].core.terrain_level.float()
+        ev = tracking_error(policy, task_cfg, eval_seed, num_envs=eval_envs, steps=eval_steps, settle=settle,
+                            task=task)
+        return {"terrain_level": float(levels.mean()), **ev}
+
+    res = train_with_evals([f"task={task}", f"seed={seed}", *overrides], evaluate, eval_every=eval_every,
+                           minutes=minutes, on_start=lambda tr: state.update(trainer=tr),
+                           describe=lambda p: f"{variant} level {p['terrain_level']:.2f} "
+                                              f"lin err {p['lin_vel_error_mps']:.3f} m/s")
+    return {"variant": variant, "task": task, "seed": seed, "iterations": res["iterations"],
+            "train_s": res["train_s"], "curve": res["curve"]}
+
+
+def plot(runs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), dpi=120)
+    colors = {"blind": "tab:gray", "perceptive": "tab:blue"}
+    for r in runs:
+        minutes = [p["wall_s"] / 60 for p in r["curve"]]
+        label = f"{r['variant']} (seed {r['seed']})"
+        axes[0].plot(minutes, [p["terrain_level"] for p in r["curve"]], "o-", color=colors[r["variant"]],
+                     label=label, alpha=0.8)
+        axes[1].plot(minutes, [p["lin_vel_error_mps"] for p in r["curve"]], "o-", color=colors[r["variant"]],
+                     label=label, alpha=0.8)
+    axes[0].set(xlabel="training wall time [min]", ylabel="mean terrain level (training envs)",
+                title="terrain curriculum")
+    axes[1].set(xlabel="training wall time [min]", ylabel="linear-velocity error [m/s]", title="command tracking")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--eval-every", type=int, default=25)
+    ap.add_argument("--eval-envs", type=int, default=64)
+    ap.add_argument("--eval-steps", type=int, default=250)
+    ap.add_argument("--settle", type=int, default=50)
+    ap.add_argument("--parallel", action="store_true", help="the two variants of a seed at once, one per core")
+    ap.add_argument("--variant", choices=list(VARIANTS), help=argparse.SUPPRESS)  # one run (used by --parallel)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs, one seed (smoke test)")
+    ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=256")
+    args = ap.parse_args(argv)
+    overrides = list(args.overrides) or ["num_envs=256"]
+    minutes, seeds, eval_every, eval_envs, eval_steps, settle = (
+        args.minutes, args.seeds, args.eval_every, args.eval_envs, args.eval_steps, args.settle)
+    if args.quick:
+        overrides = ["num_envs=16", "max_iterations=2", "algo.num_steps_per_env=8"]
+        minutes, seeds, eval_every, eval_envs, eval_steps, settle = 5.0, seeds[:1], 1, 8, 20, 5
+    if args.variant is not None:  # a child of --parallel: one run, its result as JSON on stdout
+        res = run_one(args.variant, seeds[0], minutes, eval_every, eval_envs, eval_steps, settle, overrides)
+        print(json.dumps(res))
+        return 0
+    runs = []
+    for seed in seeds:
+        if args.parallel:
+            base = [sys.executable, __file__, "--minutes", str(minutes), "--seeds", str(seed), "--eval-every",
+                    str(eval_every), "--eval-envs", str(eval_envs), "--eval-steps", str(eval_steps), "--settle",
+                    str(settle), *(["--quick"] if args.quick else []), *args.overrides]
+            procs = {v: subprocess.Popen([*base, "--variant", v], stdout=subprocess.PIPE, text=True)
+                     for v in VARIANTS}
+            for v, p in procs.items():
+                out, _ = p.communicate()
+                if p.returncode != 0:
+                    print(f"perceptive.py: the {v} run of seed {seed} failed", file=sys.stderr)
+                    return 1
+                runs.append(json.loads(out.strip().splitlines()[-1]))
+        else:
+            for v in VARIANTS:
+                runs.append(run_one(v, seed, minutes, eval_every, eval_envs, eval_steps, settle, overrides))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {}
+    for v in VARIANTS:
+        last = [r["curve"][-1] for r in runs if r["variant"] == v and r["curve"]]
+        summary[v] = {"median_final_terrain_level": statistics.median(p["terrain_level"] for p in last),
+                      "median_final_lin_vel_error": statistics.median(p["lin_vel_error_mps"] for p in last),
+                      "seeds": len(last)}
+    result = {"minutes": minutes, "overrides": overrides, "machine_note": "see README for the machine",
+              "summary": summary, "runs": runs}
+    (out / "perceptive.json").write_text(json.dumps(result, indent=1))
+    plot(runs, out / "perceptive.png")
+    for v, s in summary.items():
+        line = {"variant": v, **s} if args.json else (
+            f"{v:<11} final mean terrain level {s['median_final_terrain_level']:.2f}  lin vel error "
+            f"{s['median_final_lin_vel_error']:.3f} m/s  (median of {s['seeds']} seeds, {minutes:g} min each)")
+        print(json.dumps(line) if args.json else line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    raise SystemExit(main())
