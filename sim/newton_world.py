@@ -458,15 +458,18 @@ class NewtonWorld:
         self.imu_gyro = wp.to_torch(self._imu_gyro).view(n, 3)
         """Angular velocity at the IMU site [num_envs, 3] [rad/s] in the site's frame; zeros without ``imu_site``."""
 
+    def _require_mujoco(self, what: str) -> None:
+        """Newton's solver observables (contact forces, body accelerations) come from MuJoCo-Warp here."""
+        if self.sim.solver != "mujoco":
+            raise FieldError(f"task.sim.solver={self.sim.solver}: {what}, which need the mujoco solver")
+
     def _make_contact_sensor(self) -> None:
         """A SensorContact over the named bodies of every world (world-major rows) fed by the solver's contact
         forces of the last substep."""
         import newton
         from newton.sensors import SensorContact
 
-        if self.sim.solver != "mujoco":
-            raise FieldError(f"task.sim.solver={self.sim.solver}: this task reads contact forces, which need the "
-                             "mujoco solver")
+        self._require_mujoco("this task reads contact forces")
         labels = [lbl.split("/")[-1] for lbl in self.model.body_label]
         worlds = self.model.body_world.numpy()
         index = {}
@@ -487,9 +490,7 @@ class NewtonWorld:
         accelerations of the last substep."""
         from newton.sensors import SensorIMU
 
-        if self.sim.solver != "mujoco":
-            raise FieldError(f"task.sim.solver={self.sim.solver}: the IMU needs body accelerations, which need the "
-                             "mujoco solver")
+        self._require_mujoco("the IMU needs body accelerations")
         labels = [lbl.split("/")[-1] for lbl in self.model.shape_label]
         worlds = self.model.shape_world.numpy()
         rows = [s for s, (lbl, w) in enumerate(zip(labels, worlds)) if lbl == label and w >= 0]
