@@ -112,8 +112,9 @@ def test_perception_quick_json():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    assert [r["variant"] for r in rows] == ["blind", "scan", "scan+critic"]
-    assert [r["obs_dim"] for r in rows] == [48, 48 + 187, 48 + 187] and rows[2]["critic_dim"] > rows[2]["obs_dim"]
+    assert [r["variant"] for r in rows] == ["blind", "scan", "scan+critic", "depth"]
+    assert [r["obs_dim"] for r in rows] == [48, 48 + 187, 48 + 187, 48 + 32 * 24]
+    assert rows[2]["critic_dim"] > rows[2]["obs_dim"]
     assert all(r["env_steps_per_s"] > 0 for r in rows) and rows[0]["ratio_to_blind"] == 1.0
 
 
