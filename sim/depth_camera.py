@@ -94,7 +94,6 @@ class DepthCamera:
     """
 
     def __init__(self, world, cfg: DepthCameraConfig, *, noise_scale: float = 1.0) -> None:
-        import torch
         from newton.sensors import SensorCamera
 
         self.world, self.cfg = world, cfg
@@ -120,7 +119,6 @@ class DepthCamera:
         self.depth = wp.to_torch(self._depth)
         """Depth image [num_envs, height, width] [m] (forward depth, clipped, with noise)."""
         self.shape = (cfg.height, cfg.width)
-        self._torch = torch
 
     @property
     def kernels(self) -> tuple:
