@@ -33,7 +33,7 @@ def _sim() -> SimConfig:
     # MuJoCo-Warp: the only solver measured stable on this ant under full random torques at a 10 ms substep
     # (XPBD and Featherstone went non-finite within 20 control steps at 5 ms and 2 ms: the ant's light limbs
     # rely on joint armature, which XPBD ignores); see benchmarks/newton_throughput.py and the report.
-    return SimConfig(solver="mujoco")
+    return SimConfig(solver="auto")
 
 
 @dataclass(kw_only=True)

@@ -49,7 +49,7 @@ def _sim() -> SimConfig:
     # contact time constant (solref 0.015 s) needs a timestep <= 7.5 ms, or MuJoCo softens its contacts.
     # Capacity: a fallen humanoid touches the floor and itself with most of its 16 capsules (up to ~2 contacts each);
     # the ant-sized default (40 contacts, 100 rows per env) dropped contacts and worlds blew up (53 resets).
-    return SimConfig(solver="mujoco", max_contacts=120, max_constraints=400)
+    return SimConfig(solver="auto", max_contacts=120, max_constraints=400)
 
 
 @dataclass(kw_only=True)

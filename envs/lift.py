@@ -35,7 +35,7 @@ from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, clipped_action_rate
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig
+from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, make_world
 from horde.sim.scene import RigidObject, StaticProp
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
@@ -57,7 +57,7 @@ def _scales() -> dict[str, float]:
 def _sim() -> SimConfig:
     # box-box contacts (fingers and cube, cube and table) come in fours to eights: with 32 per env MuJoCo-Warp
     # reported narrowphase overflow (dropped contacts) once a policy pressed the gripper on the cube
-    return SimConfig(solver="mujoco", max_contacts=96, max_constraints=576)
+    return SimConfig(solver="auto", max_contacts=96, max_constraints=576)
 
 
 @dataclass(kw_only=True)
@@ -328,7 +328,7 @@ def build_world(cfg: LiftConfig, num_envs: int, device: str) -> tuple[NewtonWorl
     actuation = Actuation(mode="pd", scale=cfg.action_scale, offset=cfg.default_joint_pos,
                           stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
     cube, table = scene(cfg)
-    world = NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+    world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
                         substeps=cfg.decimation, ground=True, actuated_joints=JOINTS, actuation=actuation,
                         root_body=0, q_noise=[cfg.init_joint_pos_range] * len(ARM) + [0.0] * len(FINGERS),
                         qd_noise=[0.0] * len(JOINTS), contact_bodies=FINGERS, objects=[cube], props=[table])

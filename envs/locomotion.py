@@ -29,7 +29,7 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs.terms import TermSet
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf
-from horde.sim.newton_world import Actuation, NewtonWorld
+from horde.sim.newton_world import Actuation, NewtonWorld, make_world
 
 if TYPE_CHECKING:
     import newton
@@ -228,7 +228,7 @@ def build_locomotion_world(cfg: TaskConfig, *, mjcf: str, joints: Sequence[str],
     actuation = Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
                           stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
     qr, vr = cfg.init_joint_pos_range, cfg.init_joint_vel_range
-    world = NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+    world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
                         substeps=cfg.decimation, ground=True, actuated_joints=joints,
                         actuation=actuation, root_body=0, q_noise=[0.0] * len(ROOT_COORDS) + [qr] * nj,
                         qd_noise=[vr] * (ROOT_DOFS + nj))

@@ -27,7 +27,7 @@ from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
 from horde.sim.fields import choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import ACTION_MODES, Actuation, NewtonWorld, SimConfig
+from horde.sim.newton_world import ACTION_MODES, Actuation, NewtonWorld, SimConfig, make_world
 
 ARM_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7.xml"
 JOINTS = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
@@ -44,7 +44,7 @@ def _sim() -> SimConfig:
     # MuJoCo-Warp. Measured on CPU, N=64, 5 ms x 4 substeps, 300 steps of random PD targets (x3, clipped):
     # mujoco 10.6k env-steps/s, stable; featherstone 3.3k, stable; xpbd 18k but every world non-finite within ~2
     # steps (it ignores joint armature, so the explicit PD law is unstable on the light wrist links).
-    return SimConfig(solver="mujoco")
+    return SimConfig(solver="auto")
 
 
 @dataclass(kw_only=True)
@@ -265,7 +265,7 @@ def build_world(cfg: ReachConfig, num_envs: int, device: str) -> tuple[NewtonWor
     actuation = Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
                           stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
     nj = len(JOINTS)
-    world = NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+    world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
                         substeps=cfg.decimation, ground=False, actuated_joints=JOINTS, actuation=actuation,
                         root_body=0, q_noise=[cfg.init_joint_pos_range] * nj,
                         qd_noise=[cfg.init_joint_vel_range] * nj)

@@ -41,7 +41,7 @@ from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.device import resolve_device
 from horde.sim.fields import FieldError
 from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions
-from horde.sim.newton_world import Actuation, NewtonWorld
+from horde.sim.newton_world import Actuation, NewtonWorld, make_world
 from horde.sim.randomize import (ActuationRanges, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
 from horde.sim.depth_camera import DepthCamera
@@ -362,7 +362,7 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
     contact_bodies = (*robot_def.feet, *robot_def.undesired_contacts, *robot_def.failure_contacts)
     with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
         warnings.filterwarnings("once", message=".*authored margin.*")
-        return NewtonWorld(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+        return make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
                            substeps=cfg.decimation, ground=True, actuated_joints=robot_def.joints,
                            actuation=actuation, root_body=0,
                            q_noise=[0.0] * len(ROOT_COORDS) + [cfg.init_joint_pos_range] * nj,

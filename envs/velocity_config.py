@@ -37,7 +37,7 @@ def _sim() -> SimConfig:
     # the health check. XPBD flagged worlds at the first step; Featherstone at 5 ms threw bases 42 m away within 10
     # steps, and at 1 ms x 20 it held but ran 4.4x slower than MuJoCo-Warp. MuJoCo-Warp is also the solver whose
     # contact forces horde reads (feet air time, thigh contacts, base-contact failure).
-    return SimConfig(solver="mujoco")
+    return SimConfig(solver="auto")
 
 
 @dataclass(kw_only=True)

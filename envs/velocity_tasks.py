@@ -24,7 +24,7 @@ def _rough(**kw) -> VelocityConfig:
 
 def _g1_sim() -> SimConfig:
     # the G1's 34 capsules: MuJoCo-Warp asks for njmax >= 6 x nconmax (it raised 256 to 384 by itself)
-    return SimConfig(solver="mujoco", max_contacts=64, max_constraints=384)
+    return SimConfig(solver="auto", max_contacts=64, max_constraints=384)
 
 
 def _g1(**kw) -> VelocityConfig:

@@ -2,6 +2,10 @@
 
 On CPU, Warp runs a kernel's threads one after another in one OS thread but releases the GIL while it replays a
 graph, so :class:`ParallelStepGraph` replays graphs over disjoint env ranges on two OS threads at once.
+
+A step may also call host code that a graph cannot hold (MuJoCo's C engine, :mod:`horde.sim.mujoco_batch`): the
+step passes it to :func:`host_call`, and the recording splits there into graph, host call, graph, ... replayed in
+that order.
 """
 
 from __future__ import annotations
@@ -11,6 +15,37 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import warp as wp
+
+
+_RECORDING = threading.local()
+
+
+def host_call(fn: Callable[[], None]) -> None:
+    """Run ``fn`` (host code: no kernel launches) at this point of the step.
+
+    Called eagerly, it runs now. Called while a :class:`StepGraph` records, it ends the current graph, is kept in
+    the recording, and a new graph begins: every replay then runs the launches before it, ``fn``, then the
+    launches after it."""
+    recording = getattr(_RECORDING, "parts", None)
+    if recording is None:
+        fn()
+        return
+    device = _RECORDING.device
+    recording.append((wp.capture_end(device=device), fn))
+    wp.capture_begin(device=device, force_module_load=False)
+
+
+class _Segments:
+    """A recording split by host calls: (graph, host call) pairs and the last graph."""
+
+    def __init__(self, parts: list, last) -> None:
+        self.parts, self.last = parts, last
+
+    def launch(self) -> None:
+        for graph, fn in self.parts:
+            wp.capture_launch(graph)
+            fn()
+        wp.capture_launch(self.last)
 
 
 class StepGraph:
@@ -42,12 +77,12 @@ class StepGraph:
 
     def __call__(self) -> None:
         if self._graph is not None:
-            wp.capture_launch(self._graph)
+            self._replay()
             return
         if self._use_graph:
             self._graph = self._capture()
             if self._graph is not None:
-                wp.capture_launch(self._graph)
+                self._replay()
                 return
             self._use_graph = False  # capture unsupported here: stay eager from now on
         self._launch_fn()
@@ -58,13 +93,23 @@ class StepGraph:
         block_dim = 1 if wp.get_device(self._device).is_cpu else None
         for kernel in self._kernels:
             kernel.module.load(self._device, block_dim=block_dim)
+        parts: list = []
+        _RECORDING.parts, _RECORDING.device = parts, self._device
         try:
             with wp.ScopedCapture(device=self._device, force_module_load=False) as capture:
                 self._launch_fn()
         except Exception as exc:  # noqa: BLE001 - capture support varies by Warp version and driver
             warnings.warn(f"graph capture failed on {self._device} ({exc}); stepping eagerly", stacklevel=3)
             return None
-        return capture.graph
+        finally:
+            _RECORDING.parts = None
+        return _Segments(parts, capture.graph) if parts else capture.graph
+
+    def _replay(self) -> None:
+        if isinstance(self._graph, _Segments):
+            self._graph.launch()
+        else:
+            wp.capture_launch(self._graph)
 
 
 class ParallelStepGraph:

@@ -12,11 +12,24 @@ import warp as wp
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
 
-__all__ = ["MAXIMAL_SOLVERS", "SOLVERS", "build_model", "joint_dof_layout", "load_mjcf", "load_robot", "make_solver",
+__all__ = ["MAXIMAL_SOLVERS", "MUJOCO_SOLVERS", "SOLVERS", "resolve_solver", "build_model", "joint_dof_layout", "load_mjcf", "load_robot", "make_solver",
            "set_joint_positions", "site_frame"]
 
-SOLVERS = ("mujoco", "xpbd", "featherstone")
-"""Solver names accepted by ``SimConfig.solver``."""
+SOLVERS = ("auto", "mujoco", "mujoco-c", "xpbd", "featherstone")
+"""Solver names accepted by ``SimConfig.solver``; ``auto`` is mujoco-c on the CPU and mujoco elsewhere
+(:func:`resolve_solver`)."""
+
+MUJOCO_SOLVERS = ("auto", "mujoco", "mujoco-c")
+"""MuJoCo-Warp (through Newton's ``SolverMuJoCo``) and MuJoCo's C engine (:mod:`horde.sim.mujoco_batch`): both
+step the MuJoCo model Newton converts, with MuJoCo's own contacts."""
+
+
+def resolve_solver(name: str, device: str) -> str:
+    """``auto`` as the solver for ``device``: MuJoCo's C engine on the CPU (5-8x MuJoCo-Warp on Warp's
+    one-thread CPU backend, ``benchmarks/mujoco_batch.py``), MuJoCo-Warp on a GPU; other names unchanged."""
+    if name != "auto":
+        return name
+    return "mujoco-c" if wp.get_device(device).is_cpu else "mujoco"
 
 MAXIMAL_SOLVERS = ("xpbd",)
 """Solvers that advance body_q/body_qd only; joint_q/joint_qd are refreshed with ``eval_ik`` after each substep."""
@@ -31,7 +44,7 @@ def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | Non
     import newton
 
     b = newton.ModelBuilder()
-    if solver == "mujoco":
+    if solver in MUJOCO_SOLVERS:
         newton.solvers.SolverMuJoCo.register_custom_attributes(b)
     b.default_shape_cfg.ke = contact_ke
     b.add_mjcf(path, ignore_names=["floor", "ground"], floating=floating, enable_self_collisions=self_collisions,
@@ -53,7 +66,7 @@ def load_robot(path: str, *, contact_ke: float, solver: str, floating: bool | No
     import newton
 
     b = newton.ModelBuilder()
-    if solver == "mujoco":
+    if solver in MUJOCO_SOLVERS:
         newton.solvers.SolverMuJoCo.register_custom_attributes(b)
     b.default_shape_cfg.ke = contact_ke
     b.add_urdf(path, floating=floating, enable_self_collisions=self_collisions)
@@ -70,7 +83,7 @@ def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, so
     import newton
 
     scene = newton.ModelBuilder()
-    if solver == "mujoco":
+    if solver in MUJOCO_SOLVERS:
         newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
     scene.default_shape_cfg.ke = contact_ke
     if terrain is not None:

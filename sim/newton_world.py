@@ -29,15 +29,16 @@ import numpy as np
 import torch
 import warp as wp
 
-from horde.sim.fields import FieldError, choice
-from horde.sim.newton_build import MAXIMAL_SOLVERS, SOLVERS, build_model, joint_dof_layout, make_solver
+from horde.sim.fields import FieldError, bounded, choice
+from horde.sim.newton_build import (MAXIMAL_SOLVERS, MUJOCO_SOLVERS, SOLVERS, build_model, joint_dof_layout,
+                                    make_solver, resolve_solver)
 from horde.sim.scene import RigidObject, StaticProp, add_objects, add_props, reset_objects
 from horde.sim.world_kernels import clear_warmstart, inspect_worlds, reset_joint_state
 
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
 
-__all__ = ["ACTION_MODES", "Actuation", "NewtonWorld", "SimConfig", "WorldArrays"]
+__all__ = ["ACTION_MODES", "Actuation", "NewtonWorld", "SimConfig", "WorldArrays", "make_world"]
 
 ACTION_MODES = ("pd", "torque")
 """``pd``: actions are joint position targets tracked by a PD law; ``torque``: actions are joint torques."""
@@ -50,7 +51,8 @@ class SimConfig:
     """Newton world settings of an articulated task (``task.sim.<field>=...`` on the command line)."""
 
     solver: str = choice(SOLVERS)
-    """Newton solver: mujoco (MuJoCo-Warp), xpbd or featherstone."""
+    """mujoco (MuJoCo-Warp through Newton, any device), mujoco-c (MuJoCo's C engine, ``mujoco.batch``, on a thread
+    pool: cpu only; :mod:`horde.sim.mujoco_batch`), xpbd or featherstone."""
     solver_iterations: int = 0
     """Constraint-solver iterations per substep; 0 keeps the solver's (or the MJCF option's) default."""
     max_contacts: int = 40
@@ -59,6 +61,8 @@ class SimConfig:
     """MuJoCo-Warp constraint-row capacity per env (njmax)."""
     contact_ke: float = 1.0e4
     """Contact stiffness of every shape [N/m] (used by xpbd and featherstone; MuJoCo uses its own soft contacts)."""
+    cpu_threads: int = bounded(0, ge=0)
+    """mujoco-c: threads of MuJoCo's batch (0: every core of the machine)."""
     max_distance: float = 1.0e3
     """Health check: a world whose body is farther than this from the origin is reset [m]."""
     max_lin_vel: float = 100.0
@@ -206,6 +210,9 @@ class NewtonWorld:
     a floating base is placed on reset (terrain tiles).
     """
 
+    steps_mujoco_c = False
+    """True for :class:`horde.sim.mujoco_batch.MujocoBatchWorld` (``solver=mujoco-c``)."""
+
     def __init__(self, robot: newton.ModelBuilder, *, num_envs: int, device: str, sim: SimConfig, sim_dt: float,
                  substeps: int, ground: bool, actuated_joints: Sequence[str], actuation: Actuation,
                  root_body: int = 0, q_noise: Sequence[float] | None = None,
@@ -216,6 +223,9 @@ class NewtonWorld:
 
         if sim.solver not in SOLVERS:
             raise ValueError(f"unknown solver '{sim.solver}'; valid solvers: {', '.join(SOLVERS)}")
+        sim = dataclasses.replace(sim, solver=resolve_solver(sim.solver, device))
+        if (sim.solver == "mujoco-c") != self.steps_mujoco_c:
+            raise ValueError(f"solver {sim.solver}: build the world with horde.sim.newton_world.make_world")
         if actuation.mode not in ACTION_MODES:
             raise ValueError(f"unknown action mode '{actuation.mode}'; valid modes: {', '.join(ACTION_MODES)}")
         n = num_envs
@@ -249,14 +259,13 @@ class NewtonWorld:
         self.yaw_range = float(yaw_range)
         self.model = build_model(robot, world_count=n, device=device, solver=sim.solver, ground=ground,
                                  contact_ke=sim.contact_ke, terrain=terrain)
-        self.solver = make_solver(self.model, sim.solver, iterations=sim.solver_iterations,
-                                  max_contacts=sim.max_contacts, max_constraints=sim.max_constraints)
+        self.solver = self._make_solver(robot, ground=ground, terrain=terrain)
         self.state_0, self.state_1 = self.model.state(), self.model.state()
         # MuJoCo-Warp's per-world warm start (None for other solvers), cleared for reset worlds in reset()
         self._warmstart = getattr(getattr(self.solver, "mjw_data", None), "qacc_warmstart", None)
         self.control = self.model.control()
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
-        if sim.solver == "mujoco":  # MuJoCo-Warp detects contacts itself
+        if sim.solver in MUJOCO_SOLVERS:  # MuJoCo detects contacts itself
             self.collision, self.contacts = None, None
         else:
             self.collision = newton.CollisionPipeline(self.model)
@@ -361,9 +370,15 @@ class NewtonWorld:
         self.imu_gyro = wp.to_torch(self._imu_gyro).view(n, 3)
         """Angular velocity at the IMU site [num_envs, 3] [rad/s] in the site's frame; zeros without ``imu_site``."""
 
+    def _make_solver(self, robot: newton.ModelBuilder, *, ground: bool, terrain) -> object:
+        """The solver that advances ``self.model`` (:class:`horde.sim.mujoco_batch.MujocoBatchWorld` overrides)."""
+        sim = self.sim
+        return make_solver(self.model, sim.solver, iterations=sim.solver_iterations, max_contacts=sim.max_contacts,
+                           max_constraints=sim.max_constraints)
+
     def _require_mujoco(self, what: str) -> None:
-        """Newton's solver observables (contact forces, body accelerations) come from MuJoCo-Warp here."""
-        if self.sim.solver != "mujoco":
+        """Newton's solver observables (contact forces, body accelerations) come from MuJoCo here."""
+        if self.sim.solver not in MUJOCO_SOLVERS:
             raise FieldError(f"task.sim.solver={self.sim.solver}: {what}, which need the mujoco solver")
 
     def _make_contact_sensor(self) -> None:
@@ -511,3 +526,14 @@ class NewtonWorld:
         return {"joint_q": self.joint_q, "joint_qd": self.joint_qd, "body_q": self.body_pose,
                 "body_qd": self.body_vel, "joint_f": self.joint_f, "stiffness": self.stiffness, "damping": self.damping,
                 "motor_strength": self.motor_strength, "effort_limit": self.effort_limit}
+
+
+def make_world(robot: newton.ModelBuilder, *, sim: SimConfig, **kwargs) -> NewtonWorld:
+    """The world of ``sim.solver`` (``auto`` resolved for the device): a :class:`NewtonWorld`, or for ``mujoco-c`` a
+    :class:`horde.sim.mujoco_batch.MujocoBatchWorld` (MuJoCo's C engine); same arguments, same interface."""
+    sim = dataclasses.replace(sim, solver=resolve_solver(sim.solver, kwargs["device"]))
+    if sim.solver == "mujoco-c":
+        from horde.sim.mujoco_batch import MujocoBatchWorld
+
+        return MujocoBatchWorld(robot, sim=sim, **kwargs)
+    return NewtonWorld(robot, sim=sim, **kwargs)

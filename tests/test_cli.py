@@ -22,7 +22,7 @@ def test_unknown_command_task_and_key_fail_in_one_line(tmp_path):
                            (("play", "run=/nonexistent/run"), "no such run directory"),
                            (("play", "run=x", "episods=3"), "valid keys: run, episodes"),
                            (("train", "task=ant", "task.sim.solver=foo"),
-                            "task.sim.solver=foo: not a valid choice; valid choices: mujoco, xpbd, featherstone"),
+                            "task.sim.solver=foo: not a valid choice; valid choices: auto, mujoco, mujoco-c, xpbd, featherstone"),
                            (("train", "device=tpu"), "unknown device 'tpu'"),
                            (("train", "algo.learning_rate=-1"), "algo.learning_rate=-1.0: must be > 0"),
                            *([(("train", "device=cuda"), "no CUDA device is usable here")]

@@ -173,8 +173,8 @@ def test_xpbd_keeps_joint_coordinates_current():
 
 
 def test_unknown_solver_and_action_mode_fail_with_the_valid_names():
-    with pytest.raises(ValueError, match="task.sim.solver=physx: not a valid choice; valid choices: mujoco, xpbd, "
-                                         "featherstone"):
+    with pytest.raises(ValueError, match="task.sim.solver=physx: not a valid choice; valid choices: auto, mujoco, "
+                                         "mujoco-c, xpbd, featherstone"):
         make("reach", num_envs=2, config=_config("reach", sim=SimConfig(solver="physx")))
     with pytest.raises(ValueError, match="task.action_mode=velocity: not a valid choice; valid choices: pd, torque"):
         make("reach", num_envs=2, config=_config("reach", action_mode="velocity"))

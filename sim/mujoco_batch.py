@@ -1,0 +1,523 @@
+"""Articulated worlds on MuJoCo's C engine: ``mujoco.batch`` steps the envs on a thread pool (``task.sim.solver=mujoco-c``).
+
+Warp runs a CPU kernel's threads one after another in one OS thread, so MuJoCo-Warp on the CPU is 5-10x slower
+than MuJoCo's C engine on the same cores. :class:`MujocoBatchWorld` keeps everything of :class:`NewtonWorld` (the
+Newton model, its ``[num_envs, ...]`` views, the actuation law, resets, the health check, sensors that read the
+Newton state) and swaps only the solver:
+
+* the MuJoCo model is the one Newton's ``SolverMuJoCo`` builds from the same Newton model for MuJoCo-Warp (same
+  timestep, integrator, solver, cone, iterations, solref/solimp, friction, margins, terrain), so both backends step
+  the same model; horde adds one acceleration-stage sensor so that MuJoCo computes ``cfrc_ext`` (the contact
+  forces on named bodies), and an accelerometer and gyro at the IMU site when the task has one;
+* ``mujoco.batch.Batch`` holds one float64 state row per env. The world's public views stay Newton's float32
+  layout (quaternions xyzw, a free joint's velocity at the COM in the world frame): one kernel converts MuJoCo's
+  rows into them after every substep, and one writes back only what the task changed (a push, a reset);
+* each substep is one launch of the shared actuation kernel into ``qfrc_applied`` and one ``Batch.step`` call,
+  which is host code: :func:`horde.sim.graph.host_call` splits the task's recorded step around it, so the step
+  still replays as graphs with no Python per env;
+* body poses and velocities come from Newton's forward kinematics of the new joint state (MuJoCo's derived fields
+  lag one substep behind the state), contact forces and the IMU from MuJoCo's last substep, as on MuJoCo-Warp.
+
+Exact resume: :meth:`physics_state` includes the batch's state rows (float64, warm start included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import warp as wp
+
+from horde.sim.fields import FieldError
+from horde.sim.graph import host_call
+from horde.sim.newton_world import NewtonWorld, actuate_joints
+
+if TYPE_CHECKING:
+    import mujoco
+    import newton
+
+__all__ = ["MujocoBatchWorld"]
+
+
+# --- kernels (one env per thread; MuJoCo's rows are float64, Newton's views float32) ------------------------------
+@wp.struct
+class Layout:
+    """Where Newton's coordinates live in a MuJoCo state row (one world; offsets into the row)."""
+
+    qpos: int
+    qvel: int
+    qfrc: int
+    warm: int
+    nv: int
+    # 1-dof coordinates (hinges, slides, the axes of Newton's multi-dof joints): Newton index -> MuJoCo index
+    q_newton: wp.array(dtype=int)
+    q_mj: wp.array(dtype=int)
+    q_ref: wp.array(dtype=float)
+    qd_newton: wp.array(dtype=int)
+    qd_mj: wp.array(dtype=int)
+    # free joints: Newton coordinate and dof start, MuJoCo qpos and qvel start, child COM, anchor frames
+    free_q: wp.array(dtype=int)
+    free_qd: wp.array(dtype=int)
+    free_mj_q: wp.array(dtype=int)
+    free_mj_qd: wp.array(dtype=int)
+    free_com: wp.array(dtype=wp.vec3)
+    free_x_p: wp.array(dtype=wp.transform)
+    free_x_c: wp.array(dtype=wp.transform)
+
+
+@wp.func
+def _mj_quat(row: wp.array(dtype=wp.float64), at: int) -> wp.quat:
+    """MuJoCo's quaternion (w, x, y, z) at ``row[at]`` as Warp's (x, y, z, w)."""
+    return wp.quat(float(row[at + 1]), float(row[at + 2]), float(row[at + 3]), float(row[at]))
+
+
+@wp.func
+def _row(state: wp.array2d(dtype=wp.float64), i: int) -> wp.array(dtype=wp.float64):
+    return state[i]
+
+
+@wp.kernel(enable_backward=False)
+def mj_to_newton(L: Layout, state: wp.array2d(dtype=wp.float64), joint_q: wp.array2d(dtype=float),
+                 joint_qd: wp.array2d(dtype=float), seen_q: wp.array2d(dtype=float),
+                 seen_qd: wp.array2d(dtype=float)):
+    """Env i's MuJoCo state row into Newton's joint coordinates and velocities (and the copies :func:`newton_to_mj`
+    compares against to find what a task changed)."""
+    i = wp.tid()
+    row = _row(state, i)
+    for k in range(L.q_newton.shape[0]):
+        v = float(row[L.qpos + L.q_mj[k]]) - L.q_ref[k]
+        joint_q[i, L.q_newton[k]] = v
+        seen_q[i, L.q_newton[k]] = v
+    for k in range(L.qd_newton.shape[0]):
+        v = float(row[L.qvel + L.qd_mj[k]])
+        joint_qd[i, L.qd_newton[k]] = v
+        seen_qd[i, L.qd_newton[k]] = v
+    for f in range(L.free_q.shape[0]):
+        # MuJoCo: the body's world pose, origin velocity in the world frame, angular velocity in the body frame.
+        # Newton: the pose between the joint's anchors, COM velocity and angular velocity in the parent frame.
+        mq, mqd = L.qpos + L.free_mj_q[f], L.qvel + L.free_mj_qd[f]
+        rot = _mj_quat(row, mq + 3)
+        world = wp.transform(wp.vec3(float(row[mq]), float(row[mq + 1]), float(row[mq + 2])), rot)
+        rel = wp.transform_inverse(L.free_x_p[f]) * world * L.free_x_c[f]
+        p, q = wp.transform_get_translation(rel), wp.transform_get_rotation(rel)
+        w_world = wp.quat_rotate(rot, wp.vec3(float(row[mqd + 3]), float(row[mqd + 4]), float(row[mqd + 5])))
+        v_com = (wp.vec3(float(row[mqd]), float(row[mqd + 1]), float(row[mqd + 2]))
+                 + wp.cross(w_world, wp.quat_rotate(rot, L.free_com[f])))
+        qp = wp.transform_get_rotation(L.free_x_p[f])
+        v_com, w = wp.quat_rotate_inv(qp, v_com), wp.quat_rotate_inv(qp, w_world)
+        s, sd = L.free_q[f], L.free_qd[f]
+        for c in range(3):
+            joint_q[i, s + c] = p[c]
+            seen_q[i, s + c] = p[c]
+            joint_qd[i, sd + c] = v_com[c]
+            seen_qd[i, sd + c] = v_com[c]
+            joint_qd[i, sd + 3 + c] = w[c]
+            seen_qd[i, sd + 3 + c] = w[c]
+        for c in range(4):
+            joint_q[i, s + 3 + c] = q[c]
+            seen_q[i, s + 3 + c] = q[c]
+
+
+@wp.func
+def _write_free(L: Layout, f: int, i: int, row: wp.array(dtype=wp.float64), joint_q: wp.array2d(dtype=float),
+                joint_qd: wp.array2d(dtype=float), pose: bool, twist: bool):
+    s, sd = L.free_q[f], L.free_qd[f]
+    mq, mqd = L.qpos + L.free_mj_q[f], L.qvel + L.free_mj_qd[f]
+    rel = wp.transform(wp.vec3(joint_q[i, s], joint_q[i, s + 1], joint_q[i, s + 2]),
+                       wp.normalize(wp.quat(joint_q[i, s + 3], joint_q[i, s + 4], joint_q[i, s + 5],
+                                            joint_q[i, s + 6])))
+    world = L.free_x_p[f] * rel * wp.transform_inverse(L.free_x_c[f])
+    rot = wp.transform_get_rotation(world)
+    if pose:
+        p = wp.transform_get_translation(world)
+        for c in range(3):
+            row[mq + c] = wp.float64(p[c])
+        row[mq + 3] = wp.float64(rot[3])
+        for c in range(3):
+            row[mq + 4 + c] = wp.float64(rot[c])
+    else:  # the velocity of the pose MuJoCo holds
+        rot = _mj_quat(row, mq + 3)
+    if twist:
+        qp = wp.transform_get_rotation(L.free_x_p[f])
+        v_com = wp.quat_rotate(qp, wp.vec3(joint_qd[i, sd], joint_qd[i, sd + 1], joint_qd[i, sd + 2]))
+        w_world = wp.quat_rotate(qp, wp.vec3(joint_qd[i, sd + 3], joint_qd[i, sd + 4], joint_qd[i, sd + 5]))
+        v = v_com - wp.cross(w_world, wp.quat_rotate(rot, L.free_com[f]))
+        w = wp.quat_rotate_inv(rot, w_world)
+        for c in range(3):
+            row[mqd + c] = wp.float64(v[c])
+            row[mqd + 3 + c] = wp.float64(w[c])
+
+
+@wp.kernel(enable_backward=False)
+def newton_to_mj(L: Layout, mask: wp.array(dtype=wp.bool), use_mask: int, joint_q: wp.array2d(dtype=float),
+                 joint_qd: wp.array2d(dtype=float), seen_q: wp.array2d(dtype=float),
+                 seen_qd: wp.array2d(dtype=float), state: wp.array2d(dtype=wp.float64)):
+    """Newton's joint state into env i's MuJoCo row: every value of a masked env (``use_mask``: a reset, which also
+    clears MuJoCo's warm start), otherwise only the values a task changed since :func:`mj_to_newton` (a push), so
+    MuJoCo's float64 state is not rounded to float32 every control step."""
+    i = wp.tid()
+    row = _row(state, i)
+    full = use_mask != 0 and mask[i]
+    if use_mask != 0 and not full:
+        return
+    for k in range(L.q_newton.shape[0]):
+        c = L.q_newton[k]
+        if full or joint_q[i, c] != seen_q[i, c]:
+            row[L.qpos + L.q_mj[k]] = wp.float64(joint_q[i, c] + L.q_ref[k])
+            seen_q[i, c] = joint_q[i, c]
+    for k in range(L.qd_newton.shape[0]):
+        c = L.qd_newton[k]
+        if full or joint_qd[i, c] != seen_qd[i, c]:
+            row[L.qvel + L.qd_mj[k]] = wp.float64(joint_qd[i, c])
+            seen_qd[i, c] = joint_qd[i, c]
+    for f in range(L.free_q.shape[0]):
+        s, sd = L.free_q[f], L.free_qd[f]
+        pose, twist = full, full
+        for c in range(7):
+            if joint_q[i, s + c] != seen_q[i, s + c]:
+                pose = True
+            seen_q[i, s + c] = joint_q[i, s + c]
+        for c in range(6):
+            if joint_qd[i, sd + c] != seen_qd[i, sd + c]:
+                twist = True
+            seen_qd[i, sd + c] = joint_qd[i, sd + c]
+        if pose or twist:
+            _write_free(L, f, i, row, joint_q, joint_qd, pose, pose or twist)
+    if full:
+        for d in range(L.nv):
+            row[L.warm + d] = wp.float64(0.0)
+            row[L.qfrc + d] = wp.float64(0.0)
+
+
+@wp.kernel(enable_backward=False)
+def apply_forces(L: Layout, joint_f: wp.array2d(dtype=float), state: wp.array2d(dtype=wp.float64)):
+    """Newton's joint forces of env i (the actuation law's torques) as MuJoCo's ``qfrc_applied`` (1-dof joints;
+    nothing pushes a free joint through ``joint_f``)."""
+    i = wp.tid()
+    row = _row(state, i)
+    for k in range(L.qd_newton.shape[0]):
+        row[L.qfrc + L.qd_mj[k]] = wp.float64(joint_f[i, L.qd_newton[k]])
+
+
+@wp.kernel(enable_backward=False)
+def gather_vec3(src: wp.array2d(dtype=wp.float64), index: wp.array(dtype=int), out: wp.array2d(dtype=wp.vec3)):
+    """``out[i, k]`` = the 3 values at ``src[i, index[k]]`` (contact forces out of ``cfrc_ext``, IMU readings out
+    of ``sensordata``)."""
+    i, k = wp.tid()
+    at = index[k]
+    out[i, k] = wp.vec3(float(src[i, at]), float(src[i, at + 1]), float(src[i, at + 2]))
+
+
+@wp.kernel(enable_backward=False)
+def flag_failed(failed: wp.array(dtype=wp.bool), state: wp.array2d(dtype=wp.float64), qvel: int):
+    """Envs whose MuJoCo step raised keep their old state; a NaN velocity makes the health check reset them."""
+    i = wp.tid()
+    if failed[i]:
+        state[i, qvel] = wp.float64(wp.nan)
+        failed[i] = False
+
+
+# --- the world -----------------------------------------------------------------------------------------------------
+def _as_warp(arr: np.ndarray) -> wp.array:
+    """A float64 Warp view of a C-contiguous numpy array (MuJoCo's memory, no copy)."""
+    assert arr.flags.c_contiguous and arr.dtype == np.float64
+    return wp.array(ptr=arr.ctypes.data, shape=arr.shape, dtype=wp.float64, device="cpu")
+
+
+@contextlib.contextmanager
+def _extra_sensors(add):
+    """While Newton compiles its MuJoCo model, let ``add(spec)`` add sensors to the spec first."""
+    import mujoco
+
+    compile_ = mujoco.MjSpec.compile
+
+    def compile_with_sensors(spec, *args, **kwargs):
+        add(spec)
+        return compile_(spec, *args, **kwargs)
+
+    mujoco.MjSpec.compile = compile_with_sensors
+    try:
+        yield
+    finally:
+        mujoco.MjSpec.compile = compile_
+
+
+class _BatchSolver:
+    """What :class:`NewtonWorld` and the randomization ask of a solver, over a ``mujoco.batch.Batch``: pushes the
+    Newton model's per-env masses, inertias and friction into the batch's per-simulation model fields."""
+
+    def __init__(self, world: MujocoBatchWorld) -> None:
+        self._world = world
+
+    def notify_model_changed(self, flags: int) -> None:  # noqa: ARG002 - every randomized field is pushed
+        self._world._push_model()
+
+
+class MujocoBatchWorld(NewtonWorld):
+    """:class:`NewtonWorld` stepped by MuJoCo's C engine (``mujoco.batch``) on ``sim.cpu_threads`` threads."""
+
+    steps_mujoco_c = True
+
+    def _make_solver(self, robot: newton.ModelBuilder, *, ground: bool, terrain) -> _BatchSolver:
+        import newton
+        from mujoco.batch import Batch
+
+        from horde.sim.newton_build import build_model
+
+        if not wp.get_device(self.device).is_cpu:
+            raise FieldError(f"task.sim.solver=mujoco-c runs on the cpu device, not {self.device}: use "
+                             "task.sim.solver=mujoco (MuJoCo-Warp) on a GPU")
+        sim = self.sim
+        # Newton's conversion of one world: the model MuJoCo-Warp would get (global shapes: ground, terrain)
+        one = build_model(robot, world_count=1, device="cpu", solver="mujoco", ground=ground,
+                          contact_ke=sim.contact_ke, terrain=terrain)
+        self._imu_label = self.imu_site or ("horde_imu" if self.imu_site == "" else None)
+        with _extra_sensors(self._add_sensors), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*(nconmax|njmax).*")  # MuJoCo-Warp sizes; C grows its arena
+            kw = {"iterations": sim.solver_iterations} if sim.solver_iterations > 0 else {}
+            conv = newton.solvers.SolverMuJoCo(one, use_mujoco_cpu=True, njmax=sim.max_constraints,
+                                              nconmax=sim.max_contacts, **kw)
+        mj = conv.mj_model
+        mj.opt.timestep = self.sim_dt
+        self.mj_model: mujoco.MjModel = mj
+        """The MuJoCo model every env steps (the template; per-env fields live in the batch)."""
+        threads = sim.cpu_threads or os.cpu_count() or 1
+        self.batch = Batch(mj, self.num_envs, nthread=threads)
+        """The ``mujoco.batch.Batch`` of the envs (one simulation per env)."""
+        self._one = one
+        self._layout_np = self._layout(one, conv)
+        self._geom_shape = conv.mjc_geom_to_newton_shape.numpy()[0]
+        self._body_newton = conv.mjc_body_to_newton.numpy()[0]
+        return _BatchSolver(self)
+
+    def _add_sensors(self, spec: mujoco.MjSpec) -> None:
+        """An acceleration-stage sensor on the first body (MuJoCo then computes ``cfrc_ext``, the contact forces),
+        and the IMU's accelerometer and gyro when the task has one."""
+        import mujoco
+
+        bodies = [b for b in spec.bodies if b.name != "world"]
+        s = spec.add_sensor(name="horde_cfrc", type=mujoco.mjtSensor.mjSENS_FRAMELINACC,
+                            objtype=mujoco.mjtObj.mjOBJ_BODY, objname=bodies[0].name)
+        del s
+        if self._imu_label is not None:
+            sites = [st.name for st in spec.sites if st.name.split("/")[-1].rsplit("_", 1)[0] == self._imu_label
+                     or st.name.split("/")[-1] == self._imu_label]
+            if not sites:
+                raise ValueError(f"IMU site '{self._imu_label}' not in the MuJoCo model; sites: "
+                                 f"{', '.join(st.name for st in spec.sites) or 'none'}")
+            for kind, name in ((mujoco.mjtSensor.mjSENS_ACCELEROMETER, "horde_imu_acc"),
+                               (mujoco.mjtSensor.mjSENS_GYRO, "horde_imu_gyro")):
+                spec.add_sensor(name=name, type=kind, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=sites[0])
+
+    def _layout(self, one: newton.Model, conv) -> dict:
+        """Newton coordinate and dof -> MuJoCo qpos and qvel index, for world 0."""
+        import newton
+
+        jt = one.joint_type.numpy()
+        q_start, qd_start = one.joint_q_start.numpy(), one.joint_qd_start.numpy()
+        mj_q, mj_qd = conv.mj_q_start.numpy(), conv.mj_qd_start.numpy()
+        x_p, x_c, com = one.joint_X_p.numpy(), one.joint_X_c.numpy(), one.body_com.numpy()
+        child = one.joint_child.numpy()
+        dof_ref = getattr(one, "dof_ref", None)
+        ref = dof_ref.numpy() if dof_ref is not None else np.zeros(one.joint_dof_count)
+        out = {k: [] for k in ("q_newton", "q_mj", "q_ref", "qd_newton", "qd_mj", "free_q", "free_qd", "free_mj_q",
+                               "free_mj_qd", "free_com", "free_x_p", "free_x_c")}
+        for j in range(one.joint_count):
+            nq, nqd = q_start[j + 1] - q_start[j], qd_start[j + 1] - qd_start[j]
+            if nqd == 0:
+                continue
+            if mj_q[j] < 0:
+                raise ValueError(f"joint {one.joint_label[j]} has no MuJoCo coordinates (loop joints are not "
+                                 "supported by task.sim.solver=mujoco-c)")
+            if jt[j] == int(newton.JointType.FREE):
+                for key, v in (("free_q", q_start[j]), ("free_qd", qd_start[j]), ("free_mj_q", mj_q[j]),
+                               ("free_mj_qd", mj_qd[j]), ("free_com", com[child[j]]), ("free_x_p", x_p[j]),
+                               ("free_x_c", x_c[j])):
+                    out[key].append(v)
+            elif nq == nqd:  # hinges, slides and the axes of multi-dof joints: one coordinate per dof
+                for k in range(nq):
+                    out["q_newton"].append(q_start[j] + k)
+                    out["q_mj"].append(mj_q[j] + k)
+                    out["q_ref"].append(float(ref[qd_start[j] + k]))
+                    out["qd_newton"].append(qd_start[j] + k)
+                    out["qd_mj"].append(mj_qd[j] + k)
+            else:
+                raise ValueError(f"joint {one.joint_label[j]} (type {jt[j]}) is not supported by "
+                                 "task.sim.solver=mujoco-c: free, hinge and slide joints are")
+        return out
+
+    def __init__(self, robot: newton.ModelBuilder, **kwargs) -> None:
+        super().__init__(robot, **kwargs)
+        n, b = self.num_envs, self.batch
+        state = b.state
+        base = state.ctypes.data
+
+        def offset(field: str) -> int:
+            return (b.bind(field).ctypes.data - base) // state.itemsize
+
+        lay = self._layout_np
+        L = Layout()
+        L.qpos, L.qvel, L.qfrc, L.warm, L.nv = (offset("qpos"), offset("qvel"), offset("qfrc_applied"),
+                                                offset("qacc_warmstart"), self.mj_model.nv)
+        ints = lambda key: wp.array(np.asarray(lay[key], np.int32).reshape(-1), dtype=int)  # noqa: E731
+        for key in ("q_newton", "q_mj", "qd_newton", "qd_mj", "free_q", "free_qd", "free_mj_q", "free_mj_qd"):
+            setattr(L, key, ints(key))
+        L.q_ref = wp.array(np.asarray(lay["q_ref"], np.float32), dtype=float)
+        L.free_com = wp.array(np.asarray(lay["free_com"], np.float32).reshape(-1, 3), dtype=wp.vec3)
+        L.free_x_p = wp.array(np.asarray(lay["free_x_p"], np.float32).reshape(-1, 7), dtype=wp.transform)
+        L.free_x_c = wp.array(np.asarray(lay["free_x_c"], np.float32).reshape(-1, 7), dtype=wp.transform)
+        self._L = L
+        self._state = _as_warp(state)
+        self._seen_q = wp.zeros((n, self.coords), dtype=float)
+        self._seen_qd = wp.zeros((n, self.dofs), dtype=float)
+        self._failed_np = np.zeros(n, dtype=bool)
+        self._failed = wp.array(self._failed_np, dtype=wp.bool, copy=False)
+        self._no_mask = wp.zeros(1, dtype=wp.bool)
+        # contact forces on the named bodies: the force half of MuJoCo's cfrc_ext (torque, force), world frame
+        self._cfrc = _as_warp(b.bind("cfrc_ext").reshape(n, -1))
+        names = {self._mj_body_name(k): k for k in range(self.mj_model.nbody)}
+        missing = [c for c in self.contact_bodies if c not in names]
+        if missing:
+            raise ValueError(f"contact bodies not in the model: {', '.join(missing)}; bodies: "
+                             f"{', '.join(sorted(names))}")
+        self._contact_index = wp.array([6 * names[c] + 3 for c in self.contact_bodies] or [0], dtype=int)
+        k = len(self.contact_bodies)
+        self._contact_wp = wp.zeros((n, max(k, 1)), dtype=wp.vec3)
+        self.contact_forces = wp.to_torch(self._contact_wp)[:, :k].view(n, k, 3) if k else torch.zeros(n, 0, 3)
+        self._sensordata = _as_warp(b.bind("sensordata").reshape(n, -1))
+        if self._imu_label is not None:
+            adr = self.mj_model.sensor_adr
+            self._imu_index = wp.array([int(adr[self.mj_model.sensor("horde_imu_acc").id]),
+                                        int(adr[self.mj_model.sensor("horde_imu_gyro").id])], dtype=int)
+            self._imu_wp = wp.zeros((n, 2), dtype=wp.vec3)
+            imu = wp.to_torch(self._imu_wp)
+            self.imu_acc, self.imu_gyro = imu[:, 0], imu[:, 1]
+            self._imu_acc = wp.array(ptr=self._imu_wp.ptr, shape=(n,), strides=(24,), dtype=wp.vec3, device="cpu")
+            self._imu_gyro = wp.array(ptr=self._imu_wp.ptr + 12, shape=(n,), strides=(24,), dtype=wp.vec3,
+                                      device="cpu")
+            import dataclasses
+
+            self.arrays = dataclasses.replace(self.arrays, imu_acc=self._imu_acc, imu_gyro=self._imu_gyro)
+        # every env from the Newton state the world was built with
+        all_envs = wp.ones(n, dtype=wp.bool)
+        wp.launch(newton_to_mj, n, inputs=[L, all_envs, 1, self._joint_q, self._joint_qd],
+                  outputs=[self._seen_q, self._seen_qd, self._state])
+
+    def _mj_body_name(self, k: int) -> str:
+        """The MJCF name of MuJoCo body k (Newton labels bodies by their path; the conversion joins it with '_')."""
+        nb = int(self._body_newton[k])
+        return self._one.body_label[nb].split("/")[-1] if nb >= 0 else "world"
+
+    # NewtonWorld builds these from Newton's sensors; here they come from MuJoCo's arrays (see __init__).
+    def _make_contact_sensor(self) -> None:
+        pass
+
+    def _make_imu(self, label: str) -> None:
+        self.imu_rotation = self._site_rotation(label)
+
+    def _site_rotation(self, label: str) -> tuple[float, ...]:
+        labels = [lbl.split("/")[-1] for lbl in self.model.shape_label]
+        for s, lbl in enumerate(labels):
+            if lbl == label:
+                body = int(self.model.shape_body.numpy()[s])
+                if body != self.root_body:
+                    raise ValueError(f"IMU site '{label}' is on body {self.model.body_label[body]}, not on the "
+                                     "root body")
+                return tuple(float(v) for v in self.model.shape_transform.numpy()[s][3:7])
+        raise ValueError(f"IMU site '{label}' not found")
+
+    @property
+    def kernels(self) -> tuple:
+        return super().kernels + (mj_to_newton, newton_to_mj, apply_forces, gather_vec3, flag_failed)
+
+    # --- the step --------------------------------------------------------------------------------------------------
+    def _step_batch(self) -> None:
+        from mujoco.batch import SimulationError
+
+        try:
+            self.batch.step()
+        except SimulationError as exc:  # those envs kept their state: flag them for the health check
+            self._failed_np[exc.ids] = True
+
+    def simulate(self, actions: wp.array2d) -> None:
+        """``substeps`` MuJoCo steps under ``actions``: per substep the actuation law into ``qfrc_applied`` and one
+        ``Batch.step`` (a :func:`host_call`); then Newton's views, FK, contact forces and the IMU."""
+        import newton
+
+        n, a, L, d = self.num_envs, len(self._q_index), self._L, self.device
+        wp.launch(newton_to_mj, n, device=d, inputs=[L, self._no_mask, 0, self._joint_q, self._joint_qd],
+                  outputs=[self._seen_q, self._seen_qd, self._state])
+        for k in range(self.substeps):
+            if k > 0:
+                wp.launch(mj_to_newton, n, device=d, inputs=[L, self._state],
+                          outputs=[self._joint_q, self._joint_qd, self._seen_q, self._seen_qd])
+            wp.launch(actuate_joints, (n, a), device=d, inputs=[
+                self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
+                self._damping, self._strength, self._effort, self._dc_motor, self._velocity_limit, self._lower,
+                self._upper, self._joint_q, self._joint_qd], outputs=[self._joint_f])
+            wp.launch(apply_forces, n, device=d, inputs=[L, self._joint_f], outputs=[self._state])
+            host_call(self._step_batch)
+        wp.launch(flag_failed, n, device=d, inputs=[self._failed, self._state, L.qvel])
+        wp.launch(mj_to_newton, n, device=d, inputs=[L, self._state],
+                  outputs=[self._joint_q, self._joint_qd, self._seen_q, self._seen_qd])
+        newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
+        if self.contact_bodies:
+            wp.launch(gather_vec3, (n, len(self.contact_bodies)), device=d, inputs=[self._cfrc, self._contact_index],
+                      outputs=[self._contact_wp])
+        if self._imu_label is not None:
+            wp.launch(gather_vec3, (n, 2), device=d, inputs=[self._sensordata, self._imu_index],
+                      outputs=[self._imu_wp])
+
+    def warm_up(self) -> None:
+        saved_state = self.batch.state.copy()
+        saved_q, saved_qd = wp.clone(self._seen_q), wp.clone(self._seen_qd)
+        super().warm_up()
+        self.batch.state[:] = saved_state
+        self._seen_q.assign(saved_q)
+        self._seen_qd.assign(saved_qd)
+
+    def reset(self, mask: wp.array, rng: wp.array) -> None:
+        super().reset(mask, rng)
+        wp.launch(newton_to_mj, self.num_envs, device=self.device, inputs=[
+            self._L, mask, 1, self._joint_q, self._joint_qd], outputs=[self._seen_q, self._seen_qd, self._state])
+
+    # --- host side -------------------------------------------------------------------------------------------------
+    def _push_model(self) -> None:
+        """The Newton model's per-env body masses, inertias (as a scale of MuJoCo's principal inertia) and shape
+        friction into the batch's per-simulation model fields, then MuJoCo's derived constants."""
+        n, nb = self.num_envs, self.bodies
+        m = self.model
+        body_world = m.body_world.numpy()
+        first = int(np.argmax(body_world >= 0))
+        mass = m.body_mass.numpy()[first:first + n * nb].reshape(n, nb)
+        inertia = m.body_inertia.numpy()[first:first + n * nb].reshape(n, nb, 3, 3)
+        nominal = self._one.body_inertia.numpy()
+        trace0 = np.trace(nominal, axis1=1, axis2=2)
+        scale = np.trace(inertia, axis1=2, axis2=3) / np.where(trace0 > 0, trace0, 1.0)
+        mj_mass, mj_inertia = self.batch.expand("body_mass"), self.batch.expand("body_inertia")
+        inertia0 = self.mj_model.body_inertia
+        for k, nbody in enumerate(self._body_newton):
+            if nbody >= 0:
+                mj_mass[:, k] = mass[:, nbody]
+                mj_inertia[:, k] = inertia0[k] * scale[:, nbody, None]
+        shape_world = m.shape_world.numpy()
+        mu = m.shape_material_mu.numpy()
+        own = np.nonzero(shape_world == 0)[0]
+        one_world = self._one.shape_world.numpy()
+        one_own = list(np.nonzero(one_world == 0)[0])
+        friction = self.batch.expand("geom_friction")
+        robot = np.nonzero(shape_world >= 0)[0]  # world-major, the same count per world
+        per_world = robot[np.argsort(shape_world[robot], kind="stable")].reshape(n, len(own))
+        for g, shape in enumerate(self._geom_shape):
+            if shape >= 0 and one_world[shape] == 0:
+                friction[:, g, 0] = mu[per_world[:, one_own.index(shape)]]
+        self.batch.set_const()
+
+    def physics_state(self) -> dict[str, torch.Tensor]:
+        return {**super().physics_state(), "mj_state": torch.from_numpy(self.batch.state),
+                "seen_q": wp.to_torch(self._seen_q), "seen_qd": wp.to_torch(self._seen_qd)}

@@ -1,0 +1,143 @@
+"""MuJoCo's C engine as the articulated backend (``task.sim.solver=mujoco-c``, :mod:`horde.sim.mujoco_batch`): the
+split step graph, agreement with MuJoCo-Warp, exact resume, randomization, contact forces and the IMU."""
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+from horde.envs import get_task, make
+from horde.sim.graph import StepGraph, host_call
+
+
+def _env(task, solver, num_envs=8, seed=0, **changes):
+    cfg = copy.deepcopy(get_task(task).config)
+    cfg.sim = dataclasses.replace(cfg.sim, solver=solver)
+    for key, value in changes.items():
+        setattr(cfg, key, value)
+    return make(task, num_envs=num_envs, device="cpu", seed=seed, config=cfg)
+
+
+@wp.kernel
+def _add(x: wp.array(dtype=float), v: float):
+    x[wp.tid()] += v
+
+
+def test_host_call_splits_the_recorded_graph():
+    """Launches before and after a host call replay in order around it, every replay (not only the recording)."""
+    x = wp.zeros(1, dtype=float, device="cpu")
+    seen = []
+
+    def step():
+        wp.launch(_add, 1, inputs=[x, 1.0], device="cpu")
+        host_call(lambda: seen.append(float(x.numpy()[0])))
+        wp.launch(_add, 1, inputs=[x, 10.0], device="cpu")
+
+    g = StepGraph(step, "cpu", kernels=[_add])
+    for _ in range(3):
+        g()
+    assert g.captured
+    assert seen == [1.0, 12.0, 23.0] and float(x.numpy()[0]) == 33.0
+
+
+def _rollout(env, steps, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        env.step(torch.rand(env.num_envs, env.num_actions, generator=g) * 2 - 1)
+        out.append(env.world.joint_q.clone())
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("task,steps,tol", [("reach", 50, 5e-5), ("quadruped", 20, 1e-3), ("ant", 5, 1e-4)])
+def test_backends_agree(task, steps, tol):
+    """Same MuJoCo model, initial state and actions: MuJoCo's C engine (float64) and MuJoCo-Warp (float32) stay
+    together. The contact-free arm within float32 noise for 50 control steps; legged robots under random actions
+    diverge once contacts amplify the rounding (the ant by step ~10: ``benchmarks/mujoco_batch_agreement.py``), so
+    they are held to their first steps. Observed: reach 7e-6 (values of about 1: float32 rounding over 200 substeps), quadruped 6e-6, ant 6e-7."""
+    a = _rollout(_env(task, "mujoco"), steps)
+    b = _rollout(_env(task, "mujoco-c"), steps)
+    assert float((a - b).abs().max()) < tol
+
+
+def test_auto_is_the_c_engine_on_cpu():
+    env = make("ant", num_envs=2, device="cpu")
+    assert env.world.sim.solver == "mujoco-c" and env.world.steps_mujoco_c
+
+
+@pytest.mark.parametrize("task", ["quadruped-rough", "lift"])
+def test_env_state_restores_exactly(task):
+    """get_env_state/set_env_state continue bit for bit (MuJoCo's float64 rows and warm start are in the state),
+    through resets, pushes and action delays (randomization on for the quadruped)."""
+    changes = {}
+    if task == "quadruped-rough":
+        dr = dataclasses.replace(get_task(task).config.randomization, enabled=True, push_interval=0.1)
+        changes = {"randomization": dr, "episode_length": 30}
+    env = _env(task, "mujoco-c", num_envs=6, seed=2, **changes)
+    _rollout(env, 25, seed=3)
+    saved = env.get_env_state()
+    assert "mj_state" in saved
+    first = _rollout(env, 40, seed=4)
+    env.set_env_state(saved)
+    again = _rollout(env, 40, seed=4)
+    assert torch.equal(first, again)
+
+
+def test_graph_replay_equals_eager_stepping():
+    def run(use_graph):
+        cfg = copy.deepcopy(get_task("ant").config)
+        cfg = dataclasses.replace(cfg, use_graph=use_graph, episode_length=20)
+        env = make("ant", num_envs=6, device="cpu", seed=5, config=cfg)
+        return _rollout(env, 45)
+
+    assert torch.equal(run(True), run(False))
+
+
+def test_startup_randomization_reaches_every_simulation():
+    base = get_task("quadruped").config
+    env = _env("quadruped", "mujoco-c", num_envs=5, seed=1,
+               randomization=dataclasses.replace(base.randomization, enabled=True))
+    w = env.world
+    mass = w.batch.expand("body_mass")
+    m = w.model.body_mass.numpy().reshape(5, -1)
+    np.testing.assert_allclose(mass[:, 1:], m, rtol=1e-6)
+    assert np.ptp(mass[:, 1]) > 0.1  # base masses differ between envs
+    friction = w.batch.expand("geom_friction")[:, :, 0]
+    drawn = env.randomization["friction"]
+    robot = w.mj_model.geom_bodyid > 0
+    np.testing.assert_allclose(friction[:, robot], np.repeat(drawn[:, None], robot.sum(), 1), rtol=1e-6)
+
+
+def test_contact_forces_and_imu_match_mujoco_warp():
+    """Go2 standing under zero actions (PD to the default pose): the contact forces on the feet carry its weight and
+    the IMU reads gravity, on both backends alike."""
+    out = {}
+    for solver in ("mujoco", "mujoco-c"):
+        env = _env("quadruped-rough", solver, num_envs=4, imu=True,
+                   terrain=dataclasses.replace(get_task("quadruped-rough").config.terrain, kind="flat"))
+        w, readings = env.world, []
+        for k in range(100):
+            env.step(torch.zeros(4, env.num_actions))
+            if k >= 60:  # settled: the mean over 40 steps (0.8 s) evens out the last sway
+                readings.append(torch.cat([w.contact_forces[:, :4].sum(1), w.imu_acc, w.imu_gyro], 1))
+        mean = torch.stack(readings).mean(0)
+        feet = mean[:, :3]
+        out[solver] = (feet, mean[:, 3:6], mean[:, 6:])
+        weight = w.model.body_mass.numpy().reshape(4, -1).sum(1) * 9.81  # per env: base masses are randomized
+        np.testing.assert_allclose(feet[:, 2].numpy(), weight, rtol=0.05)
+        np.testing.assert_allclose(mean[:, 5].numpy(), 9.81, atol=0.3)
+    for a, b in zip(out["mujoco"], out["mujoco-c"]):
+        assert float((a - b).abs().max()) < 0.5
+
+
+def test_world_needs_the_factory():
+    from horde.sim.newton_world import NewtonWorld
+
+    env = make("ant", num_envs=2, device="cpu")
+    assert type(env.world) is not NewtonWorld
+    with pytest.raises(ValueError, match="make_world"):
+        NewtonWorld(None, num_envs=1, device="cpu", sim=dataclasses.replace(env.world.sim, solver="mujoco-c"),
+                    sim_dt=0.01, substeps=1, ground=True, actuated_joints=(), actuation=None)
