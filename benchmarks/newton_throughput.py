@@ -172,7 +172,7 @@ def raw_newton_stepper(task: str, num_envs: int, device: str):
 
     from horde.sim.newton_build import make_solver
 
-    spec, cfg = BENCH_TASKS[task], get_task(task).config
+    spec, cfg = BENCH_TASKS[task], bench_config(task)
     joints, drive = spec.joints(cfg), spec.drive(cfg)
     use_mujoco = cfg.sim.solver == "mujoco"
     robot = newton.ModelBuilder()
@@ -341,6 +341,8 @@ def bench_config(task: str):
     import dataclasses
 
     cfg = get_task(task).config
+    if cfg.sim.solver == "auto":  # this script times the Newton path (MuJoCo-Warp); mujoco_batch.py the C engine
+        cfg = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, solver="mujoco"))
     return dataclasses.replace(cfg, **BENCH_TASKS[task].quiet(cfg))
 
 
@@ -399,7 +401,7 @@ def _emit(rows: list, row: dict, as_json: bool) -> None:
 
 def newton_settings(task: str) -> dict:
     """Solver, integrator and constraint solver of the task's Newton world (MuJoCo-Warp reads the MJCF's options)."""
-    cfg = get_task(task).config
+    cfg = bench_config(task)
     out = {"solver": cfg.sim.solver, "sim_dt": cfg.sim_dt, "substeps": cfg.decimation}
     if cfg.sim.solver == "mujoco":
         model, _ = mujoco_model(BENCH_TASKS[task].mjcf(cfg))

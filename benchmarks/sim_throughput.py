@@ -6,7 +6,9 @@
 Classic tasks (cartpole) run at N = 1, 64, 512, 4096, 16384; articulated tasks (ant, humanoid, quadruped) at
 N = 64, 512, 4096 through benchmarks/newton_throughput.py, in the same process, with its two references: raw Newton
 stepping of the same model (same solver, dt, substeps) and MuJoCo's C engine (``mujoco.rollout`` thread pool) on
-the same MJCF, integrator and solver stated. ``--num-envs`` overrides both size lists.
+the same MJCF, integrator and solver stated; on the CPU, then through benchmarks/mujoco_batch.py: horde on MuJoCo's
+C engine (``task.sim.solver=mujoco-c``, the CPU default) against raw ``mujoco.batch`` of the same model and horde
+on MuJoCo-Warp. ``--num-envs`` overrides both size lists.
 
 For cartpole: horde with graph replay, horde eager (Python kernel launches), on a CPU horde's one-env-per-thread
 kernels (the ones CUDA runs) replayed without the CPU block path, and a plain numpy batched cart-pole
@@ -135,10 +137,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick:  # the quick smoke keeps to one articulated task (newton_throughput --quick covers two)
             articulated = articulated[:1]
         sys.stdout.flush()
-        return newton_throughput.main(
+        rc = newton_throughput.main(
             ["--tasks", *articulated, "--device", args.device]
             + (["--json"] if args.json else []) + (["--quick"] if args.quick else [])
             + (["--num-envs", *map(str, args.num_envs)] if args.num_envs else []))
+        if rc == 0 and args.device == "cpu":  # the CPU backend: horde on MuJoCo's C engine, raw batch, MuJoCo-Warp
+            import mujoco_batch
+
+            sys.stdout.flush()
+            rc = mujoco_batch.main(["--tasks", *articulated] + (["--json"] if args.json else [])
+                                   + (["--quick"] if args.quick else [])
+                                   + (["--num-envs", *map(str, args.num_envs)] if args.num_envs else []))
+        return rc
     return 0
 
 

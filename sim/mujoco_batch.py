@@ -24,6 +24,7 @@ Exact resume: :meth:`physics_state` includes the batch's state rows (float64, wa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -214,6 +215,19 @@ def gather_vec3(src: wp.array2d(dtype=wp.float64), index: wp.array(dtype=int), o
 
 
 @wp.kernel(enable_backward=False)
+def imu_readings(sensordata: wp.array2d(dtype=wp.float64), acc_at: int, body_q: wp.array2d(dtype=wp.transform),
+                 body_qd: wp.array2d(dtype=wp.spatial_vector), root: int, site: wp.quat,
+                 acc: wp.array(dtype=wp.vec3), gyro: wp.array(dtype=wp.vec3)):
+    """The IMU of env i: MuJoCo's accelerometer of the last substep (site frame, gravity read as +g up) and the
+    root's angular velocity at the end of the step in the site frame (as Newton's SensorIMU reads it)."""
+    i = wp.tid()
+    acc[i] = wp.vec3(float(sensordata[i, acc_at]), float(sensordata[i, acc_at + 1]),
+                     float(sensordata[i, acc_at + 2]))
+    rot = wp.transform_get_rotation(body_q[i, root])
+    gyro[i] = wp.quat_rotate_inv(site, wp.quat_rotate_inv(rot, wp.spatial_bottom(body_qd[i, root])))
+
+
+@wp.kernel(enable_backward=False)
 def flag_failed(failed: wp.array(dtype=wp.bool), state: wp.array2d(dtype=wp.float64), qvel: int):
     """Envs whose MuJoCo step raised keep their old state; a NaN velocity makes the health check reset them."""
     i = wp.tid()
@@ -264,6 +278,7 @@ class MujocoBatchWorld(NewtonWorld):
     steps_mujoco_c = True
 
     def _make_solver(self, robot: newton.ModelBuilder, *, ground: bool, terrain) -> _BatchSolver:
+        import mujoco
         import newton
         from mujoco.batch import Batch
 
@@ -284,6 +299,9 @@ class MujocoBatchWorld(NewtonWorld):
                                               nconmax=sim.max_contacts, **kw)
         mj = conv.mj_model
         mj.opt.timestep = self.sim_dt
+        # a bad state stays bad, as on MuJoCo-Warp, so that the health check sees it, resets the env and counts it
+        # (MuJoCo's own reset to qpos0 would hide it and teleport the robot)
+        mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
         self.mj_model: mujoco.MjModel = mj
         """The MuJoCo model every env steps (the template; per-env fields live in the batch)."""
         threads = sim.cpu_threads or os.cpu_count() or 1
@@ -297,7 +315,7 @@ class MujocoBatchWorld(NewtonWorld):
 
     def _add_sensors(self, spec: mujoco.MjSpec) -> None:
         """An acceleration-stage sensor on the first body (MuJoCo then computes ``cfrc_ext``, the contact forces),
-        and the IMU's accelerometer and gyro when the task has one."""
+        and the IMU's accelerometer when the task has one (its gyro is read from the state, :func:`imu_readings`)."""
         import mujoco
 
         bodies = [b for b in spec.bodies if b.name != "world"]
@@ -310,9 +328,8 @@ class MujocoBatchWorld(NewtonWorld):
             if not sites:
                 raise ValueError(f"IMU site '{self._imu_label}' not in the MuJoCo model; sites: "
                                  f"{', '.join(st.name for st in spec.sites) or 'none'}")
-            for kind, name in ((mujoco.mjtSensor.mjSENS_ACCELEROMETER, "horde_imu_acc"),
-                               (mujoco.mjtSensor.mjSENS_GYRO, "horde_imu_gyro")):
-                spec.add_sensor(name=name, type=kind, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=sites[0])
+            spec.add_sensor(name="horde_imu_acc", type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+                            objtype=mujoco.mjtObj.mjOBJ_SITE, objname=sites[0])
 
     def _layout(self, one: newton.Model, conv) -> dict:
         """Newton coordinate and dof -> MuJoCo qpos and qvel index, for world 0."""
@@ -391,17 +408,9 @@ class MujocoBatchWorld(NewtonWorld):
         self.contact_forces = wp.to_torch(self._contact_wp)[:, :k].view(n, k, 3) if k else torch.zeros(n, 0, 3)
         self._sensordata = _as_warp(b.bind("sensordata").reshape(n, -1))
         if self._imu_label is not None:
-            adr = self.mj_model.sensor_adr
-            self._imu_index = wp.array([int(adr[self.mj_model.sensor("horde_imu_acc").id]),
-                                        int(adr[self.mj_model.sensor("horde_imu_gyro").id])], dtype=int)
-            self._imu_wp = wp.zeros((n, 2), dtype=wp.vec3)
-            imu = wp.to_torch(self._imu_wp)
-            self.imu_acc, self.imu_gyro = imu[:, 0], imu[:, 1]
-            self._imu_acc = wp.array(ptr=self._imu_wp.ptr, shape=(n,), strides=(24,), dtype=wp.vec3, device="cpu")
-            self._imu_gyro = wp.array(ptr=self._imu_wp.ptr + 12, shape=(n,), strides=(24,), dtype=wp.vec3,
-                                      device="cpu")
-            import dataclasses
-
+            self._imu_at = int(self.mj_model.sensor_adr[self.mj_model.sensor("horde_imu_acc").id])
+            self._imu_acc, self._imu_gyro = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.vec3)
+            self.imu_acc, self.imu_gyro = wp.to_torch(self._imu_acc), wp.to_torch(self._imu_gyro)
             self.arrays = dataclasses.replace(self.arrays, imu_acc=self._imu_acc, imu_gyro=self._imu_gyro)
         # every env from the Newton state the world was built with
         all_envs = wp.ones(n, dtype=wp.bool)
@@ -433,7 +442,7 @@ class MujocoBatchWorld(NewtonWorld):
 
     @property
     def kernels(self) -> tuple:
-        return super().kernels + (mj_to_newton, newton_to_mj, apply_forces, gather_vec3, flag_failed)
+        return super().kernels + (mj_to_newton, newton_to_mj, apply_forces, gather_vec3, imu_readings, flag_failed)
 
     # --- the step --------------------------------------------------------------------------------------------------
     def _step_batch(self) -> None:
@@ -470,8 +479,9 @@ class MujocoBatchWorld(NewtonWorld):
             wp.launch(gather_vec3, (n, len(self.contact_bodies)), device=d, inputs=[self._cfrc, self._contact_index],
                       outputs=[self._contact_wp])
         if self._imu_label is not None:
-            wp.launch(gather_vec3, (n, 2), device=d, inputs=[self._sensordata, self._imu_index],
-                      outputs=[self._imu_wp])
+            wp.launch(imu_readings, n, device=d, inputs=[
+                self._sensordata, self._imu_at, self._body_q, self._body_qd, self.root_body,
+                wp.quat(*self.imu_rotation)], outputs=[self._imu_acc, self._imu_gyro])
 
     def warm_up(self) -> None:
         saved_state = self.batch.state.copy()

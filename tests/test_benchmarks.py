@@ -22,6 +22,8 @@ def test_sim_throughput_quick_json():
     # articulated tasks come with their two references: raw Newton and MuJoCo's C engine
     ant = {r["impl"] for r in rows if r["task"] == "ant"}
     assert {"horde-graph", "newton-raw", "ratio:horde/newton", "mujoco-c", "ratio:horde/mujoco-c"} <= ant
+    # and the CPU backend's rows: horde on MuJoCo's C engine against raw mujoco.batch and horde on MuJoCo-Warp
+    assert {"horde-mujoco-c", "batch-raw", "horde-mujoco-warp", "ratio:horde-c/raw", "ratio:horde-c/horde-warp"} <= ant
 
 
 def test_train_vs_sb3_quick_json():

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+import dataclasses
+
 import torch
 
 from horde.sim.cuda_aot import DEFAULT_ARCHS, compile_loaded_modules
@@ -31,6 +33,9 @@ def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: in
     from horde.train.config import compose
 
     cfg = compose([f"task={name}", *(overrides or [])])[0].task
+    sim = getattr(cfg, "sim", None)
+    if sim is not None and sim.solver == "auto":  # the solver a GPU runs (the CPU's, mujoco-c, has no CUDA code)
+        cfg.sim = dataclasses.replace(sim, solver="mujoco")
     env = make(name, num_envs=num_envs, seed=0, config=cfg)
     g = torch.Generator().manual_seed(0)
     for _ in range(steps):
