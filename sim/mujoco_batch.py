@@ -12,9 +12,11 @@ Newton state) and swaps only the solver:
 * ``mujoco.batch.Batch`` holds one float64 state row per env. The world's public views stay Newton's float32
   layout (quaternions xyzw, a free joint's velocity at the COM in the world frame): one kernel converts MuJoCo's
   rows into them after every substep, and one writes back only what the task changed (a push, a reset);
-* each substep is one launch of the shared actuation kernel into ``qfrc_applied`` and one ``Batch.step`` call,
-  which is host code: :func:`horde.sim.graph.host_call` splits the task's recorded step around it, so the step
-  still replays as graphs with no Python per env;
+* each substep is one launch of horde's actuation law (the function MuJoCo-Warp's path runs) from the MuJoCo rows
+  into ``qfrc_applied`` and one ``Batch.step`` call (torques that do not depend on the state, torque mode without
+  the DC-motor line, are held: one call of ``decimation`` steps). A ``Batch`` call is host code:
+  :func:`horde.sim.graph.host_call` splits the task's recorded step around it, so the step still replays as graphs
+  with no Python per env;
 * body poses and velocities come from Newton's forward kinematics of the new joint state (MuJoCo's derived fields
   lag one substep behind the state), contact forces and the IMU from MuJoCo's last substep, as on MuJoCo-Warp.
 
@@ -36,7 +38,7 @@ import warp as wp
 
 from horde.sim.fields import FieldError
 from horde.sim.graph import host_call
-from horde.sim.newton_world import NewtonWorld, actuate_joints
+from horde.sim.newton_world import _TORQUE, NewtonWorld, motor_torque
 
 if TYPE_CHECKING:
     import mujoco
@@ -196,13 +198,22 @@ def newton_to_mj(L: Layout, mask: wp.array(dtype=wp.bool), use_mask: int, joint_
 
 
 @wp.kernel(enable_backward=False)
-def apply_forces(L: Layout, joint_f: wp.array2d(dtype=float), state: wp.array2d(dtype=wp.float64)):
-    """Newton's joint forces of env i (the actuation law's torques) as MuJoCo's ``qfrc_applied`` (1-dof joints;
-    nothing pushes a free joint through ``joint_f``)."""
-    i = wp.tid()
+def actuate_rows(L: Layout, mode: int, actions: wp.array2d(dtype=float), mj_q: wp.array(dtype=int),
+                 mj_qd: wp.array(dtype=int), ref: wp.array(dtype=float), qd_index: wp.array(dtype=int),
+                 scale: wp.array(dtype=float), offset: wp.array(dtype=float), stiffness: wp.array2d(dtype=float),
+                 damping: wp.array2d(dtype=float), strength: wp.array2d(dtype=float), effort: wp.array2d(dtype=float),
+                 dc_motor: int, velocity_limit: wp.array(dtype=float), lower: wp.array(dtype=float),
+                 upper: wp.array(dtype=float), state: wp.array2d(dtype=wp.float64), joint_f: wp.array2d(dtype=float)):
+    """horde's actuation law (:func:`horde.sim.newton_world.motor_torque`, the kernel MuJoCo-Warp's path runs) on
+    actuated joint k of env i, reading the joint's state from the MuJoCo row and writing its ``qfrc_applied`` (and
+    Newton's ``joint_f`` view, which reward terms read)."""
+    i, k = wp.tid()
     row = _row(state, i)
-    for k in range(L.qd_newton.shape[0]):
-        row[L.qfrc + L.qd_mj[k]] = wp.float64(joint_f[i, L.qd_newton[k]])
+    tau = motor_torque(mode, actions[i, k], scale[k], offset[k], stiffness[i, k], damping[i, k], strength[i, k],
+                       effort[i, k], dc_motor, velocity_limit[k], lower[k], upper[k],
+                       float(row[L.qpos + mj_q[k]]) - ref[k], float(row[L.qvel + mj_qd[k]]))
+    joint_f[i, qd_index[k]] = tau
+    row[L.qfrc + mj_qd[k]] = wp.float64(tau)
 
 
 @wp.kernel(enable_backward=False)
@@ -302,6 +313,8 @@ class MujocoBatchWorld(NewtonWorld):
         # a bad state stays bad, as on MuJoCo-Warp, so that the health check sees it, resets the env and counts it
         # (MuJoCo's own reset to qpos0 would hide it and teleport the robot)
         mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
+        # one constraint problem per env, as MuJoCo-Warp solves it (islands cost the ant 12% here; 2% the quadruped)
+        mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ISLAND)
         self.mj_model: mujoco.MjModel = mj
         """The MuJoCo model every env steps (the template; per-env fields live in the batch)."""
         threads = sim.cpu_threads or os.cpu_count() or 1
@@ -389,6 +402,15 @@ class MujocoBatchWorld(NewtonWorld):
         L.free_x_p = wp.array(np.asarray(lay["free_x_p"], np.float32).reshape(-1, 7), dtype=wp.transform)
         L.free_x_c = wp.array(np.asarray(lay["free_x_c"], np.float32).reshape(-1, 7), dtype=wp.transform)
         self._L = L
+        # the actuated joints' places in the MuJoCo row
+        q_at = dict(zip(lay["q_newton"], zip(lay["q_mj"], lay["q_ref"])))
+        qd_at = dict(zip(lay["qd_newton"], lay["qd_mj"]))
+        q_index, qd_index = self._q_index.numpy(), self._qd_index.numpy()
+        self._act_mj_q = wp.array([q_at[int(c)][0] for c in q_index], dtype=int)
+        self._act_ref = wp.array([q_at[int(c)][1] for c in q_index], dtype=float)
+        self._act_mj_qd = wp.array([qd_at[int(d)] for d in qd_index], dtype=int)
+        # torques that do not depend on the state (torque mode, no DC-motor line) hold for every substep: one call
+        self._nstep = self.substeps if self._mode == _TORQUE and not self._dc_motor else 1
         self._state = _as_warp(state)
         self._seen_q = wp.zeros((n, self.coords), dtype=float)
         self._seen_qd = wp.zeros((n, self.dofs), dtype=float)
@@ -442,14 +464,15 @@ class MujocoBatchWorld(NewtonWorld):
 
     @property
     def kernels(self) -> tuple:
-        return super().kernels + (mj_to_newton, newton_to_mj, apply_forces, gather_vec3, imu_readings, flag_failed)
+        return super().kernels + (mj_to_newton, newton_to_mj, actuate_rows, gather_vec3, imu_readings, flag_failed)
 
     # --- the step --------------------------------------------------------------------------------------------------
-    def _step_batch(self) -> None:
+    def _advance(self) -> None:
+        """One ``Batch.step`` call of ``_nstep`` MuJoCo steps (a host call of the recorded step)."""
         from mujoco.batch import SimulationError
 
         try:
-            self.batch.step()
+            self.batch.step(nstep=self._nstep)
         except SimulationError as exc:  # those envs kept their state: flag them for the health check
             self._failed_np[exc.ids] = True
 
@@ -461,16 +484,12 @@ class MujocoBatchWorld(NewtonWorld):
         n, a, L, d = self.num_envs, len(self._q_index), self._L, self.device
         wp.launch(newton_to_mj, n, device=d, inputs=[L, self._no_mask, 0, self._joint_q, self._joint_qd],
                   outputs=[self._seen_q, self._seen_qd, self._state])
-        for k in range(self.substeps):
-            if k > 0:
-                wp.launch(mj_to_newton, n, device=d, inputs=[L, self._state],
-                          outputs=[self._joint_q, self._joint_qd, self._seen_q, self._seen_qd])
-            wp.launch(actuate_joints, (n, a), device=d, inputs=[
-                self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
-                self._damping, self._strength, self._effort, self._dc_motor, self._velocity_limit, self._lower,
-                self._upper, self._joint_q, self._joint_qd], outputs=[self._joint_f])
-            wp.launch(apply_forces, n, device=d, inputs=[L, self._joint_f], outputs=[self._state])
-            host_call(self._step_batch)
+        for _ in range(self.substeps // self._nstep):
+            wp.launch(actuate_rows, (n, a), device=d, inputs=[
+                L, self._mode, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, self._qd_index, self._scale,
+                self._offset, self._stiffness, self._damping, self._strength, self._effort, self._dc_motor,
+                self._velocity_limit, self._lower, self._upper], outputs=[self._state, self._joint_f])
+            host_call(self._advance)
         wp.launch(flag_failed, n, device=d, inputs=[self._failed, self._state, L.qvel])
         wp.launch(mj_to_newton, n, device=d, inputs=[L, self._state],
                   outputs=[self._joint_q, self._joint_qd, self._seen_q, self._seen_qd])

@@ -106,6 +106,22 @@ def joint_torque(mode: int, a: float, scale: float, offset: float, stiffness: fl
     return tau
 
 
+@wp.func
+def motor_torque(mode: int, action: float, scale: float, offset: float, stiffness: float, damping: float,
+                 strength: float, limit: float, dc_motor: int, velocity_limit: float, lower: float, upper: float,
+                 q: float, qd: float) -> float:
+    """One joint's torque for an action: the law of :func:`joint_torque` on the clipped action, times the motor
+    strength, clipped to the effort limit (or, with ``dc_motor``, to the motor's torque-speed line)."""
+    a = wp.clamp(action, -1.0, 1.0)
+    tau = joint_torque(mode, a, scale, offset, stiffness, damping, lower, upper, q, qd)
+    lo, hi = -limit, limit
+    if dc_motor != 0:
+        r = qd / velocity_limit
+        hi = wp.clamp(limit * (1.0 - r), 0.0, limit)
+        lo = wp.clamp(limit * (-1.0 - r), -limit, 0.0)
+    return wp.clamp(tau * strength, lo, hi)
+
+
 @wp.kernel(enable_backward=False)
 def actuate_joints(
     mode: int,
@@ -130,18 +146,10 @@ def actuate_joints(
     env's motor strength, clipped to its effort limit (gains, strength and limits are per env: randomizable); with
     ``dc_motor`` the clip follows the motor's torque-speed line (:attr:`Actuation.velocity_limit`)."""
     i, k = wp.tid()
-    a = wp.clamp(actions[i, k], -1.0, 1.0)
     di = qd_index[k]
-    qd = joint_qd[i, di]
-    tau = joint_torque(mode, a, scale[k], offset[k], stiffness[i, k], damping[i, k], lower[k], upper[k],
-                       joint_q[i, q_index[k]], qd)
-    limit = effort[i, k]
-    lo, hi = -limit, limit
-    if dc_motor != 0:
-        r = qd / velocity_limit[k]
-        hi = wp.clamp(limit * (1.0 - r), 0.0, limit)
-        lo = wp.clamp(limit * (-1.0 - r), -limit, 0.0)
-    joint_f[i, di] = wp.clamp(tau * strength[i, k], lo, hi)
+    joint_f[i, di] = motor_torque(mode, actions[i, k], scale[k], offset[k], stiffness[i, k], damping[i, k],
+                                  strength[i, k], effort[i, k], dc_motor, velocity_limit[k], lower[k], upper[k],
+                                  joint_q[i, q_index[k]], joint_qd[i, di])
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
