@@ -1,7 +1,7 @@
 """Fingerprints of same-seed trajectories and short training runs, to prove that a refactor keeps behaviour.
 
     python benchmarks/trajectory_digest.py [--tasks ant humanoid reach quadruped quadruped-rough quadruped:go2]
-                                           [--learners cartpole:ppo pendulum:shac quadruped:ppo]
+                                           [--learners cartpole:ppo pendulum:shac quadruped:ppo] [--solver mujoco]
 
 Per task: 64 envs (seed 3), 300 steps of seeded random actions (torch generator seed 7); one sha256 over the
 reset observation, every step's observation, reward, terminated and truncated, and the final state, with the first
@@ -23,13 +23,17 @@ import warp as wp
 wp.config.quiet = True
 
 
-def trajectory_digest(spec: str, *, num_envs: int = 64, steps: int = 300) -> str:
+def trajectory_digest(spec: str, *, num_envs: int = 64, steps: int = 300, solver: str | None = None) -> str:
     from horde.envs import get_task, make
 
     task, _, robot = spec.partition(":")
     cfg = copy.deepcopy(get_task(task).config)
     if robot:
         cfg.robot = robot
+    if solver is not None and hasattr(cfg, "sim"):
+        import dataclasses
+
+        cfg.sim = dataclasses.replace(cfg.sim, solver=solver)
     env = make(task, num_envs=num_envs, device="cpu", seed=3, config=cfg)
     g = torch.Generator().manual_seed(7)
     h = hashlib.sha256(env.reset().numpy().tobytes())
@@ -63,9 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", nargs="*", default=["ant", "humanoid", "reach", "quadruped", "quadruped-rough"])
     ap.add_argument("--learners", nargs="*", default=["cartpole:ppo", "pendulum:shac", "quadruped:ppo"])
+    ap.add_argument("--solver", help="articulated tasks on this solver (e.g. mujoco: MuJoCo-Warp, the GPU's)")
     args = ap.parse_args(argv)
     for spec in args.tasks:
-        print(trajectory_digest(spec), flush=True)
+        print(trajectory_digest(spec, solver=args.solver), flush=True)
     for spec in args.learners:
         print(learner_digest(spec), flush=True)
     return 0
