@@ -238,7 +238,12 @@ class WarpTaskEnv:
 
     def set_env_state(self, saved: dict[str, torch.Tensor]) -> None:
         """Restore :meth:`get_env_state`; shapes must match this env (same task and num_envs)."""
-        for k, dst in self._resumable().items():
+        resumable = self._resumable()
+        missing, extra = sorted(set(resumable) - set(saved)), sorted(set(saved) - set(resumable))
+        if missing or extra:
+            raise ValueError(f"saved env state does not fit this env (another simulator backend or task?): "
+                             f"missing {', '.join(missing) or 'nothing'}; unexpected {', '.join(extra) or 'nothing'}")
+        for k, dst in resumable.items():
             src = saved[k]
             if tuple(src.shape) != tuple(dst.shape):
                 raise ValueError(f"saved env state '{k}' has shape {tuple(src.shape)}, this env {tuple(dst.shape)}")

@@ -141,3 +141,10 @@ def test_world_needs_the_factory():
     with pytest.raises(ValueError, match="make_world"):
         NewtonWorld(None, num_envs=1, device="cpu", sim=dataclasses.replace(env.world.sim, solver="mujoco-c"),
                     sim_dt=0.01, substeps=1, ground=True, actuated_joints=(), actuation=None)
+
+
+def test_env_state_of_another_backend_is_refused_in_one_line():
+    saved = _env("ant", "mujoco-c", num_envs=2).get_env_state()
+    other = _env("ant", "mujoco", num_envs=2)
+    with pytest.raises(ValueError, match="missing nothing; unexpected mj_state, seen_q, seen_qd"):
+        other.set_env_state(saved)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 from pathlib import Path
 
 import torch
@@ -115,7 +116,10 @@ class DistillationTrainer(PPOTrainer):
         self.iteration = int(ckpt["iteration"])
         torch.set_rng_state(ckpt["torch_rng"])
         if "env_state" in ckpt and not self.dist.enabled:
-            self.core.set_env_state(ckpt["env_state"])
+            try:
+                self.core.set_env_state(ckpt["env_state"])
+            except ValueError as exc:  # e.g. saved on the CPU's MuJoCo C backend, resumed on a GPU's MuJoCo-Warp
+                warnings.warn(f"{exc}: the envs start afresh (an exact resume needs the same backend)", stacklevel=2)
 
     def _learner_state(self) -> dict:
         """The student, the teacher and the optimizer; the student also as ``actor_state_dict`` (what play and

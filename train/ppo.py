@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,7 +160,10 @@ class PPOTrainer:
         self.iteration = int(ckpt["iteration"])
         torch.set_rng_state(ckpt["torch_rng"])
         if "env_state" in ckpt and not self.dist.enabled:
-            self.core.set_env_state(ckpt["env_state"])
+            try:
+                self.core.set_env_state(ckpt["env_state"])
+            except ValueError as exc:  # e.g. saved on the CPU's MuJoCo C backend, resumed on a GPU's MuJoCo-Warp
+                warnings.warn(f"{exc}: the envs start afresh (an exact resume needs the same backend)", stacklevel=2)
 
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Path:
