@@ -1,4 +1,4 @@
-"""Articulated worlds on MuJoCo's C engine: ``mujoco.batch`` steps the envs on a thread pool (``task.sim.solver=mujoco-c``).
+"""Articulated worlds on MuJoCo's C engine: ``mujoco.batch`` steps the envs on a thread pool (``solver=mujoco-c``).
 
 Warp runs a CPU kernel's threads one after another in one OS thread, so MuJoCo-Warp on the CPU is 5-10x slower
 than MuJoCo's C engine on the same cores. :class:`MujocoBatchWorld` keeps everything of :class:`NewtonWorld` (the
@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import os
 import warnings
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -332,9 +331,8 @@ class MujocoBatchWorld(NewtonWorld):
         import mujoco
 
         bodies = [b for b in spec.bodies if b.name != "world"]
-        s = spec.add_sensor(name="horde_cfrc", type=mujoco.mjtSensor.mjSENS_FRAMELINACC,
-                            objtype=mujoco.mjtObj.mjOBJ_BODY, objname=bodies[0].name)
-        del s
+        spec.add_sensor(name="horde_cfrc", type=mujoco.mjtSensor.mjSENS_FRAMELINACC, objtype=mujoco.mjtObj.mjOBJ_BODY,
+                        objname=bodies[0].name)
         if self._imu_label is not None:
             sites = [st.name for st in spec.sites if st.name.split("/")[-1].rsplit("_", 1)[0] == self._imu_label
                      or st.name.split("/")[-1] == self._imu_label]

@@ -56,8 +56,9 @@ def _rollout(env, steps, seed=1):
 def test_backends_agree(task, steps, tol):
     """Same MuJoCo model, initial state and actions: MuJoCo's C engine (float64) and MuJoCo-Warp (float32) stay
     together. The contact-free arm within float32 noise for 50 control steps; legged robots under random actions
-    diverge once contacts amplify the rounding (the ant by step ~10: ``benchmarks/mujoco_batch_agreement.py``), so
-    they are held to their first steps. Observed: reach 7e-6 (values of about 1: float32 rounding over 200 substeps), quadruped 6e-6, ant 6e-7."""
+    diverge once contacts amplify the rounding (the ant by step ~10), so
+    they are held to their first steps. Observed: reach 7e-6 (values of about 1: float32 rounding over 200
+    substeps), quadruped 6e-6, ant 6e-7."""
     a = _rollout(_env(task, "mujoco"), steps)
     b = _rollout(_env(task, "mujoco-c"), steps)
     assert float((a - b).abs().max()) < tol
