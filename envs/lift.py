@@ -57,6 +57,7 @@ def _scales() -> dict[str, float]:
 def _sim() -> SimConfig:
     # box-box contacts (fingers and cube, cube and table) come in fours to eights: with 32 per env MuJoCo-Warp
     # reported narrowphase overflow (dropped contacts) once a policy pressed the gripper on the cube
+    # auto: MuJoCo's C engine on the CPU, MuJoCo-Warp on a GPU (the capacities below are MuJoCo-Warp's)
     return SimConfig(solver="auto", max_contacts=96, max_constraints=576)
 
 
