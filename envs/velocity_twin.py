@@ -45,7 +45,8 @@ class VelocityTwin:
     @staticmethod
     def load_model(cfg: dict):
         """The robot's MJCF as horde simulates it: a ground plane, contacts between the robot and the ground only,
-        the robot config's armature."""
+        the robot config's armature, and Newton's solver options and contact parameters
+        (:func:`horde.sim.mujoco_batch.match_newton`)."""
         import mujoco
 
         robot = resolve_robot(cfg.get("robot", "quad12"))
@@ -59,6 +60,14 @@ class VelocityTwin:
         if robot.armature is not None:
             for j, arm in zip(robot.joints, robot.armature):
                 model.dof_armature[model.jnt_dofadr[model.joint(j).id]] = arm
+        # like for like: the solver options and contact parameters horde's MuJoCo (C engine or MuJoCo-Warp, both
+        # Newton's conversion) simulates with, e.g. contact damping ratio 0.5 where the MJCF keeps MuJoCo's 1.0
+        from horde.sim.mujoco_batch import match_newton, newton_mujoco_model
+        from horde.sim.newton_build import load_mjcf
+
+        ke = float((cfg.get("sim") or {}).get("contact_ke", 1.0e4))
+        builder = load_mjcf(robot.mjcf_path(), contact_ke=ke, solver="mujoco", self_collisions=False, meshes=False)
+        match_newton(model, newton_mujoco_model(builder, ground=True, contact_ke=ke)[1].mj_model)
         return model
 
     def __init__(self, model, cfg: dict, control_dt: float) -> None:

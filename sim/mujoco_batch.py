@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import mujoco
     import newton
 
-__all__ = ["MujocoBatchWorld"]
+__all__ = ["MujocoBatchWorld", "match_newton", "newton_mujoco_model"]
 
 
 # --- kernels (one env per thread; MuJoCo's rows are float64, Newton's views float32) ------------------------------
@@ -271,6 +271,58 @@ def _extra_sensors(add):
         mujoco.MjSpec.compile = compile_
 
 
+NEWTON_OPTIONS = ("integrator", "solver", "cone", "iterations", "ls_iterations", "tolerance", "ls_tolerance",
+                  "impratio", "noslip_iterations")
+"""MuJoCo options Newton's conversion sets (the MJCF's may differ: the ant's says Euler, Newton uses implicitfast)."""
+
+
+def newton_mujoco_model(robot: newton.ModelBuilder, *, ground: bool, contact_ke: float, terrain=None,
+                        max_contacts: int = 40, max_constraints: int = 100, iterations: int = 0):
+    """The MuJoCo model Newton's ``SolverMuJoCo`` makes of one world of ``robot`` (what MuJoCo-Warp steps), and the
+    converting solver (its joint-start and body/geom maps)."""
+    import newton
+
+    from horde.sim.newton_build import build_model
+
+    one = build_model(robot, world_count=1, device="cpu", solver="mujoco", ground=ground, contact_ke=contact_ke,
+                      terrain=terrain)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*(nconmax|njmax).*")  # MuJoCo-Warp sizes; C grows its arena
+        kw = {"iterations": iterations} if iterations > 0 else {}
+        conv = newton.solvers.SolverMuJoCo(one, use_mujoco_cpu=True, njmax=max_constraints, nconmax=max_contacts,
+                                           **kw)
+    return one, conv
+
+
+def match_newton(model: mujoco.MjModel, newton_model: mujoco.MjModel) -> list[str]:
+    """Give ``model`` (the robot's MJCF compiled by MuJoCo itself, e.g. a sim-to-sim twin) the solver options and
+    contact parameters Newton gives the same robot (``newton_model``), so both simulate with one set; returns what
+    changed. Contact parameters are copied where Newton gives every geom one value (horde's robots: Newton derives
+    them from horde's contact stiffness); per-geom values are left as they are, and the returned list says so."""
+    import mujoco
+
+    changes = []
+    for name in NEWTON_OPTIONS:
+        old, new = getattr(model.opt, name), getattr(newton_model.opt, name)
+        if old != new:
+            setattr(model.opt, name, new)
+            changes.append(f"opt.{name} {old} -> {new}")
+    multiccd = int(mujoco.mjtDisableBit.mjDSBL_MULTICCD)
+    if newton_model.opt.disableflags & multiccd and not model.opt.disableflags & multiccd:
+        model.opt.disableflags |= multiccd
+        changes.append("multi-CCD off")
+    for field in ("geom_solref", "geom_solimp"):
+        values = np.unique(getattr(newton_model, field), axis=0)
+        if len(values) != 1:
+            changes.append(f"{field} left as the MJCF's (Newton's differs between geoms)")
+            continue
+        old = np.unique(getattr(model, field), axis=0)
+        if len(old) != 1 or not np.allclose(old[0], values[0]):
+            getattr(model, field)[:] = values[0]
+            changes.append(f"{field} {old.round(4).tolist()} -> {values[0].round(4).tolist()}")
+    return changes
+
+
 class _BatchSolver:
     """What :class:`NewtonWorld` and the randomization ask of a solver, over a ``mujoco.batch.Batch``: pushes the
     Newton model's per-env masses, inertias and friction into the batch's per-simulation model fields."""
@@ -289,24 +341,18 @@ class MujocoBatchWorld(NewtonWorld):
 
     def _make_solver(self, robot: newton.ModelBuilder, *, ground: bool, terrain) -> _BatchSolver:
         import mujoco
-        import newton
         from mujoco.batch import Batch
-
-        from horde.sim.newton_build import build_model
 
         if not wp.get_device(self.device).is_cpu:
             raise FieldError(f"task.sim.solver=mujoco-c runs on the cpu device, not {self.device}: use "
                              "task.sim.solver=mujoco (MuJoCo-Warp) on a GPU")
         sim = self.sim
         # Newton's conversion of one world: the model MuJoCo-Warp would get (global shapes: ground, terrain)
-        one = build_model(robot, world_count=1, device="cpu", solver="mujoco", ground=ground,
-                          contact_ke=sim.contact_ke, terrain=terrain)
         self._imu_label = self.imu_site or ("horde_imu" if self.imu_site == "" else None)
-        with _extra_sensors(self._add_sensors), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*(nconmax|njmax).*")  # MuJoCo-Warp sizes; C grows its arena
-            kw = {"iterations": sim.solver_iterations} if sim.solver_iterations > 0 else {}
-            conv = newton.solvers.SolverMuJoCo(one, use_mujoco_cpu=True, njmax=sim.max_constraints,
-                                              nconmax=sim.max_contacts, **kw)
+        with _extra_sensors(self._add_sensors):
+            one, conv = newton_mujoco_model(robot, ground=ground, contact_ke=sim.contact_ke, terrain=terrain,
+                                            max_contacts=sim.max_contacts, max_constraints=sim.max_constraints,
+                                            iterations=sim.solver_iterations)
         mj = conv.mj_model
         mj.opt.timestep = self.sim_dt
         # a bad state stays bad, as on MuJoCo-Warp, so that the health check sees it, resets the env and counts it

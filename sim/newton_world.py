@@ -33,7 +33,7 @@ from horde.sim.fields import FieldError, bounded, choice
 from horde.sim.newton_build import (MAXIMAL_SOLVERS, MUJOCO_SOLVERS, SOLVERS, build_model, joint_dof_layout,
                                     make_solver, resolve_solver)
 from horde.sim.scene import RigidObject, StaticProp, add_objects, add_props, reset_objects
-from horde.sim.world_kernels import clear_warmstart, inspect_worlds, reset_joint_state
+from horde.sim.world_kernels import articulation_mask, clear_warmstart, inspect_worlds, reset_joint_state
 
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
@@ -324,6 +324,7 @@ class NewtonWorld:
             self._q_lower = wp.array(q_lower, dtype=float)
             self._q_upper = wp.array(q_upper, dtype=float)
             self._unstable = wp.zeros(n, dtype=wp.bool)
+            self._articulation_mask = wp.zeros(self.model.articulation_count, dtype=wp.bool)
             self._unstable_count = wp.zeros(1, dtype=wp.float64)
             self._root_vel_base = wp.zeros((n, 6), dtype=float)
         if len(self._q_noise) != self.coords or len(self._qd_noise) != self.dofs:
@@ -435,8 +436,8 @@ class NewtonWorld:
     def kernels(self) -> tuple:
         """This module's kernels that the step launches (Newton's own load on first use)."""
 
-        return (actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart) + ((reset_objects,) if self.objects
-                                                                                        else ())
+        return ((actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart, articulation_mask)
+                + ((reset_objects,) if self.objects else ()))
 
     def object_index(self, name: str) -> int:
         """Position of the free object ``name`` in ``objects`` (and in ``object_pose``'s second axis)."""
@@ -517,7 +518,10 @@ class NewtonWorld:
             wp.launch(reset_objects, self.num_envs, device=self.device, inputs=[
                 mask, self._obj_coord, self._obj_dof, self._obj_low, self._obj_high, self._obj_yaw_low,
                 self._obj_yaw_high, self._origin], outputs=[rng, self._joint_q, self._joint_qd])
-        newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0, mask=mask)
+        wp.launch(articulation_mask, self.model.articulation_count, device=self.device,
+                  inputs=[mask, self.model.articulation_world], outputs=[self._articulation_mask])
+        newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0,
+                       mask=self._articulation_mask)
         if self._warmstart is not None:
             wp.launch(clear_warmstart, self._warmstart.shape, device=self.device, inputs=[mask],
                       outputs=[self._warmstart])

@@ -104,3 +104,13 @@ def clear_warmstart(mask: wp.array(dtype=wp.bool), qacc_warmstart: wp.array2d(dt
     i, k = wp.tid()
     if mask[i]:
         qacc_warmstart[i, k] = 0.0
+
+
+@wp.kernel(enable_backward=False)
+def articulation_mask(env_mask: wp.array(dtype=wp.bool), articulation_world: wp.array(dtype=wp.int32),
+                      out: wp.array(dtype=wp.bool)):
+    """Newton's FK masks articulations, not worlds: articulation a is selected when its env is (a free object is an
+    articulation of its own, so the lift has two per env)."""
+    a = wp.tid()
+    w = articulation_world[a]
+    out[a] = w >= 0 and env_mask[w]

@@ -64,9 +64,13 @@ def cmd_train(args: list[str]) -> dict:
     from horde.train.config import DistillationConfig
     from horde.train.distill import DistillationTrainer
 
+    from horde.train.session import teardown_distributed
+
     trainer_cls = (SHACTrainer if isinstance(cfg.algo, SHACConfig)
                    else DistillationTrainer if isinstance(cfg.algo, DistillationConfig) else PPOTrainer)
-    return trainer_cls(cfg, task, raw).learn()
+    summary = trainer_cls(cfg, task, raw).learn()
+    teardown_distributed()  # every rank leaves gloo/NCCL together (left to exit, a rank aborted once under load)
+    return summary
 
 
 def cmd_play(args: list[str]) -> dict:

@@ -56,8 +56,9 @@ def setup_distributed(device: str, backend: str | None = None) -> tuple[DistInfo
 
 
 def teardown_distributed() -> None:
-    """Leave the process group (no-op when none)."""
+    """Leave the process group (no-op when none), every rank together after a barrier."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 
