@@ -136,3 +136,13 @@ def test_symmetry_quick_json():
     summary = json.loads(proc.stdout.splitlines()[-1])
     assert set(summary) == {"off", "augment"}
     assert all(s["median_iterations"] == 2 and s["median_mirror_error"] >= 0 for s in summary.values())
+
+
+def test_backend_agreement_quick_json(tmp_path):
+    proc = subprocess.run([sys.executable, str(BENCH / "backend_agreement.py"), "--quick", "--json", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert [r["task"] for r in rows] == ["reach"] and len(rows[0]["max_abs_diff"]) == 5
+    assert max(rows[0]["max_abs_diff"]) < 1e-4  # the contact-free arm: float32 rounding only
+    assert (tmp_path / "backend_agreement.png").is_file()
