@@ -209,7 +209,9 @@ def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_
     import mujoco
 
     from horde.deploy.verify import ort_session
+    from horde.sim.device import init_warp
 
+    init_warp()  # the twin's Warp term kernels: initialise without Warp's no-driver banner on a CPU machine
     bundle = Path(bundle)
     spec = json.loads((bundle / "policy.json").read_text())
     setup = load_setup(spec)
