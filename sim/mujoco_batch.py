@@ -1,9 +1,9 @@
 """Articulated worlds on MuJoCo's C engine: ``mujoco.batch`` steps the envs on a thread pool (``solver=mujoco-c``).
 
-Warp runs a CPU kernel's threads one after another in one OS thread, so MuJoCo-Warp on the CPU is 5-10x slower
-than MuJoCo's C engine on the same cores. :class:`MujocoBatchWorld` keeps everything of :class:`NewtonWorld` (the
-Newton model, its ``[num_envs, ...]`` views, the actuation law, resets, the health check, sensors that read the
-Newton state) and swaps only the solver:
+Warp runs a CPU kernel's threads one after another in one OS thread, so MuJoCo-Warp on the CPU is 4-10x slower
+than MuJoCo's C engine on the same cores (``benchmarks/mujoco_batch.py``). :class:`MujocoBatchWorld` keeps
+everything of :class:`NewtonWorld` (the Newton model, its ``[num_envs, ...]`` views, the actuation law, resets,
+the health check, sensors that read the Newton state) and swaps only the solver:
 
 * the MuJoCo model is the one Newton's ``SolverMuJoCo`` builds from the same Newton model for MuJoCo-Warp (same
   timestep, integrator, solver, cone, iterations, solref/solimp, friction, margins, terrain), so both backends step
@@ -78,11 +78,6 @@ def _mj_quat(row: wp.array(dtype=wp.float64), at: int) -> wp.quat:
     return wp.quat(float(row[at + 1]), float(row[at + 2]), float(row[at + 3]), float(row[at]))
 
 
-@wp.func
-def _row(state: wp.array2d(dtype=wp.float64), i: int) -> wp.array(dtype=wp.float64):
-    return state[i]
-
-
 @wp.kernel(enable_backward=False)
 def mj_to_newton(L: Layout, state: wp.array2d(dtype=wp.float64), joint_q: wp.array2d(dtype=float),
                  joint_qd: wp.array2d(dtype=float), seen_q: wp.array2d(dtype=float),
@@ -90,7 +85,7 @@ def mj_to_newton(L: Layout, state: wp.array2d(dtype=wp.float64), joint_q: wp.arr
     """Env i's MuJoCo state row into Newton's joint coordinates and velocities (and the copies :func:`newton_to_mj`
     compares against to find what a task changed)."""
     i = wp.tid()
-    row = _row(state, i)
+    row = state[i]
     for k in range(L.q_newton.shape[0]):
         v = float(row[L.qpos + L.q_mj[k]]) - L.q_ref[k]
         joint_q[i, L.q_newton[k]] = v
@@ -163,7 +158,7 @@ def newton_to_mj(L: Layout, mask: wp.array(dtype=wp.bool), use_mask: int, joint_
     clears MuJoCo's warm start), otherwise only the values a task changed since :func:`mj_to_newton` (a push), so
     MuJoCo's float64 state is not rounded to float32 every control step."""
     i = wp.tid()
-    row = _row(state, i)
+    row = state[i]
     full = use_mask != 0 and mask[i]
     if use_mask != 0 and not full:
         return
@@ -207,7 +202,7 @@ def actuate_rows(L: Layout, mode: int, actions: wp.array2d(dtype=float), mj_q: w
     actuated joint k of env i, reading the joint's state from the MuJoCo row and writing its ``qfrc_applied`` (and
     Newton's ``joint_f`` view, which reward terms read)."""
     i, k = wp.tid()
-    row = _row(state, i)
+    row = state[i]
     tau = motor_torque(mode, actions[i, k], scale[k], offset[k], stiffness[i, k], damping[i, k], strength[i, k],
                        effort[i, k], dc_motor, velocity_limit[k], lower[k], upper[k],
                        float(row[L.qpos + mj_q[k]]) - ref[k], float(row[L.qvel + mj_qd[k]]))
@@ -217,8 +212,7 @@ def actuate_rows(L: Layout, mode: int, actions: wp.array2d(dtype=float), mj_q: w
 
 @wp.kernel(enable_backward=False)
 def gather_vec3(src: wp.array2d(dtype=wp.float64), index: wp.array(dtype=int), out: wp.array2d(dtype=wp.vec3)):
-    """``out[i, k]`` = the 3 values at ``src[i, index[k]]`` (contact forces out of ``cfrc_ext``, IMU readings out
-    of ``sensordata``)."""
+    """``out[i, k]`` = the 3 values at ``src[i, index[k]]`` (the contact forces out of ``cfrc_ext``)."""
     i, k = wp.tid()
     at = index[k]
     out[i, k] = wp.vec3(float(src[i, at]), float(src[i, at + 1]), float(src[i, at + 2]))
@@ -358,7 +352,7 @@ class MujocoBatchWorld(NewtonWorld):
         # a bad state stays bad, as on MuJoCo-Warp, so that the health check sees it, resets the env and counts it
         # (MuJoCo's own reset to qpos0 would hide it and teleport the robot)
         mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
-        # one constraint problem per env, as MuJoCo-Warp solves it (islands cost the ant 12% here; 2% the quadruped)
+        # one constraint problem per env, as MuJoCo-Warp solves it
         mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ISLAND)
         self.mj_model: mujoco.MjModel = mj
         """The MuJoCo model every env steps (the template; per-env fields live in the batch)."""
@@ -493,18 +487,7 @@ class MujocoBatchWorld(NewtonWorld):
         pass
 
     def _make_imu(self, label: str) -> None:
-        self.imu_rotation = self._site_rotation(label)
-
-    def _site_rotation(self, label: str) -> tuple[float, ...]:
-        labels = [lbl.split("/")[-1] for lbl in self.model.shape_label]
-        for s, lbl in enumerate(labels):
-            if lbl == label:
-                body = int(self.model.shape_body.numpy()[s])
-                if body != self.root_body:
-                    raise ValueError(f"IMU site '{label}' is on body {self.model.body_label[body]}, not on the "
-                                     "root body")
-                return tuple(float(v) for v in self.model.shape_transform.numpy()[s][3:7])
-        raise ValueError(f"IMU site '{label}' not found")
+        self._imu_site_rows(label)  # checks the site and sets imu_rotation; the readings come from MuJoCo
 
     @property
     def kernels(self) -> tuple:

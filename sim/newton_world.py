@@ -418,6 +418,11 @@ class NewtonWorld:
         from newton.sensors import SensorIMU
 
         self._require_mujoco("the IMU needs body accelerations")
+        self._imu = SensorIMU(self.model, sites=self._imu_site_rows(label), request_state_attributes=False)
+
+    def _imu_site_rows(self, label: str) -> list[int]:
+        """The shape rows of site ``label`` in every world (world order), checked to sit on the root body; sets
+        :attr:`imu_rotation` from it."""
         labels = [lbl.split("/")[-1] for lbl in self.model.shape_label]
         worlds = self.model.shape_world.numpy()
         rows = [s for s, (lbl, w) in enumerate(zip(labels, worlds)) if lbl == label and w >= 0]
@@ -430,7 +435,7 @@ class NewtonWorld:
         if body != self.root_body:
             raise ValueError(f"IMU site '{label}' is on body {self.model.body_label[body]}, not on the root body")
         self.imu_rotation = tuple(float(v) for v in self.model.shape_transform.numpy()[rows[0]][3:7])
-        self._imu = SensorIMU(self.model, sites=rows, request_state_attributes=False)
+        return rows
 
     @property
     def kernels(self) -> tuple:
