@@ -60,11 +60,17 @@ def _gru(seed: int, tmp: Path) -> dict:
     return {"mean_episode_length": res["mean_episode_length"]}
 
 
+def _overlap_cartpole(seed: int, tmp: Path) -> dict:
+    returns = _test_module("test_overlap")._overlapped_cartpole(tmp, seed)
+    return {"iterations": len(returns), "final": returns[-1], "curve": returns}
+
+
 RUNS = {
     "shac_pendulum": _shac("pendulum", 6144),        # tests/test_shac.py::test_shac_swings_up_the_pendulum_and_...
     "shac_swingup": _shac("cartpole-swingup", 16384),
     "shac_reach": _shac("reach", 16384, eval_every=2048),  # tests/test_shac.py::test_shac_reaches_with_the_arm
     "ppo_pendulum": _ppo_pendulum,                   # tests/test_learning.py::test_ppo_swings_up_the_pendulum
+    "overlap_cartpole": _overlap_cartpole,           # tests/test_overlap.py::test_overlapped_ppo_balances_the_...
     "gru": _gru,                                     # tests/test_policies_recurrent.py::test_gru_policy_trains_...
 }
 

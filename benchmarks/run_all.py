@@ -23,10 +23,13 @@ from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["sim_throughput", "policy_latency", "diff_vs_ppo", "train_vs_sb3"]
+SCRIPTS = ["sim_throughput", "policy_latency", "diff_vs_ppo", "train_vs_sb3", "overlap"]
 """Scripts in run order; a missing one is reported and skipped. sim_throughput runs newton_throughput's articulated
 tasks (ant, humanoid, quadruped) itself."""
-DEVICE_AWARE = {"sim_throughput", "newton_throughput"}
+DEVICE_AWARE = {"sim_throughput", "newton_throughput", "overlap"}
+SCRIPT_ARGS = {"overlap": ["--tasks", "cartpole", "pendulum", "ant", "--budget-s", "300"]}
+"""Arguments a script gets in ``make bench`` (overlap: the quadruped's runs alone take 40 minutes on 2 cores; run
+``benchmarks/overlap.py`` by hand for it)."""
 
 
 def machine_info(device: str) -> dict:
@@ -56,7 +59,7 @@ def machine_info(device: str) -> dict:
 
 def run_script(name: str, device: str, quick: bool) -> tuple[list[dict], float, str]:
     path = HERE / f"{name}.py"
-    cmd = [sys.executable, str(path), "--json"] + (["--quick"] if quick else [])
+    cmd = [sys.executable, str(path), "--json"] + (["--quick"] if quick else SCRIPT_ARGS.get(name, []))
     if name in DEVICE_AWARE:
         cmd += ["--device", device]
     t0 = time.perf_counter()

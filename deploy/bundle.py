@@ -98,17 +98,30 @@ def default_name(task: str, iteration: int, precision: str) -> str:
     return f"{task}_it{iteration}_{precision}"
 
 
+def default_precision(run: str | Path) -> str:
+    """The bundle precision a run exports at by default: its rollout precision when that is fp16 (the policy was
+    trained acting in it), else fp32 (a bf16 rollout precision has no bundle of its own: ONNX Runtime's CPU kernels
+    and TensorRT's Jetson builds take fp32 or fp16)."""
+    from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
+
+    ckpt = load_checkpoint(resolve_checkpoint(run))
+    algo = (ckpt.get("config") or {}).get("algo") or {}
+    return "fp16" if algo.get("rollout_precision") == "fp16" else "fp32"
+
+
 def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str | None = None,
-               precision: str = "fp32", parity_envs: int = 16, parity_steps: int = 200, episodes: int = 64,
+               precision: str | None = None, parity_envs: int = 16, parity_steps: int = 200, episodes: int = 64,
                tolerance: float | None = None, sim2sim_episodes: int = verify.SIM2SIM_EPISODES) -> ExportReport:
     """Export a run's latest checkpoint (or a checkpoint file) to a verified bundle.
 
     The bundle goes to ``out_dir`` when given, else ``<run dir>/exported/<name>``. ``tolerance`` overrides rung
     1's limit (fp32: max abs error; fp16: error relative to action std). ``sim2sim_episodes`` is rung 3's MuJoCo
     episode count (0 skips it). Raises :class:`ExportError` and writes no bundle when rung 1, rung 2 or the
-    runner's self-test fails (rung 3 is advisory).
+    runner's self-test fails (rung 3 is advisory). ``precision`` defaults to :func:`default_precision`.
     """
     from horde.envs import make
+
+    precision = precision or default_precision(run)
 
     if parity_steps < 200 or episodes < 64:
         raise ExportError(f"the ladder needs >= 200 parity steps and >= 64 closed-loop episodes, got "

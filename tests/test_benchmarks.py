@@ -41,6 +41,32 @@ def test_train_vs_sb3_quick_json():
     assert summary["task_settings"]["max_force"] > 0 and summary["task_note"]  # what task horde trained on
 
 
+def test_overlap_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "overlap.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    runs = {r["mode"]: r for r in rows if "mode" in r}
+    assert set(runs) == {"sync", "overlap"}
+    assert runs["sync"]["mean_staleness"] == 0 and runs["overlap"]["max_staleness_seen"] == 1
+    assert all(r["iterations"] == 2 and len(r["core_idle_share"]) >= 1 for r in runs.values())
+    ratios = {r["what"] for r in rows if r.get("kind") == "ratio"}
+    assert {"sync/overlap wall time to threshold", "overlap/sync env steps to threshold"} <= ratios
+
+
+def test_rollout_precision_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "rollout_precision.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    runs = {r["rollout_precision"]: r for r in rows if "summary" not in r}
+    assert set(runs) == {"fp32", "fp16"}
+    for r in runs.values():  # the same initial states for every policy: the returns are finite and comparable
+        assert r["episodes"] == 64 and r["bundle_gap_rel"] >= 0
+        assert all(abs(r[k]) < 1e6 for k in ("as_trained_return", "torch_fp32_return", "fp16_bundle_return"))
+    assert sum(1 for r in rows if r.get("summary")) == 2
+
+
 def test_run_all_writes_json_table_and_plots(tmp_path):
     import datetime as dt
 

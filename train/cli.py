@@ -6,6 +6,7 @@
     horde train task=cartpole lib=skrl   # another library's PPO on the same env: rsl-rl, skrl, sb3, rl-games
     horde play run=runs/cartpole/<stamp> [episodes=100]
     horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>] [sim2sim_episodes=16]
+                                             # precision: default the run's algo.rollout_precision
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
     horde sim2sim run=runs/quadruped/<stamp> [episodes=16]   # reach, quadruped: the exported policy in plain
                                              # MuJoCo (C engine), observations rebuilt from policy.json
@@ -98,7 +99,7 @@ def cmd_export(args: list[str]) -> dict:
         raise UsageError("export needs run=<run dir or checkpoint>")
     if kv.get("precision", "fp32") not in ("fp32", "fp16"):
         raise UsageError(f"precision={kv['precision']}: valid values: fp32, fp16")
-    report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision", "fp32"),
+    report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision"),
                         tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64),
                         **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
     for line in report.lines:

@@ -73,6 +73,18 @@ class PPOConfig:
     ends are spread over iterations instead of every env sharing one episode clock."""
     symmetry: SymmetryConfig = field(default_factory=SymmetryConfig)
     """Left-right symmetry augmentation and mirror loss (legged velocity tasks)."""
+    overlap: bool = False
+    """Update on one batch while the next is collected with the last finished update's parameters (staleness 1,
+    decoupled PPO objective; ``horde.train.overlap``). Not deterministic."""
+    overlap_learner: str = choice(("auto", "process", "thread"))
+    """With overlap, where the update runs: a forked process sharing the networks and rollouts through shared memory
+    (the CPU's choice under auto: two threads of one process share its GIL), or a thread (CUDA, on its own stream;
+    recurrent policies; distributed runs)."""
+    max_staleness: int = bounded(1, ge=1)
+    """With overlap: the most updates the acting policy may lag the learner by (checked every iteration)."""
+    rollout_precision: str = choice(("fp32", "bf16", "fp16"))
+    """Precision of the actor's forward pass in rollouts and in the update's log-probabilities (fp32 master weights);
+    ``horde export`` defaults to it (fp16 bundles for fp16; fp32 otherwise)."""
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     """Actor and critic networks."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import warnings
 from pathlib import Path
 
 import torch
@@ -115,11 +114,7 @@ class DistillationTrainer(PPOTrainer):
         self.alg.load(ckpt, {"student": True, "teacher": True, "optimizer": True}, strict=True)
         self.iteration = int(ckpt["iteration"])
         torch.set_rng_state(ckpt["torch_rng"])
-        if "env_state" in ckpt and not self.dist.enabled:
-            try:
-                self.core.set_env_state(ckpt["env_state"])
-            except ValueError as exc:  # e.g. saved on the CPU's MuJoCo C backend, resumed on a GPU's MuJoCo-Warp
-                warnings.warn(f"{exc}: the envs start afresh (an exact resume needs the same backend)", stacklevel=2)
+        self._restore_envs(ckpt)
 
     def _learner_state(self) -> dict:
         """The student, the teacher and the optimizer; the student also as ``actor_state_dict`` (what play and

@@ -23,6 +23,7 @@ from horde.envs import RslRlVecEnv, make
 from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from horde.train.config import ConfigError, TrainConfig, to_container
+from horde.train.overlap import OverlappedRollouts, act_in_precision
 from horde.train.runner import run
 from horde.train.session import DistInfo, broadcast_object, seed_everything, setup_distributed
 from horde.train.timing import PhaseTimer
@@ -107,6 +108,9 @@ class PPOTrainer:
         num_envs = cfg.num_envs // self.dist.world_size
         if num_envs < 1:
             raise ConfigError(f"num_envs={cfg.num_envs} cannot be split over {self.dist.world_size} ranks")
+        if getattr(cfg.algo, "overlap", False) and cfg.deterministic:
+            raise ConfigError("algo.overlap=true cannot be deterministic (the learner draws random numbers beside "
+                              "the rollout, and its generator is not checkpointed): drop one of the two")
         torch.set_num_threads(cfg.torch_threads)
         seed = cfg.seed + self.dist.rank  # every rank explores differently
         seed_everything(seed, deterministic=cfg.deterministic)
@@ -129,9 +133,17 @@ class PPOTrainer:
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
         squash_actions(self.alg.actor, cfg.algo.policy)
+        act_in_precision(self.alg.actor, getattr(cfg.algo, "rollout_precision", "fp32"))
         freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)
         use_fused_adam(self.alg)
         self._start_loop(resume_ckpt, seed)
+        self.overlap = None
+        """The overlapped schedule (``algo.overlap=true``), else None."""
+        if getattr(cfg.algo, "overlap", False):
+            try:
+                self.overlap = OverlappedRollouts(self, cfg.algo.max_staleness, cfg.algo.overlap_learner)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if not self.quiet:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
             ranks = f" x {self.dist.world_size} ranks" if self.dist.enabled else ""
@@ -159,11 +171,16 @@ class PPOTrainer:
         self.alg.learning_rate = float(ckpt["learning_rate"])
         self.iteration = int(ckpt["iteration"])
         torch.set_rng_state(ckpt["torch_rng"])
+        self._restore_envs(ckpt)
+
+    def _restore_envs(self, ckpt: dict) -> None:
+        """The envs exactly as saved (single process); an env state from another simulator backend (e.g. saved on
+        the CPU's MuJoCo C engine, resumed on a GPU's MuJoCo-Warp) is skipped with a warning: the envs start afresh."""
         if "env_state" in ckpt and not self.dist.enabled:
             try:
                 self.core.set_env_state(ckpt["env_state"])
-            except ValueError as exc:  # e.g. saved on the CPU's MuJoCo C backend, resumed on a GPU's MuJoCo-Warp
-                warnings.warn(f"{exc}: the envs start afresh (an exact resume needs the same backend)", stacklevel=2)
+            except ValueError as exc:
+                warnings.warn(f"{exc}: the envs start afresh (an exact resume needs the same backend)", stacklevel=3)
 
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Path:
@@ -184,8 +201,9 @@ class PPOTrainer:
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
 
     def _learner_state(self) -> dict:
-        """rsl-rl's state of the learner (networks, optimizer)."""
-        return self.alg.save()
+        """rsl-rl's state of the learner (networks, optimizer; from the learner process when overlap runs one)."""
+        state = self.overlap.learner_state() if self.overlap is not None else None
+        return state if state is not None else self.alg.save()
 
     # --- the loop (horde.train.runner drives it) -------------------------------------------------------------
     label = "ppo"
@@ -203,7 +221,17 @@ class PPOTrainer:
         return float(self.alg.learning_rate)
 
     def noise_std(self) -> float:
-        return float(self.alg.get_policy().output_std.detach().mean())
+        """Mean standard deviation of the action noise, from the distribution's parameters (the actor need not have
+        run a forward pass in this process: with the overlapped learner process it has not)."""
+        dist = self.alg.get_policy().distribution
+        kind = getattr(dist, "std_type", None)
+        if kind == "scalar":
+            std = dist.std_param.clamp(*dist.std_range)
+        elif kind == "log":
+            std = dist.log_std_param.clamp(*dist.log_std_range).exp()
+        else:
+            std = self.alg.get_policy().output_std
+        return float(std.detach().mean())
 
     def policy(self) -> torch.nn.Module:
         return self.alg.get_policy()
@@ -218,7 +246,10 @@ class PPOTrainer:
         self.alg.train_mode()
 
     def iterate(self) -> dict[str, float]:
-        """One PPO iteration: ``num_steps_per_env`` steps of every env, returns, the update."""
+        """One PPO iteration: ``num_steps_per_env`` steps of every env, returns, the update (with overlap: the
+        update of the last batch while the next is collected)."""
+        if self.overlap is not None:
+            return self.overlap.iterate()
         alg, timer = self.alg, self.timer
         with torch.inference_mode():
             for _ in range(self.cfg.algo.num_steps_per_env):
@@ -237,4 +268,8 @@ class PPOTrainer:
 
     def learn(self, on_iteration: Callable[[PPOTrainer], bool] | None = None) -> dict:
         """Train for ``cfg.max_iterations`` iterations (:func:`horde.train.runner.run`); returns the summary."""
-        return run(self, on_iteration)
+        try:
+            return run(self, on_iteration)
+        finally:
+            if self.overlap is not None:
+                self.overlap.close()

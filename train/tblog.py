@@ -7,7 +7,7 @@ def iteration_scalars(*, stats: dict, losses: dict, split: dict, steps: int, ite
                       noise_std: float) -> dict[str, float]:
     """Losses, learning rate, exploration noise, throughput, the wall-time split, episode statistics, every reward
     term and every ``sim/*`` counter (e.g. ``sim/unstable_resets`` from the physics health check), by tag."""
-    out = {f"Loss/{k}": v for k, v in losses.items()}
+    out = {k if "/" in k else f"Loss/{k}": v for k, v in losses.items()}  # "Overlap/..." keeps its own tag
     out["Loss/learning_rate"] = learning_rate
     out["Policy/mean_noise_std"] = noise_std
     out["Perf/env_steps_per_s"] = steps / iter_s

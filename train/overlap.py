@@ -1,0 +1,364 @@
+"""PPO with the rollout and the update at the same time (``algo.overlap=true``), and rollouts in the precision that
+ships (``algo.rollout_precision``).
+
+Overlap. Synchronous PPO alternates: the envs and the policy's inference wait while the update runs, and the update
+waits while the envs step. :class:`OverlappedRollouts` runs the update of iteration ``i``'s batch in a learner (a
+forked process on the CPU, a thread on CUDA) while the calling thread collects iteration ``i + 1``'s batch with the
+parameters of the last finished update (the *behaviour* policy, a copy of the actor and the critic). Every iteration
+pairs one update with the next rollout and then joins both, so every batch after the first is exactly 1 update stale
+(``algo.max_staleness`` is the bound it is checked against; the first batch, and the first after a resume, is
+collected synchronously with staleness 0).
+
+The objective is decoupled PPO (:meth:`OverlappedRollouts._decouple`): the clip is centred on the learner's policy
+at the update's start, and each sample is weighted by that policy's probability over the behaviour policy's (stored
+by rsl-rl at acting time), capped at :data:`WEIGHT_CAP`; with staleness 0 it is PPO exactly. The KL between the
+behaviour and the learner's policy (``Overlap/kl_behaviour``), the staleness (``Overlap/staleness``) and the
+update's own time (``Overlap/update_s``) are logged every iteration; the runner's ``learn`` share is the time the
+rollout waited for the update.
+
+Where the time goes. CPU: the learner process shares the networks' parameters and both rollout storages with the
+trainer through shared memory and gets one message per iteration over a pipe, so the update and the rollout hold
+no lock in common (two threads of one process would share the GIL: torch's and Warp's small calls hold it between
+kernels). ``algo.overlap_learner=thread`` keeps the update in a thread (recurrent policies and distributed runs use
+it). CUDA: the learner thread issues its work on its own stream, ordered against the rollout's stream with events
+(no host sync in the step).
+
+Not deterministic: a learner thread draws from torch's process-wide generators (action noise, mini-batch shuffles)
+in an order that timing decides, and a learner process's generator is not in the checkpoint; ``deterministic=true``
+with overlap is refused. A checkpoint holds the learner after update ``i`` (the optimizer's state fetched from the
+learner process) and the envs after rollout ``i + 1``; that batch is discarded (a resumed run collects its next
+batch synchronously with the checkpoint's parameters).
+
+Precision. :func:`act_in_precision` runs the actor's MLP under torch autocast in ``algo.rollout_precision`` (fp32
+master weights) for acting and for the update's log-probabilities alike, so PPO's ratio compares the same quantized
+forward pass that acted; ``horde export`` defaults to that precision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import time
+import types
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import torch
+from rsl_rl.storage import RolloutStorage
+
+WEIGHT_CAP = 2.0
+"""Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def act_in_precision(actor: torch.nn.Module, precision: str) -> torch.nn.Module:
+    """Make ``actor``'s MLP compute in ``precision`` (torch autocast over its forward; fp32 master weights, fp32
+    output), in rollouts and in PPO's update alike, so the log-probabilities of the ratio come from the same
+    quantized forward pass that acted. State-dict keys are unchanged; ``fp32`` leaves the actor as it is."""
+    dtype = PRECISIONS[precision]
+    if dtype is torch.float32:
+        return actor
+    mlp = actor.mlp
+    inner = type(mlp).forward
+
+    def forward(self, x):
+        with torch.autocast(device_type=x.device.type, dtype=dtype):
+            return inner(self, x).float()
+
+    mlp.forward = types.MethodType(forward, mlp)
+    mlp.horde_precision = precision
+    return actor
+
+
+def actor_precision(actor: torch.nn.Module) -> str:
+    """The precision :func:`act_in_precision` set on ``actor`` (``fp32`` when none)."""
+    return getattr(actor.mlp, "horde_precision", "fp32")
+
+
+class OverlappedRollouts:
+    """Drives one :class:`horde.train.ppo.PPOTrainer` with the update of a batch and the next rollout overlapped.
+
+    ``learner``: ``thread`` runs the update in a thread of this process (CUDA: on its own stream); ``process`` in a
+    forked child process that shares the networks' parameters and both rollout storages through shared memory (CPU
+    only: no GIL between the two sides); ``auto`` picks ``process`` on the CPU for feed-forward, single-process
+    runs and ``thread`` otherwise.
+    """
+
+    def __init__(self, trainer, max_staleness: int, learner: str = "auto") -> None:
+        self.trainer = trainer
+        self.max_staleness = max_staleness
+        alg = trainer.alg
+        # the acting side: rsl-rl's PPO object, shallow-copied, with its own actor/critic copies, transition and
+        # storage; act / process_env_step / compute_returns then run on it exactly as on the learner's
+        self.acting = copy.copy(alg)
+        self.acting.actor = copy.deepcopy(alg.actor)
+        self.acting.critic = copy.deepcopy(alg.critic)
+        self.acting.transition = RolloutStorage.Transition()
+        self._storages = (alg.storage, copy.deepcopy(alg.storage))
+        self._free = list(self._storages)  # the storages not being filled or updated on
+        self._pending: RolloutStorage | None = None  # a collected batch with its returns, not yet updated on
+        self._pending_version = 0
+        self.version = 0
+        """Updates finished."""
+        self.staleness_seen: list[int] = []
+        """The staleness of every batch updated on (instrumentation for tests and the benchmark)."""
+        self.kl_seen: list[float] = []
+        """The behaviour policy's KL from the learner's, before every update."""
+        self._cuda = trainer.device.type == "cuda"
+        recurrent = alg.actor.is_recurrent or alg.critic.is_recurrent
+        if learner == "auto":
+            learner = "process" if not (self._cuda or recurrent or trainer.dist.enabled) else "thread"
+        if learner == "process" and (self._cuda or recurrent):
+            raise ValueError("algo.overlap_learner=process needs the CPU and a feed-forward policy; use thread")
+        self.learner = learner
+        """``thread`` or ``process`` (resolved)."""
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horde-learner")
+        self._learn_stream = torch.cuda.Stream(trainer.device) if self._cuda else None
+        self._threads_set = False
+        self._child = None  # (process, connection) once forked
+        self._advantages: dict[int, torch.Tensor] = {}  # each storage's shared advantage buffer (process learner)
+        self.decoupled = True
+        """Decoupled PPO objective (:meth:`_decouple`); False: PPO's clip around the behaviour policy."""
+
+    # --- the acting side (calling thread) -------------------------------------------------------------------
+    def _sync_behaviour(self) -> None:
+        """The behaviour policy takes the learner's parameters and normalizer statistics (after its last update)."""
+        alg = self.trainer.alg
+        with torch.no_grad():
+            self.acting.actor.load_state_dict(alg.actor.state_dict())
+            self.acting.critic.load_state_dict(alg.critic.state_dict())
+
+    def _collect(self) -> RolloutStorage:
+        """One batch with the behaviour policy into a free storage, its returns computed (calling thread)."""
+        t, acting = self.trainer, self.acting
+        timer = t.timer
+        acting.storage = storage = self._free.pop()
+        storage.clear()
+        with torch.inference_mode():
+            for _ in range(t.cfg.algo.num_steps_per_env):
+                actions = acting.act(t._obs)
+                timer.mark("inference")
+                t._obs, rewards, dones, extras = t.env.step(actions)
+                timer.mark("sim")
+                acting.process_env_step(t._obs, rewards, dones, extras)
+                timer.mark("other")
+            acting.compute_returns(t._obs)
+            shared = self._advantages.get(id(storage))
+            if shared is not None:  # rsl-rl assigns new advantage tensors: back into the buffer the child reads
+                shared.copy_(storage.advantages)
+                storage.advantages = shared
+            timer.mark("inference")
+        return acting.storage
+
+    # --- the learning side ----------------------------------------------------------------------------------
+    def _learn(self, storage: RolloutStorage) -> dict[str, float]:
+        """Decoupling, then rsl-rl's update on ``storage`` (learner thread or process)."""
+        alg = self.trainer.alg
+        t0 = time.perf_counter()
+        kl = self._decouple(storage)
+        alg.storage = storage
+        losses = alg.update()
+        losses["Overlap/kl_behaviour"] = kl
+        losses["Overlap/update_s"] = time.perf_counter() - t0
+        return losses
+
+    def _update_in_thread(self, storage: RolloutStorage, ready) -> tuple[dict[str, float], object]:
+        if not self._threads_set:
+            torch.set_num_threads(1)  # per thread (OpenMP): the calling thread keeps its own count
+            self._threads_set = True
+        with torch.cuda.stream(self._learn_stream) if self._cuda else contextlib.nullcontext():
+            if ready is not None:
+                self._learn_stream.wait_event(ready)
+            losses = self._learn(storage)
+            done = None
+            if self._cuda:
+                done = torch.cuda.Event()
+                done.record(self._learn_stream)
+        return losses, done
+
+    def _fork(self) -> None:
+        """Put the networks and both storages in shared memory and fork the learner process."""
+        import multiprocessing
+
+        alg = self.trainer.alg
+        filled = next(s for s in self._storages if s.distribution_params is not None)
+        for storage in self._storages:  # rsl-rl allocates them at the first transition: before sharing here
+            if storage.distribution_params is None:
+                storage.distribution_params = tuple(torch.zeros_like(p) for p in filled.distribution_params)
+        for storage in self._storages:
+            for name, value in vars(storage).items():
+                if isinstance(value, (tuple, list)):
+                    for v in value:
+                        if isinstance(v, torch.Tensor):
+                            v.share_memory_()
+                elif hasattr(value, "share_memory_"):
+                    value.share_memory_()
+            self._advantages[id(storage)] = storage.advantages
+        alg.actor.share_memory()
+        alg.critic.share_memory()
+        # buffers a module replaces instead of updating in place (rsl-rl's normalizer assigns a new ``_std``) are
+        # copied back into the shared one after every update (:meth:`_reshare`)
+        self._shared_buffers = [(m, name, b) for net in (alg.actor, alg.critic) for m in net.modules()
+                                for name, b in m._buffers.items() if b is not None]
+        ctx = multiprocessing.get_context("fork")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=self._child_main, args=(child,), name="horde-learner", daemon=True)
+        proc.start()
+        child.close()
+        self._child = (proc, parent)
+
+    def _child_main(self, conn) -> None:
+        """The learner process: updates on request, sends the losses and the learning rate back."""
+        import os
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run and asks for the state
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        torch.set_num_threads(1)
+        alg = self.trainer.alg
+        code = 0
+        try:
+            while True:
+                try:
+                    msg = conn.recv()
+                except EOFError:
+                    break
+                if msg[0] == "update":
+                    try:
+                        losses = self._learn(self._storages[msg[1]])
+                        self._reshare()
+                        conn.send(("done", losses, float(alg.learning_rate)))
+                    except Exception as exc:  # reported in the parent, with its type
+                        conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
+                elif msg[0] == "state":  # as bytes: no shared-memory handles cross the pipe
+                    buf = io.BytesIO()
+                    torch.save(alg.save(), buf)
+                    conn.send(("state", buf.getvalue(), float(alg.learning_rate)))
+                else:
+                    break
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)  # no atexit handlers of the parent's (TensorBoard writers, Warp) in the child
+
+    def _reshare(self) -> None:
+        """Every buffer the update replaced goes back into its shared tensor (learner process)."""
+        with torch.no_grad():
+            for module, name, shared in self._shared_buffers:
+                now = module._buffers.get(name)
+                if now is not None and now is not shared:
+                    shared.copy_(now)
+                    module._buffers[name] = shared
+
+    def _child_call(self, msg):
+        proc, conn = self._child
+        conn.send(msg)
+        try:
+            return conn.recv()
+        except EOFError:
+            raise RuntimeError(f"the overlapped learner process died (exit code {proc.exitcode})") from None
+
+    def learner_state(self) -> dict | None:
+        """rsl-rl's ``save()`` of the learner as it is in the learner process (None with the thread learner, whose
+        state is the trainer's own)."""
+        if self._child is None:
+            return None
+        _, data, _ = self._child_call(("state",))
+        return torch.load(io.BytesIO(data), weights_only=False)
+
+    def _decouple(self, storage: RolloutStorage) -> float:
+        """Decoupled PPO (Hilton et al. 2021, "Batch size-invariance for policy optimization"; AReaL trains on stale
+        rollouts with it): the clip is centred on the *proximal* policy (the learner's at the update's start), not
+        on the behaviour policy that acted, and each sample's advantage is weighted by pi_prox / pi_behaviour
+        (capped at :data:`WEIGHT_CAP`). In rsl-rl's storage that is: the old log-probabilities and distribution
+        parameters become the proximal policy's (so the adaptive learning rate also measures the KL of the update,
+        not of the lag), and the normalized advantages take the weight. Returns the mean KL(behaviour || proximal).
+        With staleness 0 every weight is 1 and nothing changes. Recurrent actors (whose forward needs each step's
+        stored hidden state) keep the behaviour's figures; the KL is then NaN."""
+        actor = self.trainer.alg.actor
+        if actor.is_recurrent:
+            return float("nan")
+        with torch.inference_mode():
+            steps, envs = storage.actions.shape[:2]
+            actor(storage.observations.flatten(0, 1), stochastic_output=True)
+            prox = tuple(p.detach() for p in actor.output_distribution_params)
+            behaviour = tuple(p.flatten(0, 1) for p in storage.distribution_params)
+            kl = actor.get_kl_divergence(behaviour, prox).mean()
+            logp = actor.get_output_log_prob(storage.actions.flatten(0, 1)).view(steps, envs, 1)
+            if not self.decoupled:  # plain PPO against the behaviour policy (for comparison)
+                return float(kl)
+            weight = (logp - storage.actions_log_prob).exp().clamp(max=WEIGHT_CAP)
+            storage.advantages.mul_(weight)
+            storage.actions_log_prob.copy_(logp)
+            for dst, src in zip(storage.distribution_params, prox):
+                dst.copy_(src.view(dst.shape))
+            return float(kl)
+
+    # --- one iteration --------------------------------------------------------------------------------------
+    def iterate(self) -> dict[str, float]:
+        """Update on the pending batch while collecting the next one (none after the last iteration)."""
+        t = self.trainer
+        if self._pending is None:  # the first batch (or the first after a resume): collected synchronously
+            self._sync_behaviour()
+            self._pending, self._pending_version = self._collect(), self.version
+        if self.learner == "process" and self._child is None:
+            self._fork()
+        batch, staleness = self._pending, self.version - self._pending_version
+        if staleness > self.max_staleness:
+            raise RuntimeError(f"staleness {staleness} exceeds algo.max_staleness={self.max_staleness}")
+        ready = None
+        if self._cuda:
+            ready = torch.cuda.Event()
+            ready.record(torch.cuda.current_stream(t.device))
+        if self._child is not None:
+            index = next(i for i, s in enumerate(self._storages) if s is batch)
+            self._child[1].send(("update", index))
+        else:
+            future: Future = self._pool.submit(self._update_in_thread, batch, ready)
+        # meanwhile the next batch, with the parameters of the last finished update (the running one has not)
+        last = t.iteration + 1 >= t.cfg.max_iterations
+        nxt = None if last else self._collect()
+        done = None
+        if self._child is not None:
+            try:
+                kind, losses, lr = self._child[1].recv()
+            except EOFError:
+                code = self._child[0].exitcode
+                raise RuntimeError(f"the overlapped learner process died (exit code {code})") from None
+            if kind == "error":
+                raise RuntimeError(f"the overlapped learner process failed: {losses}")
+            t.alg.learning_rate = lr  # for the logs and checkpoints; the optimizer lives in the child
+        else:
+            losses, done = future.result()
+        if done is not None:
+            torch.cuda.current_stream(t.device).wait_event(done)
+        t.timer.mark("learn")  # the rollout's marks are in: this is the time the rollout waited for the update
+        self._free.append(batch)
+        self._pending, self._pending_version = nxt, self.version
+        self.version += 1
+        self.staleness_seen.append(staleness)
+        self.kl_seen.append(losses["Overlap/kl_behaviour"])
+        self._sync_behaviour()
+        losses["Overlap/staleness"] = float(staleness)
+        t.iteration += 1
+        return losses
+
+    def close(self) -> None:
+        """Stop the learner thread or process."""
+        self._pool.shutdown(wait=True)
+        if self._child is not None:
+            proc, conn = self._child
+            if proc.is_alive():  # the trainer's own optimizer takes the learner's state back
+                alg = self.trainer.alg
+                alg.optimizer.load_state_dict(self.learner_state()["optimizer_state_dict"])
+                for group in alg.optimizer.param_groups:
+                    group["lr"] = alg.learning_rate
+            try:
+                conn.send(("stop",))
+            except (BrokenPipeError, OSError):
+                pass
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+            conn.close()
+            self._child = None
