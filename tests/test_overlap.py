@@ -117,7 +117,7 @@ def test_overlapped_run_is_preempted_with_a_checkpoint(tmp_path):
     assert resumed.learn()["preempted"] is False
 
 
-def _overlapped_cartpole(tmp_path, seed: int, max_iterations: int = 30) -> list[float]:
+def _overlapped_cartpole(tmp_path, seed: int, max_iterations: int = 40) -> list[float]:
     """Deterministic mean returns (100 episodes) after every iteration of the tuned cartpole with overlap, until
     475 or ``max_iterations``."""
     cfg, task, raw = compose([f"run_root={tmp_path}", "task=cartpole", f"seed={seed}",
@@ -136,9 +136,10 @@ def _overlapped_cartpole(tmp_path, seed: int, max_iterations: int = 30) -> list[
 
 @pytest.mark.slow
 def test_overlapped_ppo_balances_the_cartpole(tmp_path):
-    """The tuned cartpole with overlap reaches a deterministic mean return of 475 (100 episodes). Seeds 0-9 on a
-    2-core AMD EPYC (2026-11-25, ``benchmarks/learning_bars.py --tests overlap_cartpole``) took SEEDS iterations;
-    the bar of 30 sits above the worst of them."""
+    """The tuned cartpole with overlap (the learner process) reaches a deterministic mean return of 475 (100
+    episodes). Seeds 0-9 on a 2-core AMD EPYC (2026-11-25, ``benchmarks/learning_bars.py --tests overlap_cartpole``)
+    took 15, 8, 17, 16, 14, 14, 11, 12, 11 and 13 iterations (synchronous: 7-12); the bar of 40 leaves room for
+    another machine's trajectory without hiding a learner that no longer learns."""
     returns = _overlapped_cartpole(tmp_path, seed=0)
     assert returns[-1] >= 475.0, returns
 
