@@ -130,25 +130,16 @@ class OverlappedRollouts:
 
     def _collect(self) -> RolloutStorage:
         """One batch with the behaviour policy into a free storage, its returns computed (calling thread)."""
-        t, acting = self.trainer, self.acting
-        timer = t.timer
+        acting = self.acting
         acting.storage = storage = self._free.pop()
         storage.clear()
-        with torch.inference_mode():
-            for _ in range(t.cfg.algo.num_steps_per_env):
-                actions = acting.act(t._obs)
-                timer.mark("inference")
-                t._obs, rewards, dones, extras = t.env.step(actions)
-                timer.mark("sim")
-                acting.process_env_step(t._obs, rewards, dones, extras)
-                timer.mark("other")
-            acting.compute_returns(t._obs)
-            shared = self._advantages.get(id(storage))
-            if shared is not None:  # rsl-rl assigns new advantage tensors: back into the buffer the child reads
+        self.trainer.rollout(acting, returns_phase="inference")
+        shared = self._advantages.get(id(storage))
+        if shared is not None:  # rsl-rl assigns new advantage tensors: back into the buffer the child reads
+            with torch.inference_mode():
                 shared.copy_(storage.advantages)
-                storage.advantages = shared
-            timer.mark("inference")
-        return acting.storage
+            storage.advantages = shared
+        return storage
 
     # --- the learning side ----------------------------------------------------------------------------------
     def _learn(self, storage: RolloutStorage) -> dict[str, float]:

@@ -100,6 +100,10 @@ def use_fused_adam(alg: PPO) -> None:
 class PPOTrainer:
     """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
 
+    overlap: OverlappedRollouts | None = None
+    """The overlapped schedule (``algo.overlap=true``), else None (always None for learners built on this one
+    without it, such as distillation)."""
+
     def __init__(self, cfg: TrainConfig, task: str, raw_cfg: DictConfig, *, run_dir: str | Path | None = None,
                  quiet: bool = False) -> None:
         self.cfg, self.task = cfg, task
@@ -137,8 +141,6 @@ class PPOTrainer:
         freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)
         use_fused_adam(self.alg)
         self._start_loop(resume_ckpt, seed)
-        self.overlap = None
-        """The overlapped schedule (``algo.overlap=true``), else None."""
         if getattr(cfg.algo, "overlap", False):
             try:
                 self.overlap = OverlappedRollouts(self, cfg.algo.max_staleness, cfg.algo.overlap_learner)
@@ -250,7 +252,17 @@ class PPOTrainer:
         update of the last batch while the next is collected)."""
         if self.overlap is not None:
             return self.overlap.iterate()
-        alg, timer = self.alg, self.timer
+        self.rollout(self.alg, returns_phase="learn")
+        losses = self.alg.update()
+        self.timer.mark("learn")
+        self.iteration += 1
+        return losses
+
+    def rollout(self, alg: PPO, *, returns_phase: str) -> None:
+        """``num_steps_per_env`` steps of every env acted by ``alg`` (the learner's PPO, or the overlapped
+        schedule's acting copy) into its storage, then its returns; the timer charges the returns to
+        ``returns_phase``."""
+        timer = self.timer
         with torch.inference_mode():
             for _ in range(self.cfg.algo.num_steps_per_env):
                 actions = alg.act(self._obs)
@@ -260,11 +272,7 @@ class PPOTrainer:
                 alg.process_env_step(self._obs, rewards, dones, extras)
                 timer.mark("other")
             alg.compute_returns(self._obs)
-            timer.mark("learn")
-        losses = alg.update()
-        timer.mark("learn")
-        self.iteration += 1
-        return losses
+            timer.mark(returns_phase)
 
     def learn(self, on_iteration: Callable[[PPOTrainer], bool] | None = None) -> dict:
         """Train for ``cfg.max_iterations`` iterations (:func:`horde.train.runner.run`); returns the summary."""
