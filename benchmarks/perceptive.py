@@ -12,7 +12,9 @@ drives ``--eval-envs`` fresh envs of the same task (other seeds, starting on the
 policy's action mean, reporting the linear-velocity error [m/s] after ``--settle`` steps (as
 ``learn_quadruped.py``). Evaluation time is not counted. ``--parallel`` runs the two variants of a seed at once, one
 per core (each run uses one core: Warp's CPU kernels and torch with one thread), so both see the same machine.
-Writes ``<out>/perceptive.json`` and ``<out>/perceptive.png``.
+Writes ``<out>/perceptive.json`` and ``<out>/perceptive.png``. ``--append FILE.jsonl`` adds each run (with its
+date and CPU) to FILE and summarises every run of the same length there, so the issue's 3 seeds can be gathered a seed
+pair at a time (a pair is 60 minutes of both cores): the two variants of one seed always run on the same machine.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", choices=list(VARIANTS), help=argparse.SUPPRESS)  # one run (used by --parallel)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--append", metavar="FILE.jsonl", help="add the runs to FILE and summarise all of its runs")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs, one seed (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=256")
     args = ap.parse_args(argv)
@@ -122,6 +125,17 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run_one(v, seed, minutes, eval_every, eval_envs, eval_steps, settle, overrides))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.append:
+        from run_all import machine_info
+
+        store = Path(args.append)
+        info = machine_info("cpu")
+        with store.open("a") as f:
+            for r in runs:
+                f.write(json.dumps({"date": info["date"], "cpu": info["cpu"], "minutes": minutes,
+                                    "overrides": overrides, **r}) + "\n")
+        runs = [r for r in map(json.loads, store.read_text().splitlines())
+                if r["minutes"] == minutes and r["overrides"] == overrides]
     summary = {}
     for v in VARIANTS:
         last = [r["curve"][-1] for r in runs if r["variant"] == v and r["curve"]]

@@ -358,7 +358,8 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
         raise FieldError(f"task.dc_motor=true: robot '{cfg.robot}' states no velocity_limit for its motors")
     actuation = Actuation(mode="pd", scale=scale, offset=robot_def.default_joint_pos, stiffness=stiffness,
                           damping=damping, effort_limit=robot_def.effort_limit,
-                          velocity_limit=robot_def.velocity_limit if cfg.dc_motor else None)
+                          velocity_limit=robot_def.velocity_limit if cfg.dc_motor else None,
+                          network=cfg.actuator_net)
     contact_bodies = (*robot_def.feet, *robot_def.undesired_contacts, *robot_def.failure_contacts)
     with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
         warnings.filterwarnings("once", message=".*authored margin.*")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from horde.envs.core import TaskConfig
 from horde.envs.robots import ROBOTS
 from horde.sim.depth_camera import DepthCameraConfig
-from horde.sim.fields import choice
+from horde.sim.fields import choice, file_path
 from horde.sim.newton_world import SimConfig
 from horde.sim.randomize import RandomizationConfig
 from horde.sim.terrain import HeightScanConfig, TerrainConfig
@@ -69,6 +69,10 @@ class VelocityConfig(TaskConfig):
     """DC-motor torque-speed limit on every joint: the torque available in the direction of motion falls linearly
     from the effort limit at rest to zero at the robot's ``velocity_limit`` (go2 30.1 / 15.7 rad/s, g1 20-37 rad/s
     by motor). Off: a flat +- effort limit."""
+    actuator_net: str | None = file_path(suffix=".onnx", hint="fit one with `horde actuator-net data=<motor log>.npz`")
+    """Path of an ONNX actuator network (``horde actuator-net`` fits one to logged motor data) that gives each joint's
+    torque from its recent position errors and velocities in place of the PD law (stiffness and damping then go
+    unused; motor strength, effort limit and ``dc_motor`` still apply). null: the PD law."""
     imu: bool = False
     """Angular velocity and gravity observations as the robot's IMU gives them: Newton's ``SensorIMU`` at the robot's
     IMU site (go2 ``imu``, g1 ``imu_in_pelvis``; the base origin for quad12), in that site's frame. Off: the base

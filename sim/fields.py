@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["FieldError", "bounded", "check_fields", "choice", "choice_fields", "valid_choices"]
+__all__ = ["FieldError", "bounded", "check_fields", "choice", "choice_fields", "file_path", "valid_choices"]
 
 
 class FieldError(ValueError):
@@ -35,6 +35,12 @@ def bounded(default: float | int, *, gt: float | None = None, ge: float | None =
     """A numeric field that must satisfy the given bounds (``gt`` >, ``ge`` >=, ``lt`` <, ``le`` <=)."""
     bounds = {k: v for k, v in (("gt", gt), ("ge", ge), ("lt", lt), ("le", le)) if v is not None}
     return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+def file_path(*, suffix: str, hint: str = "") -> Any:
+    """An optional field naming a file that must exist and end in ``suffix`` when set (default None); ``hint`` says
+    where such a file comes from, in the error."""
+    return dataclasses.field(default=None, metadata={"file": suffix, "hint": hint})
 
 
 def _metadata(cls: type, name: str) -> dict:
@@ -79,6 +85,15 @@ def check_fields(obj: Any, prefix: str = "") -> None:
         if bounds and not _in_bounds(value, bounds):
             rule = " and ".join(f"{_SYMBOL[k]} {b}" for k, b in bounds.items())
             raise FieldError(f"{path}={value}: must be {rule}")
+        meta = _metadata(type(obj), f.name)
+        if "file" in meta and value is not None:
+            from pathlib import Path
+
+            hint = f" ({meta['hint']})" if meta["hint"] else ""
+            if not Path(str(value)).expanduser().is_file():
+                raise FieldError(f"{path}={value}: no such file{hint}")
+            if not str(value).lower().endswith(meta["file"]):
+                raise FieldError(f"{path}={value}: expected a {meta['file']} file{hint}")
         if dataclasses.is_dataclass(value):
             check_fields(value, path)
 

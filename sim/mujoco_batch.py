@@ -37,7 +37,7 @@ import warp as wp
 
 from horde.sim.fields import FieldError
 from horde.sim.graph import host_call
-from horde.sim.newton_world import _TORQUE, NewtonWorld, motor_torque
+from horde.sim.newton_world import _NET, _TORQUE, NewtonWorld, motor_torque
 
 if TYPE_CHECKING:
     import mujoco
@@ -197,17 +197,37 @@ def actuate_rows(L: Layout, mode: int, actions: wp.array2d(dtype=float), mj_q: w
                  scale: wp.array(dtype=float), offset: wp.array(dtype=float), stiffness: wp.array2d(dtype=float),
                  damping: wp.array2d(dtype=float), strength: wp.array2d(dtype=float), effort: wp.array2d(dtype=float),
                  dc_motor: int, velocity_limit: wp.array(dtype=float), lower: wp.array(dtype=float),
-                 upper: wp.array(dtype=float), state: wp.array2d(dtype=wp.float64), joint_f: wp.array2d(dtype=float)):
+                 upper: wp.array(dtype=float), net_effort: wp.array(dtype=float),
+                 state: wp.array2d(dtype=wp.float64), joint_f: wp.array2d(dtype=float)):
     """horde's actuation law (:func:`horde.sim.newton_world.motor_torque`, the kernel MuJoCo-Warp's path runs) on
     actuated joint k of env i, reading the joint's state from the MuJoCo row and writing its ``qfrc_applied`` (and
     Newton's ``joint_f`` view, which reward terms read)."""
     i, k = wp.tid()
     row = state[i]
+    net_tau = float(0.0)
+    if mode == _NET:
+        net_tau = net_effort[i * actions.shape[1] + k]
     tau = motor_torque(mode, actions[i, k], scale[k], offset[k], stiffness[i, k], damping[i, k], strength[i, k],
                        effort[i, k], dc_motor, velocity_limit[k], lower[k], upper[k],
-                       float(row[L.qpos + mj_q[k]]) - ref[k], float(row[L.qvel + mj_qd[k]]))
+                       float(row[L.qpos + mj_q[k]]) - ref[k], float(row[L.qvel + mj_qd[k]]), net_tau)
     joint_f[i, qd_index[k]] = tau
     row[L.qfrc + mj_qd[k]] = wp.float64(tau)
+
+
+@wp.kernel(enable_backward=False)
+def actuator_net_rows(L: Layout, actions: wp.array2d(dtype=float), mj_q: wp.array(dtype=int),
+                      mj_qd: wp.array(dtype=int), ref: wp.array(dtype=float), scale: wp.array(dtype=float),
+                      offset: wp.array(dtype=float), lower: wp.array(dtype=float), upper: wp.array(dtype=float),
+                      state: wp.array2d(dtype=wp.float64), q: wp.array(dtype=float), qd: wp.array(dtype=float),
+                      target: wp.array(dtype=float)):
+    """The actuator network's inputs for joint k of env i from the MuJoCo row (as
+    :func:`horde.sim.newton_world.actuator_net_inputs` from Newton's state)."""
+    i, k = wp.tid()
+    row = state[i]
+    j = i * actions.shape[1] + k
+    q[j] = float(row[L.qpos + mj_q[k]]) - ref[k]
+    qd[j] = float(row[L.qvel + mj_qd[k]])
+    target[j] = wp.clamp(offset[k] + wp.clamp(actions[i, k], -1.0, 1.0) * scale[k], lower[k], upper[k])
 
 
 @wp.kernel(enable_backward=False)
@@ -491,7 +511,8 @@ class MujocoBatchWorld(NewtonWorld):
 
     @property
     def kernels(self) -> tuple:
-        return super().kernels + (mj_to_newton, newton_to_mj, actuate_rows, gather_vec3, imu_readings, flag_failed)
+        return super().kernels + (mj_to_newton, newton_to_mj, actuate_rows, gather_vec3, imu_readings, flag_failed,
+                                  *((actuator_net_rows,) if self.actuator_net is not None else ()))
 
     # --- the step --------------------------------------------------------------------------------------------------
     def _advance(self) -> None:
@@ -512,10 +533,16 @@ class MujocoBatchWorld(NewtonWorld):
         wp.launch(newton_to_mj, n, device=d, inputs=[L, self._no_mask, 0, self._joint_q, self._joint_qd],
                   outputs=[self._seen_q, self._seen_qd, self._state])
         for _ in range(self.substeps // self._nstep):
+            if self.actuator_net is not None:
+                net = self.actuator_net
+                wp.launch(actuator_net_rows, (n, a), device=d, inputs=[
+                    L, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, self._scale, self._offset,
+                    self._lower, self._upper, self._state], outputs=[net.q, net.qd, net.target])
+                net.compute()
             wp.launch(actuate_rows, (n, a), device=d, inputs=[
                 L, self._mode, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, self._qd_index, self._scale,
                 self._offset, self._stiffness, self._damping, self._strength, self._effort, self._dc_motor,
-                self._velocity_limit, self._lower, self._upper], outputs=[self._state, self._joint_f])
+                self._velocity_limit, self._lower, self._upper, self._net_effort], outputs=[self._state, self._joint_f])
             host_call(self._advance)
         wp.launch(flag_failed, n, device=d, inputs=[self._failed, self._state, L.qvel])
         wp.launch(mj_to_newton, n, device=d, inputs=[L, self._state],

@@ -43,7 +43,7 @@ __all__ = ["ACTION_MODES", "Actuation", "NewtonWorld", "SimConfig", "WorldArrays
 ACTION_MODES = ("pd", "torque")
 """``pd``: actions are joint position targets tracked by a PD law; ``torque``: actions are joint torques."""
 
-_PD, _TORQUE = 0, 1
+_PD, _TORQUE, _NET = 0, 1, 2  # _NET: pd targets, torque from an actuator network
 
 
 @dataclass(kw_only=True)
@@ -91,6 +91,9 @@ class Actuation:
     """DC-motor model (None: off): the no-load speed of each joint's motor [rad/s]. The torque is clipped to
     [effort x (-1 - qd / velocity_limit), effort x (1 - qd / velocity_limit)] within +- effort: full torque at rest,
     none in the direction of motion at the no-load speed (Isaac Lab's and mjlab's DC-motor actuator)."""
+    network: str | None = None
+    """pd only: an ONNX actuator network (:mod:`horde.sim.actuator_net`) that turns each joint's position-error and
+    velocity history into its torque in place of the PD law (stiffness and damping then go unused); None: PD."""
 
 
 # --- kernels -------------------------------------------------------------------------------------------------------
@@ -109,11 +112,14 @@ def joint_torque(mode: int, a: float, scale: float, offset: float, stiffness: fl
 @wp.func
 def motor_torque(mode: int, action: float, scale: float, offset: float, stiffness: float, damping: float,
                  strength: float, limit: float, dc_motor: int, velocity_limit: float, lower: float, upper: float,
-                 q: float, qd: float) -> float:
-    """One joint's torque for an action: the law of :func:`joint_torque` on the clipped action, times the motor
-    strength, clipped to the effort limit (or, with ``dc_motor``, to the motor's torque-speed line)."""
+                 q: float, qd: float, net_tau: float) -> float:
+    """One joint's torque for an action: the law of :func:`joint_torque` on the clipped action (or, in the actuator
+    network's mode, the network's torque ``net_tau``), times the motor strength, clipped to the effort limit (or,
+    with ``dc_motor``, to the motor's torque-speed line)."""
     a = wp.clamp(action, -1.0, 1.0)
-    tau = joint_torque(mode, a, scale, offset, stiffness, damping, lower, upper, q, qd)
+    tau = net_tau
+    if mode != _NET:
+        tau = joint_torque(mode, a, scale, offset, stiffness, damping, lower, upper, q, qd)
     lo, hi = -limit, limit
     if dc_motor != 0:
         r = qd / velocity_limit
@@ -140,16 +146,45 @@ def actuate_joints(
     upper: wp.array(dtype=float),
     joint_q: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
+    net_effort: wp.array(dtype=float),
     joint_f: wp.array2d(dtype=float),
 ):
-    """Torque of actuated joint k of env i: clip(a) x scale, or a PD law towards offset + clip(a) x scale, times the
-    env's motor strength, clipped to its effort limit (gains, strength and limits are per env: randomizable); with
-    ``dc_motor`` the clip follows the motor's torque-speed line (:attr:`Actuation.velocity_limit`)."""
+    """Torque of actuated joint k of env i: clip(a) x scale, or a PD law towards offset + clip(a) x scale (or the
+    actuator network's torque ``net_effort[i * num_actions + k]``), times the env's motor strength, clipped to its
+    effort limit (gains, strength and limits are per env: randomizable); with ``dc_motor`` the clip follows the
+    motor's torque-speed line (:attr:`Actuation.velocity_limit`)."""
     i, k = wp.tid()
     di = qd_index[k]
+    net_tau = float(0.0)
+    if mode == _NET:
+        net_tau = net_effort[i * actions.shape[1] + k]
     joint_f[i, di] = motor_torque(mode, actions[i, k], scale[k], offset[k], stiffness[i, k], damping[i, k],
                                   strength[i, k], effort[i, k], dc_motor, velocity_limit[k], lower[k], upper[k],
-                                  joint_q[i, q_index[k]], joint_qd[i, di])
+                                  joint_q[i, q_index[k]], joint_qd[i, di], net_tau)
+
+
+@wp.kernel(enable_backward=False)
+def actuator_net_inputs(
+    actions: wp.array2d(dtype=float),
+    q_index: wp.array(dtype=int),
+    qd_index: wp.array(dtype=int),
+    scale: wp.array(dtype=float),
+    offset: wp.array(dtype=float),
+    lower: wp.array(dtype=float),
+    upper: wp.array(dtype=float),
+    joint_q: wp.array2d(dtype=float),
+    joint_qd: wp.array2d(dtype=float),
+    q: wp.array(dtype=float),
+    qd: wp.array(dtype=float),
+    target: wp.array(dtype=float),
+):
+    """The actuator network's inputs for joint k of env i (flat index ``i * num_actions + k``): its position, its
+    velocity and the PD law's target for the clipped action."""
+    i, k = wp.tid()
+    j = i * actions.shape[1] + k
+    q[j] = joint_q[i, q_index[k]]
+    qd[j] = joint_qd[i, qd_index[k]]
+    target[j] = wp.clamp(offset[k] + wp.clamp(actions[i, k], -1.0, 1.0) * scale[k], lower[k], upper[k])
 
 
 # --- model ---------------------------------------------------------------------------------------------------------
@@ -291,6 +326,16 @@ class NewtonWorld:
 
         with wp.ScopedDevice(device):
             self._mode = _PD if actuation.mode == "pd" else _TORQUE
+            self.actuator_net = None
+            if actuation.network is not None:
+                if actuation.mode != "pd":
+                    raise ValueError("an actuator network needs action mode 'pd' (it reads position targets)")
+                from horde.sim.actuator_net import ActuatorNet
+
+                self.actuator_net = ActuatorNet(actuation.network, num_envs=n, num_actions=a, device=device)
+                self._mode = _NET
+            self._net_effort = (self.actuator_net.effort if self.actuator_net is not None
+                                else wp.zeros(1, dtype=float))
             self._q_index = wp.array(q_idx, dtype=int)
             self._qd_index = wp.array(qd_idx, dtype=int)
             self._scale = wp.array(actuation.scale, dtype=float)
@@ -441,8 +486,11 @@ class NewtonWorld:
     def kernels(self) -> tuple:
         """This module's kernels that the step launches (Newton's own load on first use)."""
 
+        from horde.sim.actuator_net import clear_history
+
         return ((actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart, articulation_mask)
-                + ((reset_objects,) if self.objects else ()))
+                + ((reset_objects,) if self.objects else ())
+                + ((actuator_net_inputs, clear_history) if self.actuator_net is not None else ()))
 
     def object_index(self, name: str) -> int:
         """Position of the free object ``name`` in ``objects`` (and in ``object_pose``'s second axis)."""
@@ -471,10 +519,16 @@ class NewtonWorld:
             jq, jqd = views[k % 2]
             if self.maximal and k > 0:  # xpbd leaves joint coordinates stale: the PD law needs them
                 newton.eval_ik(self.model, s_in, s_in.joint_q, s_in.joint_qd)
+            if self.actuator_net is not None:
+                net = self.actuator_net
+                wp.launch(actuator_net_inputs, (n, a), device=self.device, inputs=[
+                    actions, self._q_index, self._qd_index, self._scale, self._offset, self._lower, self._upper, jq,
+                    jqd], outputs=[net.q, net.qd, net.target])
+                net.compute()
             wp.launch(actuate_joints, (n, a), device=self.device, inputs=[
                 self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
                 self._damping, self._strength, self._effort, self._dc_motor, self._velocity_limit, self._lower,
-                self._upper, jq, jqd],
+                self._upper, jq, jqd, self._net_effort],
                 outputs=[self._joint_f])
             s_in.clear_forces()
             if self.collision is not None:
@@ -499,10 +553,15 @@ class NewtonWorld:
         solvers allocate their lazy buffers, so that a later graph recording sees only launches."""
         saved = self.model.state()
         saved.assign(self.state_0)
+        history = ({k: v.clone() for k, v in self.actuator_net.physics_state().items()}
+                   if self.actuator_net is not None else {})
         self.simulate(wp.zeros((self.num_envs, len(self._q_index)), dtype=float, device=self.device))
         self.state_0.assign(saved)
         self.state_1.assign(saved)
         self._joint_f.zero_()
+        if history:
+            for k, v in self.actuator_net.physics_state().items():
+                v.copy_(history[k])
 
     def inspect(self) -> None:
         """Health check: flag (``unstable``) and count worlds that are non-finite or out of bounds; base-frame twist."""
@@ -530,6 +589,8 @@ class NewtonWorld:
         if self._warmstart is not None:
             wp.launch(clear_warmstart, self._warmstart.shape, device=self.device, inputs=[mask],
                       outputs=[self._warmstart])
+        if self.actuator_net is not None:
+            self.actuator_net.reset(mask)
 
     # --- host side -------------------------------------------------------------------------------------------------
     def pop_unstable_count(self) -> float:
@@ -542,7 +603,8 @@ class NewtonWorld:
         """Views of everything that determines the next physics step (for exact env save/restore)."""
         return {"joint_q": self.joint_q, "joint_qd": self.joint_qd, "body_q": self.body_pose,
                 "body_qd": self.body_vel, "joint_f": self.joint_f, "stiffness": self.stiffness, "damping": self.damping,
-                "motor_strength": self.motor_strength, "effort_limit": self.effort_limit}
+                "motor_strength": self.motor_strength, "effort_limit": self.effort_limit,
+                **(self.actuator_net.physics_state() if self.actuator_net is not None else {})}
 
 
 def make_world(robot: newton.ModelBuilder, *, sim: SimConfig, **kwargs) -> NewtonWorld:

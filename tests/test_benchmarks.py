@@ -172,3 +172,14 @@ def test_backend_agreement_quick_json(tmp_path):
     assert [r["task"] for r in rows] == ["reach"] and len(rows[0]["max_abs_diff"]) == 5
     assert max(rows[0]["max_abs_diff"]) < 1e-4  # the contact-free arm: float32 rounding only
     assert (tmp_path / "backend_agreement.png").is_file()
+
+
+def test_actuator_net_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "actuator_net.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert [r["part"] for r in rows] == ["fit", "fit", "cost", "agreement"]
+    assert [r["history"] for r in rows[:2]] == [[0, 1, 2], [0]]
+    assert rows[2]["pd_env_steps_per_s"] > 0 and rows[2]["network_env_steps_per_s"] > 0
+    assert rows[3]["half_stiffness_max_joint_diff_rad"] > 0

@@ -104,18 +104,25 @@ def test_pd_and_torque_actuation_hand_worked_numbers():
             wp.array([0.1, 0.0], dtype=float), per_env(10.0, 100.0), per_env(1.0, 2.0), per_env(1.0, 1.0),
             per_env(5.0, 50.0), 0, wp.array([1.0, 1.0], dtype=float), wp.array([-1.0, -0.5], dtype=float),
             wp.array([1.0, 0.5], dtype=float)]
+    no_net = wp.zeros(1, dtype=float)  # no actuator network: the kernel never reads it
     # pd, joint 1: target 0.1 + 0.5 x 0.4 = 0.3 -> 10 (0.3 - 0.1) - 1 x 1 = 1.0
     # pd, joint 2: action clipped to 1, target clip(0 + 1, -0.5, 0.5) = 0.5 -> 100 (0.5 - 0.2) - 2 x (-2) = 34
     # torque: 0.5 x 0.4 = 0.2 and 1 x 1.0 = 1.0; dof 0 (not actuated) keeps 0
     for mode, expected in ((0, [0.0, 1.0, 34.0]), (1, [0.0, 0.2, 1.0])):
         f = wp.zeros((1, 3), dtype=float)
-        wp.launch(actuate_joints, (1, 2), inputs=[mode, actions, *args, q, qd], outputs=[f], device="cpu")
+        wp.launch(actuate_joints, (1, 2), inputs=[mode, actions, *args, q, qd, no_net], outputs=[f], device="cpu")
         np.testing.assert_allclose(f.numpy()[0], expected, rtol=1e-5)
     # motor strength scales the torque before the effort clip: 0.5 x 34 = 17 (joint 2), 0.5 x 1.0 (joint 1)
     f = wp.zeros((1, 3), dtype=float)
     args[6] = per_env(0.5, 0.5)
-    wp.launch(actuate_joints, (1, 2), inputs=[0, actions, *args, q, qd], outputs=[f], device="cpu")
+    wp.launch(actuate_joints, (1, 2), inputs=[0, actions, *args, q, qd, no_net], outputs=[f], device="cpu")
     np.testing.assert_allclose(f.numpy()[0], [0.0, 0.5, 17.0], rtol=1e-5)
+    # actuator-network mode (2): the network's torques (30 and 80) replace the PD law, then strength and clip:
+    # 0.5 x 30 = 15 clipped to joint 1's limit 5; 0.5 x 80 = 40 within joint 2's 50
+    f = wp.zeros((1, 3), dtype=float)
+    wp.launch(actuate_joints, (1, 2), inputs=[2, actions, *args, q, qd, wp.array([30.0, 80.0], dtype=float)],
+              outputs=[f], device="cpu")
+    np.testing.assert_allclose(f.numpy()[0], [0.0, 5.0, 40.0], rtol=1e-6)
 
 
 def test_dc_motor_clips_along_the_torque_speed_line():
@@ -133,16 +140,17 @@ def test_dc_motor_clips_along_the_torque_speed_line():
     # joint 2: PD 34, qd -2 of 4 rad/s (moving against the torque): [-25, 50] -> 34 unclipped
     # joint 3 (torque mode is per world; here PD with zero gains): 0 within [8 (-1 - 1.5), 8 (1 - 1.5)] clipped
     # to [-8, 0]: 0
+    no_net = wp.zeros(1, dtype=float)  # no actuator network: the kernel never reads it
     f = wp.zeros((1, 4), dtype=float)
-    wp.launch(actuate_joints, (1, 3), inputs=[0, actions, *args, q, qd], outputs=[f], device="cpu")
+    wp.launch(actuate_joints, (1, 3), inputs=[0, actions, *args, q, qd, no_net], outputs=[f], device="cpu")
     np.testing.assert_allclose(f.numpy()[0], [0.0, 5.0 * (1 - 1 / 1.1), 34.0, 0.0], rtol=1e-5)
     # torque mode: joint 3 asks 10 while turning at 1.5x its no-load speed: no torque along the motion is left,
     # and -10 (braking) is clipped to -8
     f = wp.zeros((1, 4), dtype=float)
-    wp.launch(actuate_joints, (1, 3), inputs=[1, actions, *args, q, qd], outputs=[f], device="cpu")
+    wp.launch(actuate_joints, (1, 3), inputs=[1, actions, *args, q, qd, no_net], outputs=[f], device="cpu")
     assert f.numpy()[0, 3] == 0.0
     actions = wp.array([[0.5, 3.0, -1.0]], dtype=float)
-    wp.launch(actuate_joints, (1, 3), inputs=[1, actions, *args, q, qd], outputs=[f], device="cpu")
+    wp.launch(actuate_joints, (1, 3), inputs=[1, actions, *args, q, qd, no_net], outputs=[f], device="cpu")
     np.testing.assert_allclose(f.numpy()[0, 3], -8.0, rtol=1e-6)
 
 

@@ -20,6 +20,10 @@
     horde tasks                     # registered tasks
     horde compile-cuda [archs=87,90] [tasks=a,b] [spread=true]   # build every task on the CPU, compile its CUDA
                                                   # kernels (no GPU); spread: each module for one arch in turn
+    horde actuator-net data=<motor log>.npz out=<net>.onnx [history=0,1,2] [hidden=32,32,32] [epochs=60] [seed=0]
+                                    # fit an actuator network to logged joints (pos_error, velocity, torque per
+                                    # physics step) for task.actuator_net=<net>.onnx; data=pd-demo: a synthetic
+                                    # PD motor with 2 steps of delay
 
 Bad input (unknown task, key, run directory, corrupt checkpoint) ends with one line on stderr and exit code 2.
 """
@@ -197,12 +201,12 @@ def cmd_viewer(args: list[str]) -> dict:
     return {"viewer": kv["viewer"], "file": str(path), "frames": frames}
 
 
-def _progress_line(label: str):
-    """A callback printing ``label k/n`` on one refreshed stderr line, for long recordings."""
+def _progress_line(label: str, unit: str = "frames", every: int = 50):
+    """A callback printing ``label k/n unit`` on one refreshed stderr line, for long work."""
     def show(done: int, total: int) -> None:
-        if done == total or done % 50 == 0:
+        if done == total or done % every == 0:
             end = "\n" if done == total else "\r"
-            print(f"{label} {done}/{total} frames", end=end, file=sys.stderr, flush=True)
+            print(f"{label} {done}/{total} {unit}".rstrip(), end=end, file=sys.stderr, flush=True)
     return show
 
 
@@ -256,9 +260,41 @@ def cmd_compile_cuda(args: list[str]) -> dict:
     return compile_tasks(kv.get("tasks"), tuple(kv.get("archs") or (87, 90)), spread=kv.get("spread", False))
 
 
+def cmd_actuator_net(args: list[str]) -> dict:
+    from horde.train.actuator_fit import (fit_actuator_net, load_motor_log, parse_ints, pd_motor_log, plot_fit,
+                                          write_actuator_net)
+
+    def ints(text: str) -> tuple[int, ...]:
+        return parse_ints(text)
+
+    kv = _kv(args, {"data": str, "out": str, "history": ints, "hidden": ints, "epochs": int, "seed": int},
+             "actuator-net")
+    if "data" not in kv or "out" not in kv:
+        raise UsageError("actuator-net needs data=<motor log>.npz (or data=pd-demo) and out=<net>.onnx")
+    if kv.get("epochs", 1) < 1:
+        raise UsageError(f"epochs={kv['epochs']}: at least 1")
+    if any(h < 1 for h in kv.get("hidden", (1,))):
+        raise UsageError(f"hidden={','.join(map(str, kv['hidden']))}: layer widths >= 1 expected")
+    if kv["data"] == "pd-demo":  # a motor whose answer is known: PD, clipped, 2 physics steps of delay
+        log = pd_motor_log(stiffness=25.0, damping=0.5, effort_limit=23.7, delay=2, seed=kv.get("seed", 0))
+    else:
+        log = load_motor_log(kv["data"])
+    e, t, j = log.torque.shape
+    print(f"motor log: {e} episode(s) x {t} steps x {j} joints", flush=True)
+    model, meta, report = fit_actuator_net(log, history=kv.get("history", (0, 1, 2)),
+                                           hidden=kv.get("hidden", (32, 32, 32)), epochs=kv.get("epochs", 60),
+                                           seed=kv.get("seed", 0), progress=_progress_line("fitting: epoch", "", every=5))
+    out = write_actuator_net(model, meta, kv["out"], report=report)
+    png = plot_fit(model, meta, log, Path(out).with_suffix(".png"))
+    print(f"wrote {out} (history {meta['input_idx']} physics steps; held-out torque error {report.val_rmse:.3f} N m "
+          f"= {100 * report.val_rel:.1f}% of its spread) and {png}")
+    print(f"use it: horde train task=<legged task> task.actuator_net={out}")
+    return {"actuator_net": str(out), "val_rmse": report.val_rmse, "val_rel": report.val_rel}
+
+
 COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify": cmd_verify, "demo": cmd_demo,
             "tasks": cmd_tasks, "plot": cmd_plot, "video": cmd_video, "sim2sim": cmd_sim2sim,
-            "compile-cuda": cmd_compile_cuda, "viewer": cmd_viewer}
+            "compile-cuda": cmd_compile_cuda, "viewer": cmd_viewer, "actuator-net": cmd_actuator_net}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     from horde.train.demo import DemoError
     from horde.train.viewer import ViewerError
     from horde.sim.fields import FieldError
+    from horde.train.actuator_fit import MotorLogError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -300,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             COMMANDS[command](rest)
     except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-            RobotNotInstalledError, CudaCompileError, ViewerError, FieldError) as exc:
+            RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError) as exc:
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, (ExportError, DemoError, CudaCompileError)) else 1
     except KeyboardInterrupt:
