@@ -14,17 +14,27 @@ def test_tasks_lists_the_registry(tmp_path):
     assert "cartpole-swingup" in proc.stdout and "pendulum" in proc.stdout
 
 
-def test_unknown_command_task_and_key_fail_in_one_line(tmp_path):
+def test_unknown_command_task_and_key_fail_in_one_line(tmp_path, capsys, monkeypatch):
+    """Three cases as a user runs them (a subprocess: no traceback, no Warp driver banner, exit code 2); the rest
+    through the same entry point in this process (each subprocess costs ~8 s of imports)."""
+    from horde.train.cli import main
+
+    in_process = [(("train", "task=cartpol"), "valid choices: " + ", ".join(task_names())),
+                  (("train", "nmu_envs=3"), "valid keys there:"),
+                  (("play",), "play needs run="),
+                  (("play", "run=/nonexistent/run"), "no such run directory"),
+                  (("play", "run=x", "episods=3"), "valid keys: run, episodes"),
+                  (("train", "task=ant", "task.sim.solver=foo"),
+                   "task.sim.solver=foo: not a valid choice; valid choices: auto, mujoco, mujoco-c, xpbd, featherstone"),
+                  (("train", "algo.learning_rate=-1"), "algo.learning_rate=-1.0: must be > 0")]
+    monkeypatch.chdir(tmp_path)
+    for args, expected in in_process:
+        capsys.readouterr()
+        assert main(list(args)) == 2, args
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and expected in lines[0], (args, lines)
     for args, expected in [(("fly",), "valid commands: train"),
-                           (("train", "task=cartpol"), "valid choices: " + ", ".join(task_names())),
-                           (("train", "nmu_envs=3"), "valid keys there:"),
-                           (("play",), "play needs run="),
-                           (("play", "run=/nonexistent/run"), "no such run directory"),
-                           (("play", "run=x", "episods=3"), "valid keys: run, episodes"),
-                           (("train", "task=ant", "task.sim.solver=foo"),
-                            "task.sim.solver=foo: not a valid choice; valid choices: auto, mujoco, mujoco-c, xpbd, featherstone"),
                            (("train", "device=tpu"), "unknown device 'tpu'"),
-                           (("train", "algo.learning_rate=-1"), "algo.learning_rate=-1.0: must be > 0"),
                            *([(("train", "device=cuda"), "no CUDA device is usable here")]
                              if not torch.cuda.is_available() else [])]:
         proc = run_cli(*args, cwd=tmp_path)

@@ -54,7 +54,7 @@ def _string_fields(obj, prefix=""):
         value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
             yield from _string_fields(value, path)
-        elif hints.get(f.name) in (str, str | None):
+        elif hints.get(f.name) in (str, str | None) and "file" not in f.metadata:  # file_path(): checked as a path
             yield path
 
 
