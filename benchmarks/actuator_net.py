@@ -25,6 +25,8 @@ from pathlib import Path
 
 import torch
 
+from perception import window  # one timed window of env steps (alternated between variants)
+
 
 def emit(row: dict, as_json: bool, text: str) -> None:
     print(json.dumps(row) if as_json else text, flush=True)
@@ -37,18 +39,6 @@ def make_env(net: str | None, n: int, device: str, stiffness: float | None = Non
     cfg.actuator_net = net
     cfg.stiffness = stiffness
     return make("quadruped", num_envs=n, device=device, seed=0, config=cfg)
-
-
-def window(env, actions, steps: int) -> float:
-    env.step(actions[0])
-    if env.dev.is_cuda:
-        torch.cuda.synchronize()
-    t = time.perf_counter()
-    for k in range(steps):
-        env.step(actions[k % len(actions)])
-    if env.dev.is_cuda:
-        torch.cuda.synchronize()
-    return env.num_envs * steps / (time.perf_counter() - t)
 
 
 def joints(env, steps: int) -> torch.Tensor:
