@@ -60,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", nargs="+", type=int, default=[256, 1024, 4096])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20, help="control steps per window")
+    ap.add_argument("--backend", choices=["onnxruntime", "warp"], default="onnxruntime",
+                    help="how the CPU evaluates the network (warp: Newton's drive on Warp-NN, as on a GPU)")
     args = ap.parse_args(argv)
+    import horde.sim.actuator_net as actuator_net
+
+    actuator_net.AUTO_CPU_BACKEND = args.backend
     torch.set_num_threads(1)
     quick = args.quick
     sizes, repeats, steps = ([32], 2, 5) if quick else (args.num_envs, args.repeats, args.steps)
@@ -93,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         pd, net = statistics.median(rates["pd"]), statistics.median(rates["network"])
         emit({"part": "cost", "num_envs": n, "device": args.device, "solver": type(envs["pd"].world).__name__,
               "pd_env_steps_per_s": pd, "network_env_steps_per_s": net, "ratio": net / pd,
-              "cost_us_per_env_step": 1e6 * (1 / net - 1 / pd), "repeats": repeats}, args.json,
+              "cost_us_per_env_step": 1e6 * (1 / net - 1 / pd), "repeats": repeats, "backend": args.backend}, args.json,
              f"cost  N={n:<5} PD {pd:>9,.0f} env-steps/s  network {net:>9,.0f}  x{net / pd:.3f}  "
              f"{1e6 * (1 / net - 1 / pd):+.2f} us/env-step")
         del envs

@@ -12,8 +12,9 @@ substeps) and how its inputs and output are scaled (``pos_scale``, ``vel_scale``
 
 * ``warp`` (GPUs): Newton's drive itself, the ONNX graph run by Warp-NN's kernels, recorded in the step graph;
 * ``onnxruntime`` (the CPU default): the same maths as a host call of the recorded step, the network run by
-  onnxruntime on zero-copy views. Warp's CPU kernels are single-threaded and Warp-NN's CPU matmuls slow: 294 ms
-  against onnxruntime's 17 ms (one thread) for 4096 x 12 joints of a 3 x 32 network, measured 2026-11-25.
+  onnxruntime on zero-copy views. Warp's CPU kernels are single-threaded and Warp-NN's CPU matmuls slow: the
+  quadruped kept 0.21-0.25x of its PD speed with Warp-NN, 0.86-0.98x with onnxruntime on one thread
+  (``benchmarks/actuator_net.py [--backend warp]``, 2026-11-25).
 
 Per env and joint the drive keeps a history of position errors and velocities: :meth:`ActuatorNet.reset` clears the
 history of reset envs and :meth:`ActuatorNet.physics_state` hands it to checkpoints, so resume stays exact.
@@ -32,6 +33,8 @@ from horde.sim.fields import FieldError
 __all__ = ["ActuatorNet", "BACKENDS", "load_drive"]
 
 BACKENDS = ("auto", "warp", "onnxruntime")
+AUTO_CPU_BACKEND = "onnxruntime"
+"""What ``auto`` picks on the CPU (GPUs: ``warp``); ``benchmarks/actuator_net.py --backend warp`` sets it to compare."""
 
 
 @wp.kernel(enable_backward=False)
@@ -76,7 +79,7 @@ class ActuatorNet:
         self.drive = load_drive(path)
         self.path, self.num_envs, self.num_actions, self.device = str(path), num_envs, num_actions, device
         dev = wp.get_device(device)
-        self.backend = ("onnxruntime" if dev.is_cpu else "warp") if backend == "auto" else backend
+        self.backend = (AUTO_CPU_BACKEND if dev.is_cpu else "warp") if backend == "auto" else backend
         m = num_envs * num_actions
         if self.backend == "warp":
             try:
