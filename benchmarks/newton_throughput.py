@@ -50,7 +50,7 @@ import warp as wp
 
 from horde.envs import ant, get_task, humanoid, lift, make, reach
 from horde.sim.device import resolve_device
-from horde.sim.newton_world import Actuation
+from horde.sim.actuation import Actuation
 
 
 def config_drive(cfg) -> Actuation:

@@ -63,7 +63,7 @@ def _joint_obs_offsets(layout: dict) -> list[float]:
     return [float(default.get(name[len("pos_"):], 0.0)) if name.startswith("pos_") else 0.0 for name in names]
 
 
-# Articulated tasks (horde.sim.newton_world.Actuation) name their actuation in the task config with these fields;
+# Articulated tasks (horde.sim.actuation.Actuation) name their actuation in the task config with these fields;
 # classic-control tasks have none of them. This is the one place that maps them into policy.json.
 ACTION_MODE, DEFAULT_POS, KP, KD, EFFORT = ("action_mode", "default_joint_pos", "joint_stiffness", "joint_damping",
                                             "effort_limit")

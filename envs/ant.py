@@ -17,8 +17,9 @@ from horde.envs.core import TaskConfig
 from horde.envs.locomotion import ROOT_COORDS, ROOT_DOFS, TERMS, LocomotionEnv, build_locomotion_world, obs_names
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
+from horde.sim.actuation import ACTION_MODES
 from horde.sim.fields import choice
-from horde.sim.newton_world import ACTION_MODES, NewtonWorld, SimConfig
+from horde.sim.newton_world import NewtonWorld, SimConfig
 
 JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
 OBS_NAMES = obs_names(JOINTS)

@@ -18,8 +18,9 @@ from horde.envs.core import TaskConfig
 from horde.envs.locomotion import ROOT_COORDS, LocomotionEnv, build_locomotion_world, obs_names
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
+from horde.sim.actuation import ACTION_MODES
 from horde.sim.fields import choice
-from horde.sim.newton_world import ACTION_MODES, NewtonWorld, SimConfig
+from horde.sim.newton_world import NewtonWorld, SimConfig
 
 __all__ = ["GEARS", "JOINTS", "OBS_NAMES", "HumanoidConfig", "HumanoidEnv", "build_world"]
 

@@ -33,9 +33,10 @@ from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, clipped_action_rate
+from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, make_world
+from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
 from horde.sim.scene import RigidObject, StaticProp
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"

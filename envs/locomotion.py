@@ -27,9 +27,10 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.terms import TermSet
+from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf
-from horde.sim.newton_world import Actuation, NewtonWorld, make_world
+from horde.sim.newton_world import NewtonWorld, make_world
 
 if TYPE_CHECKING:
     import newton

@@ -23,11 +23,12 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, clipped_action_rate
+from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
 from horde.sim.fields import choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import ACTION_MODES, Actuation, NewtonWorld, SimConfig, make_world
+from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
 
 ARM_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7.xml"
 JOINTS = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")

@@ -38,10 +38,11 @@ from horde.envs.velocity_terms import (ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, L
                                        obs_names, velocity_term)
 from horde.envs.velocity_config import VelocityConfig, _humanoid_scales, _scales, _sim  # noqa: F401  (re-exported)
 from horde.envs.velocity_twin import VelocityTwin
+from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.fields import FieldError
 from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions
-from horde.sim.newton_world import Actuation, NewtonWorld, make_world
+from horde.sim.newton_world import NewtonWorld, make_world
 from horde.sim.randomize import (ActuationRanges, actuation_ranges, apply_startup,
                                  delay_actions, draw_actuation)
 from horde.sim.depth_camera import DepthCamera

@@ -46,7 +46,7 @@ class VelocityTwin:
     def load_model(cfg: dict):
         """The robot's MJCF as horde simulates it: a ground plane, contacts between the robot and the ground only,
         the robot config's armature, and Newton's solver options and contact parameters
-        (:func:`horde.sim.mujoco_batch.match_newton`)."""
+        (:func:`horde.sim.mujoco_model.match_newton`)."""
         import mujoco
 
         robot = resolve_robot(cfg.get("robot", "quad12"))
@@ -62,7 +62,7 @@ class VelocityTwin:
                 model.dof_armature[model.jnt_dofadr[model.joint(j).id]] = arm
         # like for like: the solver options and contact parameters horde's MuJoCo (C engine or MuJoCo-Warp, both
         # Newton's conversion) simulates with, e.g. contact damping ratio 0.5 where the MJCF keeps MuJoCo's 1.0
-        from horde.sim.mujoco_batch import match_newton, newton_mujoco_model
+        from horde.sim.mujoco_model import match_newton, newton_mujoco_model
         from horde.sim.newton_build import load_mjcf
 
         ke = float((cfg.get("sim") or {}).get("contact_ke", 1.0e4))

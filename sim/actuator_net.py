@@ -22,6 +22,7 @@ history of reset envs and :meth:`ActuatorNet.physics_state` hands it to checkpoi
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,11 @@ class ActuatorNet:
             self.effort = wp.zeros(m, dtype=float)
             """The network's torque [N m], shape [num_envs * num_actions]."""
             self._index = wp.array(np.arange(m, dtype=np.uint32), dtype=wp.uint32)
+        if self.backend == "onnxruntime":  # zero-copy host views and preallocated inputs: no allocation per substep
+            self._np = types.SimpleNamespace(q=self.q.numpy(), qd=self.qd.numpy(), target=self.target.numpy(),
+                                             effort=self.effort.numpy(), hist_e=self._hist_e.numpy(),
+                                             hist_v=self._hist_v.numpy(), e=np.empty(m, np.float32),
+                                             x=np.empty((m, 2 * len(self.drive.input_idx)), np.float32))
 
     def _open_session(self, path, m: int):
         import onnxruntime as ort
@@ -128,20 +134,19 @@ class ActuatorNet:
 
     def _run_onnxruntime(self) -> None:
         """The drive's maths on the host: inputs from the present and the history, the network, then the history
-        advanced by one substep (zero-copy views of the CPU arrays)."""
-        d = self.drive
-        q, qd, target, effort = self.q.numpy(), self.qd.numpy(), self.target.numpy(), self.effort.numpy()
-        hist_e, hist_v = self._hist_e.numpy(), self._hist_v.numpy()
-        e = target - q
-        pos = [e if k == 0 else hist_e[k - 1] for k in d.input_idx]
-        vel = [qd if k == 0 else hist_v[k - 1] for k in d.input_idx]
-        blocks = ([np.stack(pos, 1) * d.pos_scale, np.stack(vel, 1) * d.vel_scale] if d.input_order == "pos_vel"
-                  else [np.stack(vel, 1) * d.vel_scale, np.stack(pos, 1) * d.pos_scale])
-        x = np.concatenate(blocks, 1).astype(np.float32, copy=False)
-        effort[:] = self._session.run([self._out_name], {self._in_name: x})[0][:, 0] * d.effort_scale
-        hist_e[1:] = hist_e[:-1].copy()
-        hist_v[1:] = hist_v[:-1].copy()
-        hist_e[0], hist_v[0] = e, qd
+        advanced by one substep (zero-copy views of the CPU arrays, preallocated inputs)."""
+        d, v = self.drive, self._np
+        np.subtract(v.target, v.q, out=v.e)
+        n = len(d.input_idx)
+        pos_at, vel_at = (0, n) if d.input_order == "pos_vel" else (n, 0)
+        for c, k in enumerate(d.input_idx):
+            np.multiply(v.e if k == 0 else v.hist_e[k - 1], d.pos_scale, out=v.x[:, pos_at + c])
+            np.multiply(v.qd if k == 0 else v.hist_v[k - 1], d.vel_scale, out=v.x[:, vel_at + c])
+        v.effort[:] = self._session.run([self._out_name], {self._in_name: v.x})[0][:, 0] * d.effort_scale
+        for h in range(len(v.hist_e) - 1, 0, -1):
+            v.hist_e[h] = v.hist_e[h - 1]
+            v.hist_v[h] = v.hist_v[h - 1]
+        v.hist_e[0], v.hist_v[0] = v.e, v.qd
 
     @property
     def history_steps(self) -> int:

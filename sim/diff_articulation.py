@@ -5,7 +5,7 @@
 state is ``[joint_q (C), joint_qd (D), site positions (3 per site)]`` per env: joint angles [rad], joint rates
 [rad/s] and the world positions [m] of named sites (an end effector) after the step; the site columns of an input
 state are ignored. Each substep runs horde's actuation law (the PD law or torques of
-:func:`horde.sim.newton_world.actuate_joints`, the same maths) and one Featherstone step into a fresh state.
+:func:`horde.sim.actuation.actuate_joints`, the same maths) and one Featherstone step into a fresh state.
 
 Two measured facts shape it (``tests/test_diff.py`` checks both against central finite differences):
 
@@ -29,10 +29,10 @@ from collections.abc import Sequence
 import torch
 import warp as wp
 
+from horde.sim.actuation import MODE_PD, MODE_TORQUE, Actuation, joint_torque
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout, ZeroGradientError, _torch_stream
 from horde.sim.newton_build import build_model, joint_dof_layout
-from horde.sim.newton_world import _PD, _TORQUE, Actuation, joint_torque
 
 
 @wp.kernel(enable_backward=True, module="unique")
@@ -67,7 +67,7 @@ def actuate(
     joint_qd: wp.array2d(dtype=float),
     joint_f: wp.array2d(dtype=float),
 ):
-    """:func:`horde.sim.newton_world.actuate_joints` (motor strength 1), with a backward pass."""
+    """:func:`horde.sim.actuation.actuate_joints` (motor strength 1), with a backward pass."""
     i, k = wp.tid()
     a = wp.clamp(actions[i, k], -1.0, 1.0)
     di = qd_index[k]
@@ -132,7 +132,7 @@ class ArticulationDiffRollout(TapedRollout):
         self.kernel = actuate  # named in error messages
         q_idx, qd_idx = joint_dof_layout(robot, actuated_joints)
         with wp.ScopedDevice(self.dev.warp):
-            self._mode = _PD if actuation.mode == "pd" else _TORQUE
+            self._mode = MODE_PD if actuation.mode == "pd" else MODE_TORQUE
             self._q_index, self._qd_index = wp.array(q_idx, dtype=int), wp.array(qd_idx, dtype=int)
             self._scale, self._offset = wp.array(actuation.scale, dtype=float), wp.array(actuation.offset, dtype=float)
             self._kp, self._kd = wp.array(actuation.stiffness, dtype=float), wp.array(actuation.damping, dtype=float)

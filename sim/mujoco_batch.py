@@ -25,10 +25,8 @@ Exact resume: :meth:`physics_state` includes the batch's state rows (float64, wa
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,13 +35,15 @@ import warp as wp
 
 from horde.sim.fields import FieldError
 from horde.sim.graph import host_call
-from horde.sim.newton_world import _NET, _TORQUE, NewtonWorld, motor_torque
+from horde.sim.actuation import MODE_NET, MODE_TORQUE, motor_torque
+from horde.sim.mujoco_model import extra_sensors, newton_mujoco_model
+from horde.sim.newton_world import NewtonWorld
 
 if TYPE_CHECKING:
     import mujoco
     import newton
 
-__all__ = ["MujocoBatchWorld", "match_newton", "newton_mujoco_model"]
+__all__ = ["MujocoBatchWorld"]
 
 
 # --- kernels (one env per thread; MuJoCo's rows are float64, Newton's views float32) ------------------------------
@@ -199,13 +199,13 @@ def actuate_rows(L: Layout, mode: int, actions: wp.array2d(dtype=float), mj_q: w
                  dc_motor: int, velocity_limit: wp.array(dtype=float), lower: wp.array(dtype=float),
                  upper: wp.array(dtype=float), net_effort: wp.array(dtype=float),
                  state: wp.array2d(dtype=wp.float64), joint_f: wp.array2d(dtype=float)):
-    """horde's actuation law (:func:`horde.sim.newton_world.motor_torque`, the kernel MuJoCo-Warp's path runs) on
+    """horde's actuation law (:func:`horde.sim.actuation.motor_torque`, the kernel MuJoCo-Warp's path runs) on
     actuated joint k of env i, reading the joint's state from the MuJoCo row and writing its ``qfrc_applied`` (and
     Newton's ``joint_f`` view, which reward terms read)."""
     i, k = wp.tid()
     row = state[i]
     net_tau = float(0.0)
-    if mode == _NET:
+    if mode == MODE_NET:
         net_tau = net_effort[i * actions.shape[1] + k]
     tau = motor_torque(mode, actions[i, k], scale[k], offset[k], stiffness[i, k], damping[i, k], strength[i, k],
                        effort[i, k], dc_motor, velocity_limit[k], lower[k], upper[k],
@@ -221,7 +221,7 @@ def actuator_net_rows(L: Layout, actions: wp.array2d(dtype=float), mj_q: wp.arra
                       state: wp.array2d(dtype=wp.float64), q: wp.array(dtype=float), qd: wp.array(dtype=float),
                       target: wp.array(dtype=float)):
     """The actuator network's inputs for joint k of env i from the MuJoCo row (as
-    :func:`horde.sim.newton_world.actuator_net_inputs` from Newton's state)."""
+    :func:`horde.sim.actuation.actuator_net_inputs` from Newton's state)."""
     i, k = wp.tid()
     row = state[i]
     j = i * actions.shape[1] + k
@@ -267,76 +267,6 @@ def _as_warp(arr: np.ndarray) -> wp.array:
     return wp.array(ptr=arr.ctypes.data, shape=arr.shape, dtype=wp.float64, device="cpu")
 
 
-@contextlib.contextmanager
-def _extra_sensors(add):
-    """While Newton compiles its MuJoCo model, let ``add(spec)`` add sensors to the spec first."""
-    import mujoco
-
-    compile_ = mujoco.MjSpec.compile
-
-    def compile_with_sensors(spec, *args, **kwargs):
-        add(spec)
-        return compile_(spec, *args, **kwargs)
-
-    mujoco.MjSpec.compile = compile_with_sensors
-    try:
-        yield
-    finally:
-        mujoco.MjSpec.compile = compile_
-
-
-NEWTON_OPTIONS = ("integrator", "solver", "cone", "iterations", "ls_iterations", "tolerance", "ls_tolerance",
-                  "impratio", "noslip_iterations")
-"""MuJoCo options Newton's conversion sets (the MJCF's may differ: the ant's says Euler, Newton uses implicitfast)."""
-
-
-def newton_mujoco_model(robot: newton.ModelBuilder, *, ground: bool, contact_ke: float, terrain=None,
-                        max_contacts: int = 40, max_constraints: int = 100, iterations: int = 0):
-    """The MuJoCo model Newton's ``SolverMuJoCo`` makes of one world of ``robot`` (what MuJoCo-Warp steps), and the
-    converting solver (its joint-start and body/geom maps)."""
-    import newton
-
-    from horde.sim.newton_build import build_model
-
-    one = build_model(robot, world_count=1, device="cpu", solver="mujoco", ground=ground, contact_ke=contact_ke,
-                      terrain=terrain)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*(nconmax|njmax).*")  # MuJoCo-Warp sizes; C grows its arena
-        kw = {"iterations": iterations} if iterations > 0 else {}
-        conv = newton.solvers.SolverMuJoCo(one, use_mujoco_cpu=True, njmax=max_constraints, nconmax=max_contacts,
-                                           **kw)
-    return one, conv
-
-
-def match_newton(model: mujoco.MjModel, newton_model: mujoco.MjModel) -> list[str]:
-    """Give ``model`` (the robot's MJCF compiled by MuJoCo itself, e.g. a sim-to-sim twin) the solver options and
-    contact parameters Newton gives the same robot (``newton_model``), so both simulate with one set; returns what
-    changed. Contact parameters are copied where Newton gives every geom one value (horde's robots: Newton derives
-    them from horde's contact stiffness); per-geom values are left as they are, and the returned list says so."""
-    import mujoco
-
-    changes = []
-    for name in NEWTON_OPTIONS:
-        old, new = getattr(model.opt, name), getattr(newton_model.opt, name)
-        if old != new:
-            setattr(model.opt, name, new)
-            changes.append(f"opt.{name} {old} -> {new}")
-    multiccd = int(mujoco.mjtDisableBit.mjDSBL_MULTICCD)
-    if newton_model.opt.disableflags & multiccd and not model.opt.disableflags & multiccd:
-        model.opt.disableflags |= multiccd
-        changes.append("multi-CCD off")
-    for field in ("geom_solref", "geom_solimp"):
-        values = np.unique(getattr(newton_model, field), axis=0)
-        if len(values) != 1:
-            changes.append(f"{field} left as the MJCF's (Newton's differs between geoms)")
-            continue
-        old = np.unique(getattr(model, field), axis=0)
-        if len(old) != 1 or not np.allclose(old[0], values[0]):
-            getattr(model, field)[:] = values[0]
-            changes.append(f"{field} {old.round(4).tolist()} -> {values[0].round(4).tolist()}")
-    return changes
-
-
 class _BatchSolver:
     """What :class:`NewtonWorld` and the randomization ask of a solver, over a ``mujoco.batch.Batch``: pushes the
     Newton model's per-env masses, inertias and friction into the batch's per-simulation model fields."""
@@ -363,7 +293,7 @@ class MujocoBatchWorld(NewtonWorld):
         sim = self.sim
         # Newton's conversion of one world: the model MuJoCo-Warp would get (global shapes: ground, terrain)
         self._imu_label = self.imu_site or ("horde_imu" if self.imu_site == "" else None)
-        with _extra_sensors(self._add_sensors):
+        with extra_sensors(self._add_sensors):
             one, conv = newton_mujoco_model(robot, ground=ground, contact_ke=sim.contact_ke, terrain=terrain,
                                             max_contacts=sim.max_contacts, max_constraints=sim.max_constraints,
                                             iterations=sim.solver_iterations)
@@ -468,7 +398,7 @@ class MujocoBatchWorld(NewtonWorld):
         self._act_ref = wp.array([q_at[int(c)][1] for c in q_index], dtype=float)
         self._act_mj_qd = wp.array([qd_at[int(d)] for d in qd_index], dtype=int)
         # torques that do not depend on the state (torque mode, no DC-motor line) hold for every substep: one call
-        self._nstep = self.substeps if self._mode == _TORQUE and not self._dc_motor else 1
+        self._nstep = self.substeps if self._mode == MODE_TORQUE and not self._dc_motor else 1
         self._state = _as_warp(state)
         self._seen_q = wp.zeros((n, self.coords), dtype=float)
         self._seen_qd = wp.zeros((n, self.dofs), dtype=float)

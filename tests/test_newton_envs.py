@@ -8,7 +8,8 @@ import torch
 import warp as wp
 
 from horde.envs import get_task, make
-from horde.sim.newton_world import Actuation, NewtonWorld, SimConfig, actuate_joints
+from horde.sim.actuation import Actuation, actuate_joints
+from horde.sim.newton_world import NewtonWorld, SimConfig
 
 ARTICULATED = ["ant", "reach", "quadruped", "humanoid"]
 

@@ -190,8 +190,42 @@ def test_blind_vs_perceptive_benchmark_quick(tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert [r["variant"] for r in rows] == ["blind", "perceptive"]
+    assert [r["variant"] for r in rows if "variant" in r] == ["blind", "perceptive"]
     data = json.loads((tmp_path / "perceptive.json").read_text())
     assert {r["task"] for r in data["runs"]} == {"quadruped-rough", "quadruped-rough-perceptive"}
     assert all(r["iterations"] == 2 and len(r["curve"]) == 2 for r in data["runs"])
     assert (tmp_path / "perceptive.png").stat().st_size > 10_000
+
+
+def test_blind_vs_perceptive_replot_compares_at_equal_iterations(tmp_path, capsys):
+    """``--replot`` summarises stored runs without training: the medians, and each seed's blind level at the last
+    iteration its perceptive run reached (linear between evaluations: 0.2 at 50, 0.6 at 100 -> 0.4 at 75)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "perceptive.py"
+    spec = importlib.util.spec_from_file_location("perceptive_bench", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def run(variant, points):
+        curve = [{"iteration": i, "wall_s": w, "terrain_level": lv, "lin_vel_error_mps": e} for i, w, lv, e in points]
+        return {"date": "2026-11-25", "cpu": "test", "minutes": 60.0, "overrides": ["num_envs=256"],
+                "variant": variant, "task": bench.VARIANTS[variant], "seed": 0, "iterations": points[-1][0],
+                "curve": curve}
+
+    store = tmp_path / "runs.jsonl"
+    store.write_text("\n".join(json.dumps(r) for r in (
+        run("blind", [(25, 60, 0.0, 0.5), (50, 120, 0.2, 0.4), (100, 240, 0.6, 0.3)]),
+        run("perceptive", [(25, 100, 0.0, 0.5), (75, 240, 0.3, 0.35)]))) + "\n")
+    assert bench.main(["--replot", str(store), "--out", str(tmp_path / "out"), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    summary = {r["variant"]: r for r in rows if "variant" in r}
+    assert summary["perceptive"]["median_final_terrain_level"] == 0.3
+    assert summary["blind"]["median_iterations"] == 100
+    (seed,) = [r for r in rows if "seed" in r]
+    assert seed["perceptive_iterations"] == 75 and abs(seed["blind_level_at_perceptive_iterations"] - 0.4) < 1e-9
+    assert (tmp_path / "out" / "perceptive.png").stat().st_size > 10_000
+    assert bench.main(["--replot", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
