@@ -127,7 +127,13 @@ def two_core_scaling() -> float:
     return round(2 * alone / pair, 3)
 
 
-def run_one(task: str, seed: int, overlap: bool, *, budget_s: float, device: str, overrides: list[str],
+MODES = {"sync": [], "overlap0": ["algo.overlap=true", "algo.max_staleness=0"],
+         "overlap": ["algo.overlap=true", "algo.max_staleness=1"]}
+"""The schedules compared: synchronous PPO; the critic's update overlapped (staleness 0, bit-identical to sync); the
+whole update overlapped (staleness 1)."""
+
+
+def run_one(task: str, seed: int, mode: str, *, budget_s: float, device: str, overrides: list[str],
             max_iterations: int | None = None) -> dict:
     from horde.policies import InferencePolicy
     from horde.train.config import compose
@@ -137,7 +143,7 @@ def run_one(task: str, seed: int, overlap: bool, *, budget_s: float, device: str
 
     root = tempfile.mkdtemp(prefix="horde-overlap-")
     args = [f"task={task}", f"seed={seed}", f"device={device}", "max_iterations=100000", "save_interval=100000",
-            f"run_root={root}", f"algo.overlap={str(overlap).lower()}", *TASK_OVERRIDES.get(task, []), *overrides]
+            f"run_root={root}", *MODES[mode], *TASK_OVERRIDES.get(task, []), *overrides]
     if max_iterations is not None:
         args.append(f"max_iterations={max_iterations}")
     cfg, name, raw = compose(args)
@@ -150,7 +156,7 @@ def run_one(task: str, seed: int, overlap: bool, *, budget_s: float, device: str
 
     def steps_simulated(tr) -> int:
         batches = tr.iteration
-        if tr.overlap is not None and tr.overlap._pending is not None:
+        if getattr(tr.overlap, "_pending", None) is not None:
             batches += 1
         return batches * per_iter
 
@@ -176,7 +182,7 @@ def run_one(task: str, seed: int, overlap: bool, *, budget_s: float, device: str
     summary = trainer.learn(on_iteration=on_iteration)
     ov = trainer.overlap
     return {
-        "task": task, "seed": seed, "mode": "overlap" if overlap else "sync", "device": str(cfg.device),
+        "task": task, "seed": seed, "mode": mode, "device": str(cfg.device),
         "num_envs": cfg.num_envs, "figure": figure_name, "threshold": threshold, "eval_every": every,
         "reached": state["reached"] is not None,
         "seconds_to_threshold": round(state["reached"][0], 3) if state["reached"] else None,
@@ -200,26 +206,35 @@ def _median(values: list) -> float | None:
 
 
 def summarize(rows: list[dict]) -> list[dict]:
+    """Per task and overlapped mode, ratios of the medians over seeds against sync (floors: 1.4 on cartpole's wall
+    time to the threshold, 1.25 on every task's env steps to it)."""
     out = []
     for task in dict.fromkeys(r["task"] for r in rows):
-        by = {m: [r for r in rows if r["task"] == task and r["mode"] == m] for m in ("sync", "overlap")}
+        by = {m: [r for r in rows if r["task"] == task and r["mode"] == m] for m in MODES}
         med = {m: {"seconds": _median([r["seconds_to_threshold"] for r in rs]),
                    "steps": _median([r["env_steps_to_threshold"] for r in rs]),
-                   "iteration_s": _median([r["median_iteration_s"] for r in rs])} for m, rs in by.items()}
-        s, o = med["sync"], med["overlap"]
-        seeds = len(by["sync"])
+                   "iteration_s": _median([r["median_iteration_s"] for r in rs])} for m, rs in by.items() if rs}
+        if "sync" not in med:
+            continue
+        s = med["sync"]
 
         def ratio(a, b):
             return round(a / b, 3) if a and b else None
 
-        for what, value, floor in (
-                ("sync/overlap wall time to threshold", ratio(s["seconds"], o["seconds"]),
-                 1.4 if task == "cartpole" else None),
-                ("overlap/sync env steps to threshold", ratio(o["steps"], s["steps"]), 1.25),
-                ("sync/overlap wall time per iteration", ratio(s["iteration_s"], o["iteration_s"]), None)):
-            out.append({"task": task, "kind": "ratio", "what": what, "ratio": value, "seeds": seeds,
-                        "floor": floor, "sync": s, "overlap": o})
+        for mode in (m for m in med if m != "sync"):
+            o = med[mode]
+            for what, value, floor in (
+                    ("sync/overlap wall time to threshold", ratio(s["seconds"], o["seconds"]),
+                     1.4 if task == "cartpole" else None),
+                    ("overlap/sync env steps to threshold", ratio(o["steps"], s["steps"]), 1.25),
+                    ("sync/overlap wall time per iteration", ratio(s["iteration_s"], o["iteration_s"]), None)):
+                out.append({"task": task, "kind": "ratio", "mode": mode, "what": what, "ratio": value,
+                            "seeds": len(by["sync"]), "floor": floor, "sync": s, "overlap": o})
     return out
+
+
+COLORS = {"sync": "tab:blue", "overlap0": "tab:green", "overlap": "tab:orange"}
+LABELS = {"sync": "sync", "overlap0": "overlap, staleness 0 (exact)", "overlap": "overlap, staleness 1"}
 
 
 def plot(rows: list[dict], path: Path) -> Path:
@@ -229,7 +244,7 @@ def plot(rows: list[dict], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [r for r in rows if "mode" in r]
+    runs = [r for r in rows if "seed" in r]
     tasks = list(dict.fromkeys(r["task"] for r in runs))
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.4), squeeze=False)
     for ax, task in zip(axes[0], tasks):
@@ -237,8 +252,8 @@ def plot(rows: list[dict], path: Path) -> Path:
             if not r["curve"]:
                 continue
             t, _, y = zip(*r["curve"])
-            ax.plot(t, y, color="tab:blue" if r["mode"] == "sync" else "tab:orange", alpha=0.8, marker=".",
-                    label=f"{r['mode']}" if r["seed"] == min(x["seed"] for x in runs) else None)
+            ax.plot(t, y, color=COLORS[r["mode"]], alpha=0.8, marker=".",
+                    label=LABELS[r["mode"]] if r["seed"] == min(x["seed"] for x in runs) else None)
         ax.axhline(TARGETS[task][1], color="gray", ls="--", lw=1)
         ax.set_title(task)
         ax.set_xlabel("training seconds (evaluation not counted)")
@@ -257,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="+", default=["cartpole", "pendulum", "ant", "quadruped"],
                     choices=sorted(TARGETS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES),
+                    help="sync; overlap0: the critic's update overlapped (staleness 0); overlap: the whole update")
     ap.add_argument("--budget-s", type=float, default=600.0, help="training seconds per run before giving up")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", action="store_true", help="one JSON line per run and per task summary")
@@ -269,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks, args.seeds = ["cartpole"], [0]
     if args.replot:
         rows = [json.loads(ln) for ln in args.replot.read_text().splitlines() if ln.startswith("{")]
-        rows = [r for r in rows if "mode" in r]
+        rows = [r for r in rows if "seed" in r]
         args.tasks = list(dict.fromkeys(r["task"] for r in rows))
     else:
         rows = []
@@ -278,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
               f"two busy cores give {machine['two_core_scaling']}x one core's throughput on this machine", flush=True)
     for task in [] if args.replot else args.tasks:
         for seed in args.seeds:
-            for overlap in (False, True):  # interleaved: a slow spell of the machine hits both modes alike
-                row = run_one(task, seed, overlap, budget_s=args.budget_s, device=args.device,
+            for mode in args.modes:  # interleaved: a slow spell of the machine hits every mode alike
+                row = run_one(task, seed, mode, budget_s=args.budget_s, device=args.device,
                               overrides=args.overrides, max_iterations=2 if args.quick else None)
                 rows.append(row)
                 if args.json:
@@ -297,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         floor = "" if line["floor"] is None else (" (floor: <= " if line["what"].startswith("overlap/") else
                                                   " (floor: >= ") + f"{line['floor']})"
         print(json.dumps(line) if args.json else
-              f"{line['task']}: {line['what']} {line['ratio']}x, medians of {line['seeds']} seeds{floor}", flush=True)
+              f"{line['task']} {line['mode']}: {line['what']} {line['ratio']}x, medians of {line['seeds']} seeds"
+              f"{floor}",
+              flush=True)
     return 0
 
 

@@ -46,12 +46,14 @@ def test_overlap_quick_json():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    runs = {r["mode"]: r for r in rows if "mode" in r}
-    assert set(runs) == {"sync", "overlap"}
+    runs = {r["mode"]: r for r in rows if "seed" in r}
+    assert set(runs) == {"sync", "overlap0", "overlap"}
     assert runs["sync"]["mean_staleness"] == 0 and runs["overlap"]["max_staleness_seen"] == 1
+    assert runs["overlap0"]["max_staleness_seen"] == 0 and runs["overlap0"]["learner"] == "process"
     assert all(r["iterations"] == 2 and len(r["core_idle_share"]) >= 1 for r in runs.values())
-    ratios = {r["what"] for r in rows if r.get("kind") == "ratio"}
-    assert {"sync/overlap wall time to threshold", "overlap/sync env steps to threshold"} <= ratios
+    ratios = {(r["mode"], r["what"]) for r in rows if r.get("kind") == "ratio"}
+    assert {(m, w) for m in ("overlap0", "overlap")
+            for w in ("sync/overlap wall time to threshold", "overlap/sync env steps to threshold")} <= ratios
 
 
 def test_rollout_precision_quick_json():

@@ -55,6 +55,66 @@ def test_staleness_stays_within_the_bound_and_the_behaviour_policy_follows(tmp_p
     assert ov.kl_seen[0] == 0.0 and all(0.0 < kl < 0.2 for kl in ov.kl_seen[1:]), ov.kl_seen
 
 
+def _state(tr: PPOTrainer) -> dict:
+    """Everything a run's future depends on: both networks (normalizers included), Adam's state, the envs."""
+    out = {f"actor.{k}": v for k, v in tr.alg.actor.state_dict().items()}
+    out.update({f"critic.{k}": v for k, v in tr.alg.critic.state_dict().items()})
+    for k, per_param in tr.alg.optimizer.state_dict()["state"].items():
+        out.update({f"adam.{k}.{n}": v for n, v in per_param.items()})
+    out.update({f"env.{k}": v for k, v in tr.core.get_env_state().items() if isinstance(v, torch.Tensor)})
+    return out
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    differ = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not differ, differ
+
+
+@pytest.mark.parametrize("learner", ["process", "thread"])
+def test_staleness_zero_is_bit_identical_to_synchronous_ppo(tmp_path, learner):
+    """max_staleness=0 hides the critic's update behind the next rollout and changes no number: after 5 iterations
+    the networks, Adam's state and the envs equal a synchronous run's bit for bit, and so does every surrogate loss
+    (the value loss arrives one iteration later, with the critic update that landed during the rollout)."""
+    extra = ["max_iterations=5", "seed=3", "algo.policy.obs_normalization=true",
+             "algo.policy.obs_normalization_until=null", "algo.num_learning_epochs=2"]
+    runs = {}
+    for mode in ("sync", "overlap"):
+        over = (["algo.overlap=true", "algo.max_staleness=0", f"algo.overlap_learner={learner}"]
+                if mode == "overlap" else [])
+        tr = _trainer(tmp_path / mode, [*SMALL, *extra, *over])
+        losses = []
+        step = tr.iterate
+        tr.iterate = lambda step=step, losses=losses: (losses.append(step()), losses[-1])[1]
+        tr.learn()
+        runs[mode] = tr, losses
+    (sync, ls), (over, lo) = runs["sync"], runs["overlap"]
+    assert over.overlap.learner == learner and over.overlap.staleness_seen == [0] * 5
+    _assert_same(_state(sync), _state(over))
+    assert [x["surrogate"] for x in ls] == [x["surrogate"] for x in lo]
+    assert [x["value"] for x in ls[:-1]] == [x["value"] for x in lo[1:]]
+
+
+def test_staleness_zero_is_deterministic_and_resumes_exactly(tmp_path):
+    """deterministic=true is allowed with max_staleness=0, and a run stopped after 3 iterations and resumed to 6
+    ends where an uninterrupted 6-iteration run ends, bit for bit."""
+    base = [*SMALL, "seed=5", "deterministic=true", "algo.overlap=true", "algo.max_staleness=0"]
+    whole = _trainer(tmp_path / "whole", [*base, "max_iterations=6"])
+    whole.learn()
+    first = _trainer(tmp_path / "first", [*base, "max_iterations=3"])
+    first.learn()
+    cfg, task, raw = compose([f"resume={first.run_dir}", "max_iterations=6"])
+    resumed = PPOTrainer(cfg, task, raw, quiet=True)
+    assert resumed.iteration == 3 and resumed.overlap.max_staleness == 0
+    resumed.learn()
+    _assert_same(_state(whole), _state(resumed))
+
+
+def test_staleness_zero_refuses_what_it_cannot_split_in_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="max_staleness=0 overlaps the critic's update of a feed-forward"):
+        _trainer(tmp_path, [*SMALL, "algo.overlap=true", "algo.max_staleness=0", "algo.policy.rnn_type=gru"])
+
+
 def test_the_bound_is_checked(tmp_path):
     tr = _trainer(tmp_path, [*SMALL, "max_iterations=3", "algo.overlap=true"])
     tr.start()

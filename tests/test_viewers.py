@@ -134,13 +134,24 @@ def test_play_viewer_through_the_cli(ant_run, tmp_path):
     assert "(4 frames)" in proc.stdout and (tmp_path / "a.viser").stat().st_size > 1000
 
 
-def test_viewer_errors_are_one_line(ant_run, tiny_run, tmp_path):
-    for args, want in [((f"run={ant_run}", "viewer=unity"), "viewer=unity: not a valid choice; valid choices: "
-                                                             "rerun, usd, file, viser"),
-                       ((f"run={tiny_run}", "viewer=file"), "cartpole has no 3D scene (use video=true)"),
-                       ((f"run={ant_run}", "viewer=usd", "serve=true"), "serve=true serves rerun or viser"),
-                       ((f"run={ant_run}", "viewer=file", "steps=0"), "steps=0: must be at least 1")]:
-        proc = run_cli("play", *args, cwd=tmp_path)
-        assert proc.returncode == 2, proc.stderr
-        lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and want in lines[0], proc.stderr
+def test_viewer_errors_are_one_line(ant_run, tiny_run, tmp_path, capsys, monkeypatch):
+    """The first as a user runs it (a subprocess: exit code 2, one line on stderr); the rest through the same entry
+    point in this process (each subprocess costs ~10 s of imports)."""
+    from horde.train.cli import main
+
+    cases = [((f"run={ant_run}", "viewer=unity"), "viewer=unity: not a valid choice; valid choices: "
+                                                  "rerun, usd, file, viser"),
+             ((f"run={tiny_run}", "viewer=file"), "cartpole has no 3D scene (use video=true)"),
+             ((f"run={ant_run}", "viewer=usd", "serve=true"), "serve=true serves rerun or viser"),
+             ((f"run={ant_run}", "viewer=file", "steps=0"), "steps=0: must be at least 1")]
+    (args, want), rest = cases[0], cases[1:]
+    proc = run_cli("play", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and want in lines[0], proc.stderr
+    monkeypatch.chdir(tmp_path)
+    for args, want in rest:
+        capsys.readouterr()
+        assert main(["play", *args]) == 2, args
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and want in lines[0], (args, lines)

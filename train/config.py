@@ -74,14 +74,17 @@ class PPOConfig:
     symmetry: SymmetryConfig = field(default_factory=SymmetryConfig)
     """Left-right symmetry augmentation and mirror loss (legged velocity tasks)."""
     overlap: bool = False
-    """Update on one batch while the next is collected with the last finished update's parameters (staleness 1,
-    decoupled PPO objective; ``horde.train.overlap``). Not deterministic."""
+    """Overlap the update with the next rollout: with ``max_staleness=0`` the critic's half of the update only,
+    bit-identical to synchronous PPO (``horde.train.overlap_critic``); with 1 the whole update, the next batch
+    collected with the last finished update's parameters (decoupled PPO objective; ``horde.train.overlap``; not
+    deterministic)."""
     overlap_learner: str = choice(("auto", "process", "thread"))
     """With overlap, where the update runs: a forked process sharing the networks and rollouts through shared memory
     (the CPU's choice under auto: two threads of one process share its GIL), or a thread (CUDA, on its own stream;
     recurrent policies; distributed runs)."""
-    max_staleness: int = bounded(1, ge=1)
-    """With overlap: the most updates the acting policy may lag the learner by (checked every iteration)."""
+    max_staleness: int = bounded(1, ge=0)
+    """With overlap: the most updates the acting policy may lag the learner by (checked every iteration); 0 keeps
+    PPO on-policy and hides only the critic's update."""
     rollout_precision: str = choice(("fp32", "bf16", "fp16"))
     """Precision of the actor's forward pass in rollouts and in the update's log-probabilities (fp32 master weights);
     ``horde export`` defaults to it (fp16 bundles for fp16; fp32 otherwise)."""
@@ -168,17 +171,23 @@ def config_dir() -> Path:
     return Path(str(resources.files("horde") / "configs"))
 
 
+_STORED: dict[tuple[str, str], int] = {}
+"""What :func:`_register` has put in Hydra's config store: (group, name) -> id of the node (storing converts a
+dataclass to an OmegaConf tree, 20-50 ms each: done once per process, again only for a task registered anew)."""
+
+
 def _register() -> None:
     from hydra.core.config_store import ConfigStore
 
     from horde.envs import TASKS
 
     cs = ConfigStore.instance()
-    cs.store(name="train_schema", node=TrainConfig)
-    for name, spec in TASKS.items():
-        cs.store(group="task", name=name, node=spec.config)
-    for name, cls in ALGORITHMS.items():
-        cs.store(group="algo", name=name, node=cls)
+    nodes = [("", "train_schema", TrainConfig), *(("task", n, s.config) for n, s in TASKS.items()),
+             *(("algo", n, c) for n, c in ALGORITHMS.items())]
+    for group, name, node in nodes:
+        if _STORED.get((group, name)) != id(node):
+            cs.store(group=group or None, name=name, node=node)
+            _STORED[(group, name)] = id(node)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -251,16 +260,22 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        base = hydra_compose("train", overrides=group_overrides, return_hydra_config=True)
-        for ov in value_overrides:
-            key = ov.key_or_group.lstrip("+~")
-            if ov.input_line.startswith("+") and "." in key:  # adds a key: its parent must exist (a dict such as
-                _check_key(base, key.rsplit(".", 1)[0])        # task.reward_scales; a term name is checked at build)
-            else:
-                _check_key(base, key)
+        def check_keys() -> None:
+            """Every overridden key exists (one line naming the valid keys where one does not)."""
+            base = hydra_compose("train", overrides=group_overrides, return_hydra_config=True)
+            for ov in value_overrides:
+                key = ov.key_or_group.lstrip("+~")
+                if ov.input_line.startswith("+") and "." in key:  # adds a key: its parent must exist (a dict such
+                    _check_key(base, key.rsplit(".", 1)[0])        # as task.reward_scales; a term name: at build)
+                else:
+                    _check_key(base, key)
+
+        if any(ov.input_line.startswith("+") for ov in value_overrides):
+            check_keys()  # before composing: Hydra would create a missing parent of an added key
         try:
             cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
         except Exception as exc:  # noqa: BLE001 - type errors etc. come as multi-line hydra errors
+            check_keys()  # an unknown key: named with the valid ones (composing the base only when one failed)
             raise ConfigError(_first_line(exc)) from None
     task_name = str(cfg.hydra.runtime.choices.task)
     with open_dict(cfg):

@@ -7,7 +7,9 @@ forked process on the CPU, a thread on CUDA) while the calling thread collects i
 parameters of the last finished update (the *behaviour* policy, a copy of the actor and the critic). Every iteration
 pairs one update with the next rollout and then joins both, so every batch after the first is exactly 1 update stale
 (``algo.max_staleness`` is the bound it is checked against; the first batch, and the first after a resume, is
-collected synchronously with staleness 0).
+collected synchronously with staleness 0). ``algo.max_staleness=0`` is another schedule,
+:mod:`horde.train.overlap_critic`: only the critic's half of the update overlaps the rollout, bit-identical to
+synchronous PPO.
 
 The objective is decoupled PPO (:meth:`OverlappedRollouts._decouple`): the clip is centred on the learner's policy
 at the update's start, and each sample is weighted by that policy's probability over the behaviour policy's (stored
@@ -169,21 +171,10 @@ class OverlappedRollouts:
 
     def _fork(self) -> None:
         """Put the networks and both storages in shared memory and fork the learner process."""
-        import multiprocessing
-
         alg = self.trainer.alg
         filled = next(s for s in self._storages if s.distribution_params is not None)
-        for storage in self._storages:  # rsl-rl allocates them at the first transition: before sharing here
-            if storage.distribution_params is None:
-                storage.distribution_params = tuple(torch.zeros_like(p) for p in filled.distribution_params)
         for storage in self._storages:
-            for name, value in vars(storage).items():
-                if isinstance(value, (tuple, list)):
-                    for v in value:
-                        if isinstance(v, torch.Tensor):
-                            v.share_memory_()
-                elif hasattr(value, "share_memory_"):
-                    value.share_memory_()
+            share_storage(storage, filled)
             self._advantages[id(storage)] = storage.advantages
         alg.actor.share_memory()
         alg.critic.share_memory()
@@ -191,46 +182,30 @@ class OverlappedRollouts:
         # copied back into the shared one after every update (:meth:`_reshare`)
         self._shared_buffers = [(m, name, b) for net in (alg.actor, alg.critic) for m in net.modules()
                                 for name, b in m._buffers.items() if b is not None]
-        ctx = multiprocessing.get_context("fork")
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=self._child_main, args=(child,), name="horde-learner", daemon=True)
-        proc.start()
-        child.close()
-        self._child = (proc, parent)
+        self._child = fork_learner(self._child_main)
 
     def _child_main(self, conn) -> None:
-        """The learner process: updates on request, sends the losses and the learning rate back."""
-        import os
-        import signal
-
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run and asks for the state
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        torch.set_num_threads(1)
+        """The learner process (:func:`fork_learner`): updates on request, sends the losses and the learning rate
+        back."""
         alg = self.trainer.alg
-        code = 0
-        try:
-            while True:
+        while True:
+            try:
+                msg = conn.recv()
+            except EOFError:
+                return
+            if msg[0] == "update":
                 try:
-                    msg = conn.recv()
-                except EOFError:
-                    break
-                if msg[0] == "update":
-                    try:
-                        losses = self._learn(self._storages[msg[1]])
-                        self._reshare()
-                        conn.send(("done", losses, float(alg.learning_rate)))
-                    except Exception as exc:  # reported in the parent, with its type
-                        conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
-                elif msg[0] == "state":  # as bytes: no shared-memory handles cross the pipe
-                    buf = io.BytesIO()
-                    torch.save(alg.save(), buf)
-                    conn.send(("state", buf.getvalue(), float(alg.learning_rate)))
-                else:
-                    break
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)  # no atexit handlers of the parent's (TensorBoard writers, Warp) in the child
+                    losses = self._learn(self._storages[msg[1]])
+                    self._reshare()
+                    conn.send(("done", losses, float(alg.learning_rate)))
+                except Exception as exc:  # reported in the parent, with its type
+                    conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
+            elif msg[0] == "state":  # as bytes: no shared-memory handles cross the pipe
+                buf = io.BytesIO()
+                torch.save(alg.save(), buf)
+                conn.send(("state", buf.getvalue(), float(alg.learning_rate)))
+            else:
+                return
 
     def _reshare(self) -> None:
         """Every buffer the update replaced goes back into its shared tensor (learner process)."""
@@ -353,3 +328,46 @@ class OverlappedRollouts:
                 proc.kill()
             conn.close()
             self._child = None
+
+
+def share_storage(storage: RolloutStorage, filled: RolloutStorage) -> None:
+    """Move every tensor of ``storage`` into shared memory (a forked learner then reads what the trainer writes);
+    the distribution parameters rsl-rl allocates at the first transition are allocated here like ``filled``'s."""
+    if storage.distribution_params is None:
+        storage.distribution_params = tuple(torch.zeros_like(p) for p in filled.distribution_params)
+    for value in vars(storage).values():
+        if isinstance(value, (tuple, list)):
+            for v in value:
+                if isinstance(v, torch.Tensor):
+                    v.share_memory_()
+        elif hasattr(value, "share_memory_"):
+            value.share_memory_()
+
+
+def fork_learner(target):
+    """Fork a daemon learner process running ``target(connection)`` on one torch thread; returns (process, the
+    parent's end of the pipe). The child ignores SIGINT/SIGTERM (the parent stops the run and asks for its state)
+    and leaves with ``os._exit``: none of the parent's atexit handlers (TensorBoard writers, Warp) run in it."""
+    import multiprocessing
+
+    def main(conn) -> None:
+        import os
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        torch.set_num_threads(1)
+        code = 0
+        try:
+            target(conn)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=main, args=(child,), name="horde-learner", daemon=True)
+    proc.start()
+    child.close()
+    return proc, parent

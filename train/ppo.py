@@ -24,6 +24,7 @@ from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from horde.train.config import ConfigError, TrainConfig, to_container
 from horde.train.overlap import OverlappedRollouts, act_in_precision
+from horde.train.overlap_critic import OverlappedCritic
 from horde.train.runner import run
 from horde.train.session import DistInfo, broadcast_object, seed_everything, setup_distributed
 from horde.train.timing import PhaseTimer
@@ -100,7 +101,7 @@ def use_fused_adam(alg: PPO) -> None:
 class PPOTrainer:
     """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
 
-    overlap: OverlappedRollouts | None = None
+    overlap: OverlappedRollouts | OverlappedCritic | None = None
     """The overlapped schedule (``algo.overlap=true``), else None (always None for learners built on this one
     without it, such as distillation)."""
 
@@ -112,9 +113,10 @@ class PPOTrainer:
         num_envs = cfg.num_envs // self.dist.world_size
         if num_envs < 1:
             raise ConfigError(f"num_envs={cfg.num_envs} cannot be split over {self.dist.world_size} ranks")
-        if getattr(cfg.algo, "overlap", False) and cfg.deterministic:
-            raise ConfigError("algo.overlap=true cannot be deterministic (the learner draws random numbers beside "
-                              "the rollout, and its generator is not checkpointed): drop one of the two")
+        if getattr(cfg.algo, "overlap", False) and cfg.deterministic and cfg.algo.max_staleness > 0:
+            raise ConfigError("algo.overlap=true with algo.max_staleness>=1 cannot be deterministic (the learner draws "
+                              "random numbers beside the rollout, and its generator is not checkpointed): drop one of "
+                              "the two, or use algo.max_staleness=0 (bit-identical to synchronous PPO)")
         torch.set_num_threads(cfg.torch_threads)
         seed = cfg.seed + self.dist.rank  # every rank explores differently
         seed_everything(seed, deterministic=cfg.deterministic)
@@ -143,7 +145,10 @@ class PPOTrainer:
         self._start_loop(resume_ckpt, seed)
         if getattr(cfg.algo, "overlap", False):
             try:
-                self.overlap = OverlappedRollouts(self, cfg.algo.max_staleness, cfg.algo.overlap_learner)
+                if cfg.algo.max_staleness == 0:
+                    self.overlap = OverlappedCritic(self, cfg.algo.overlap_learner)
+                else:
+                    self.overlap = OverlappedRollouts(self, cfg.algo.max_staleness, cfg.algo.overlap_learner)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
         if not self.quiet:

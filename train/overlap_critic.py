@@ -1,0 +1,358 @@
+"""PPO with the critic's update hidden behind the next rollout, on-policy exactly (``algo.overlap=true
+algo.max_staleness=0``).
+
+rsl-rl's PPO updates two networks that share nothing: the actor (surrogate and entropy losses, the KL that sets the
+adaptive learning rate) and the critic (value loss), each with its own gradient-norm clip, under one Adam whose
+state is per parameter. Only the actor is needed to act. So an iteration here is:
+
+1. the rollout of batch ``i`` with the actor of update ``i - 1``, *without* the critic's per-step forward pass (its
+   values are deferred) -- meanwhile the learner (a forked process on the CPU, a thread elsewhere) runs the
+   critic's half of update ``i - 1``;
+2. wait for that critic, then batch ``i``'s values in one pass, the time-out bootstrap of the rewards and the
+   returns (GAE) exactly as rsl-rl computes them step by step;
+3. the actor's half of update ``i`` here: the same mini-batch permutation (drawn from torch's generator at the
+   same point of the stream as rsl-rl draws it), the same adaptive learning rate per mini-batch;
+4. the critic's half of update ``i`` sent to the learner with that permutation and those learning rates.
+
+Every number is the one synchronous PPO computes -- the actor's gradients do not depend on the value loss, nor the
+critic's on the surrogate, and Adam skips the parameters without a gradient -- so the same seed gives a
+bit-identical run (``tests/test_overlap.py`` compares them), ``deterministic=true`` is allowed, and a checkpoint
+(taken after the in-flight critic update has landed) resumes exactly. The staleness is 0: no correction is needed.
+What it hides is the critic's update and the rollout's per-step critic calls; ``algo.max_staleness=1``
+(:mod:`horde.train.overlap`) hides the whole update at the price of one update of lag.
+
+Feed-forward policies only (a recurrent critic needs each step's hidden state); not with RND or distributed runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from rsl_rl.storage import RolloutStorage
+from torch import nn
+
+from horde.train.overlap import fork_learner, share_storage
+
+
+ACTOR_FIELDS = ("observations", "actions", "advantages", "actions_log_prob", "distribution_params")
+CRITIC_FIELDS = ("observations", "values", "returns")
+ALL_FIELDS = ("observations", "actions", "values", "returns", "advantages", "actions_log_prob", "distribution_params")
+"""What each half indexes (symmetry's augmentation repeats every field: it gets them all)."""
+
+
+def mini_batches(storage: RolloutStorage, perm: torch.Tensor, num_mini_batches: int, num_epochs: int,
+                 fields: tuple[str, ...]):
+    """rsl-rl's ``mini_batch_generator`` over a given permutation (so two passes walk the same batches), with only
+    ``fields`` of the storage indexed (the others stay None)."""
+    size = storage.num_envs * storage.num_transitions_per_env // num_mini_batches
+    flat = {name: getattr(storage, name).flatten(0, 1) for name in fields if name != "distribution_params"}
+    params = tuple(p.flatten(0, 1) for p in storage.distribution_params) if "distribution_params" in fields else None
+    names = {"actions_log_prob": "old_actions_log_prob"}
+    for _ in range(num_epochs):
+        for i in range(num_mini_batches):
+            idx = perm[i * size:(i + 1) * size]
+            batch = RolloutStorage.Batch(**{names.get(k, k): v[idx] for k, v in flat.items()})
+            if params is not None:
+                batch.old_distribution_params = tuple(p[idx] for p in params)
+            yield batch
+
+
+def _autocast(alg):
+    return torch.amp.autocast(device_type=torch.device(alg.device).type, enabled=alg.use_mixed_precision,
+                              dtype=torch.bfloat16)
+
+
+def update_actor(alg, storage: RolloutStorage) -> tuple[dict[str, float], torch.Tensor, list[float]]:
+    """The actor's half of rsl-rl's ``PPO.update`` (surrogate, entropy, symmetry loss, the adaptive learning rate,
+    the actor's normalizer). Returns its losses, the mini-batch permutation and the learning rate of every
+    mini-batch step (what :func:`update_critic` replays)."""
+    n_mb, epochs = alg.num_mini_batches, alg.num_learning_epochs
+    size = storage.num_envs * storage.num_transitions_per_env // n_mb
+    perm = torch.randperm(n_mb * size, requires_grad=False, device=alg.device)  # rsl-rl's draw, same place
+    lrs: list[float] = []
+    sums = {"surrogate": 0.0, "entropy": 0.0, "symmetry": 0.0}
+    for batch in mini_batches(storage, perm, n_mb, epochs, ALL_FIELDS if alg.symmetry else ACTOR_FIELDS):
+        n = batch.observations.batch_size[0]
+        if alg.normalize_advantage_per_mini_batch:
+            with torch.no_grad():
+                batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
+        if alg.symmetry:
+            alg.symmetry.augment_batch(batch, n)
+        with _autocast(alg):
+            alg.actor(batch.observations, stochastic_output=True)
+            log_prob = alg.actor.get_output_log_prob(batch.actions)
+            dist_params = tuple(p[:n] for p in alg.actor.output_distribution_params)
+            entropy = alg.actor.output_entropy[:n]
+            if alg.desired_kl is not None and alg.schedule == "adaptive":
+                with torch.inference_mode():
+                    kl = torch.mean(alg.actor.get_kl_divergence(batch.old_distribution_params, dist_params))
+                    if kl > alg.desired_kl * 2.0:
+                        alg.learning_rate = max(1e-5, alg.learning_rate / 1.5)
+                    elif kl < alg.desired_kl / 2.0 and kl > 0.0:
+                        alg.learning_rate = min(1e-2, alg.learning_rate * 1.5)
+                    for group in alg.optimizer.param_groups:
+                        group["lr"] = alg.learning_rate
+            ratio = torch.exp(log_prob - torch.squeeze(batch.old_actions_log_prob))
+            surrogate = -torch.squeeze(batch.advantages) * ratio
+            clipped = -torch.squeeze(batch.advantages) * torch.clamp(ratio, 1.0 - alg.clip_param, 1.0 + alg.clip_param)
+            surrogate_loss = torch.max(surrogate, clipped).mean()
+            loss = surrogate_loss - alg.entropy_coef * entropy.mean()
+            if alg.symmetry:
+                symmetry_loss = alg.symmetry.compute_loss(alg.actor, batch, n)
+                if alg.symmetry.use_mirror_loss:
+                    loss = loss + alg.symmetry.mirror_loss_coeff * symmetry_loss
+                sums["symmetry"] += symmetry_loss.item()
+        alg.optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(alg.actor.parameters(), alg.max_grad_norm)
+        alg.optimizer.step()  # Adam skips the critic's parameters: they have no gradient
+        lrs.append(alg.learning_rate)
+        sums["surrogate"] += surrogate_loss.item()
+        sums["entropy"] += entropy.mean().item()
+    alg.actor.update_normalization(storage.observations.flatten(0, 1))
+    steps = n_mb * epochs
+    losses = {"surrogate": sums["surrogate"] / steps, "entropy": sums["entropy"] / steps}
+    if alg.symmetry:
+        losses["symmetry"] = sums["symmetry"] / steps
+    return losses, perm, lrs
+
+
+def update_critic(alg, storage: RolloutStorage, perm: torch.Tensor, lrs: list[float]) -> float:
+    """The critic's half of rsl-rl's ``PPO.update`` over the actor's mini-batches, each step at the learning rate
+    the actor's half used; then the critic's normalizer. Returns the mean value loss."""
+    total = 0.0
+    fields = ALL_FIELDS if alg.symmetry else CRITIC_FIELDS
+    for batch, lr in zip(mini_batches(storage, perm, alg.num_mini_batches, alg.num_learning_epochs, fields), lrs):
+        if alg.symmetry:
+            alg.symmetry.augment_batch(batch, batch.observations.batch_size[0])
+        with _autocast(alg):
+            values = alg.critic(batch.observations)
+            if alg.use_clipped_value_loss:
+                clipped = batch.values + (values - batch.values).clamp(-alg.clip_param, alg.clip_param)
+                value_loss = torch.max((values - batch.returns).pow(2), (clipped - batch.returns).pow(2)).mean()
+            else:
+                value_loss = (batch.returns - values).pow(2).mean()
+        alg.optimizer.zero_grad()
+        (alg.value_loss_coef * value_loss).backward()
+        nn.utils.clip_grad_norm_(alg.critic.parameters(), alg.max_grad_norm)
+        for group in alg.optimizer.param_groups:
+            group["lr"] = lr
+        alg.optimizer.step()  # Adam skips the actor's parameters
+        total += value_loss.item()
+    alg.critic.update_normalization(storage.observations.flatten(0, 1))
+    return total / max(len(lrs), 1)
+
+
+class OverlappedCritic:
+    """Drives one :class:`horde.train.ppo.PPOTrainer` with the critic's update overlapped with the next rollout
+    (module docstring). ``learner``: ``process`` (CPU: a forked process sharing the critic and both rollout
+    storages), ``thread`` (its own CUDA stream on a GPU), ``auto``: ``process`` on the CPU."""
+
+    max_staleness = 0
+
+    def __init__(self, trainer, learner: str = "auto") -> None:
+        alg = trainer.alg
+        if alg.actor.is_recurrent or alg.critic.is_recurrent or alg.rnd or trainer.dist.enabled:
+            raise ValueError("algo.max_staleness=0 overlaps the critic's update of a feed-forward, single-process PPO "
+                             "run: not with recurrent policies, RND or distributed=true (use algo.max_staleness=1)")
+        self.trainer = trainer
+        self._cuda = trainer.device.type == "cuda"
+        if learner == "auto":
+            learner = "thread" if self._cuda else "process"
+        if learner == "process" and self._cuda:
+            raise ValueError("algo.overlap_learner=process needs the CPU; use thread")
+        self.learner = learner
+        self._storages = (alg.storage, copy.deepcopy(alg.storage))
+        self._next = 0  # the storage the next rollout fills
+        self._in_flight = None  # the critic update running: a Future or True (process)
+        self._time_outs = None
+        self._stream = torch.cuda.Stream(trainer.device) if self._cuda else None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horde-critic")
+        self._child = None
+        self._shared_buffers: list = []
+        self.staleness_seen: list[int] = []
+        self.value_loss = float("nan")
+        """The mean value loss of the last critic update that landed."""
+
+    # --- acting and returns (calling thread) ----------------------------------------------------------------
+    def _rollout(self, storage: RolloutStorage) -> None:
+        """rsl-rl's act / process_env_step with the critic's values left at zero; the time-outs are kept for the
+        bootstrap that :meth:`_returns` adds once the critic has landed."""
+        t, alg = self.trainer, self.trainer.alg
+        timer, n = t.timer, t.core.num_envs
+        steps = t.cfg.algo.num_steps_per_env
+        if self._time_outs is None:
+            self._time_outs = torch.zeros(steps, n, 1, device=t.device)
+            self._zero_values = torch.zeros(n, 1, device=t.device)
+        alg.storage = storage
+        storage.clear()
+        tr = alg.transition
+        with torch.inference_mode():
+            for step in range(steps):
+                tr.hidden_states = (None, None)
+                tr.actions = alg.actor(t._obs, stochastic_output=True).detach()
+                tr.values = self._zero_values
+                tr.actions_log_prob = alg.actor.get_output_log_prob(tr.actions).detach()
+                tr.distribution_params = tuple(p.detach() for p in alg.actor.output_distribution_params)
+                tr.observations = t._obs
+                timer.mark("inference")
+                t._obs, rewards, dones, extras = t.env.step(tr.actions)
+                timer.mark("sim")
+                self._time_outs[step].copy_(extras["time_outs"].view(-1, 1))
+                alg.process_env_step(t._obs, rewards, dones, extras)  # its bootstrap adds gamma * 0 here
+                timer.mark("other")
+
+    def _returns(self, storage: RolloutStorage) -> None:
+        """The critic's values for the batch in one pass (the numbers the rollout's per-step calls give: a row of a
+        matrix product does not depend on the rows computed beside it, which the bit-identity test checks), the
+        time-out bootstrap of the rewards, then rsl-rl's returns and advantages."""
+        alg = self.trainer.alg
+        with torch.inference_mode():
+            values = alg.critic(storage.observations.flatten(0, 1))
+            storage.values.copy_(values.view_as(storage.values))
+            storage.rewards.add_(alg.gamma * (storage.values * self._time_outs))
+            alg.compute_returns(self.trainer._obs)
+        shared = getattr(storage, "_horde_shared_advantages", None)
+        if shared is not None:  # rsl-rl assigns a new advantage tensor: back into the one the learner reads
+            with torch.inference_mode():
+                shared.copy_(storage.advantages)
+            storage.advantages = shared
+
+    # --- the critic's update (learner thread or process) ----------------------------------------------------
+    def _wait(self) -> None:
+        """Until the critic update in flight has landed."""
+        if self._in_flight is None:
+            return
+        if self._child is not None:
+            kind, value = self._child[1].recv()
+            if kind == "error":
+                raise RuntimeError(f"the overlapped critic process failed: {value}")
+        else:
+            value, done = self._in_flight.result()
+            if done is not None:
+                torch.cuda.current_stream(self.trainer.device).wait_event(done)
+        self.value_loss = value
+        self._in_flight = None
+
+    def _critic_in_thread(self, storage, perm, lrs, ready):
+        with torch.cuda.stream(self._stream) if self._cuda else contextlib.nullcontext():
+            if ready is not None:
+                self._stream.wait_event(ready)
+            loss = update_critic(self.trainer.alg, storage, perm, lrs)
+            done = None
+            if self._cuda:
+                done = torch.cuda.Event()
+                done.record(self._stream)
+        return loss, done
+
+    def _start_critic(self, index: int, perm: torch.Tensor, lrs: list[float]) -> None:
+        storage = self._storages[index]
+        if self.learner == "process":
+            if self._child is None:
+                self._fork()
+            self._child[1].send(("critic", index, perm, lrs))
+            self._in_flight = True
+        else:
+            ready = None
+            if self._cuda:
+                ready = torch.cuda.Event()
+                ready.record(torch.cuda.current_stream(self.trainer.device))
+            self._in_flight = self._pool.submit(self._critic_in_thread, storage, perm, lrs, ready)
+
+    def _fork(self) -> None:
+        alg = self.trainer.alg
+        filled = next(s for s in self._storages if s.distribution_params is not None)
+        for storage in self._storages:
+            share_storage(storage, filled)
+            storage._horde_shared_advantages = storage.advantages
+        alg.critic.share_memory()
+        self._shared_buffers = [(m, name, b) for m in alg.critic.modules() for name, b in m._buffers.items()
+                                if b is not None]
+        self._child = fork_learner(self._child_main)
+
+    def _child_main(self, conn) -> None:
+        alg = self.trainer.alg
+        while True:
+            try:
+                msg = conn.recv()
+            except EOFError:
+                return
+            if msg[0] == "critic":
+                try:
+                    loss = update_critic(alg, self._storages[msg[1]], msg[2], msg[3])
+                    with torch.no_grad():  # buffers the normalizer replaced go back into the shared tensors
+                        for module, name, shared in self._shared_buffers:
+                            now = module._buffers.get(name)
+                            if now is not None and now is not shared:
+                                shared.copy_(now)
+                                module._buffers[name] = shared
+                    conn.send(("done", loss))
+                except Exception as exc:  # reported in the parent, with its type
+                    conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            elif msg[0] == "state":  # the critic's Adam state, as bytes
+                buf = io.BytesIO()
+                torch.save(alg.optimizer.state_dict()["state"], buf)
+                conn.send(("state", buf.getvalue()))
+            else:
+                return
+
+    # --- one iteration --------------------------------------------------------------------------------------
+    def iterate(self) -> dict[str, float]:
+        t = self.trainer
+        index = self._next
+        storage = self._storages[index]
+        self._rollout(storage)  # meanwhile the critic of the last update learns
+        self._wait()
+        t.timer.mark("learn")  # the time the rollout waited for the critic
+        self._returns(storage)
+        losses, perm, lrs = update_actor(t.alg, storage)
+        self._start_critic(index, perm, lrs)
+        t.timer.mark("learn")
+        self._next = 1 - index
+        self.staleness_seen.append(0)
+        losses["value"] = self.value_loss  # the critic update that landed during this rollout
+        losses["Overlap/staleness"] = 0.0
+        t.iteration += 1
+        return losses
+
+    def learner_state(self) -> dict:
+        """rsl-rl's ``save()`` with the critic update in flight landed (and, with the learner process, the critic's
+        Adam state from there)."""
+        self._wait()
+        state = self.trainer.alg.save()
+        if self._child is not None:
+            self._child[1].send(("state",))
+            _, data = self._child[1].recv()
+            critic_state = torch.load(io.BytesIO(data), weights_only=False)
+            opt = state["optimizer_state_dict"]
+            params = [p for g in self.trainer.alg.optimizer.param_groups for p in g["params"]]
+            critic = {id(p) for p in self.trainer.alg.critic.parameters()}
+            for k, p in enumerate(params):
+                if id(p) in critic and k in critic_state:
+                    opt["state"][k] = critic_state[k]
+        return state
+
+    def close(self) -> None:
+        """Land the critic update in flight (the trainer's optimizer takes the learner's critic state) and stop."""
+        if self._child is not None:
+            proc, conn = self._child
+            if proc.is_alive():
+                state = self.learner_state()
+                self.trainer.alg.optimizer.load_state_dict(state["optimizer_state_dict"])
+                for group in self.trainer.alg.optimizer.param_groups:
+                    group["lr"] = self.trainer.alg.learning_rate
+            with contextlib.suppress(BrokenPipeError, OSError):
+                conn.send(("stop",))
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+            conn.close()
+            self._child = None
+        else:
+            self._wait()
+        self._pool.shutdown(wait=True)
+
