@@ -209,12 +209,7 @@ class OverlappedRollouts:
 
     def _reshare(self) -> None:
         """Every buffer the update replaced goes back into its shared tensor (learner process)."""
-        with torch.no_grad():
-            for module, name, shared in self._shared_buffers:
-                now = module._buffers.get(name)
-                if now is not None and now is not shared:
-                    shared.copy_(now)
-                    module._buffers[name] = shared
+        reshare(self._shared_buffers)
 
     def _child_call(self, msg):
         proc, conn = self._child
@@ -328,6 +323,17 @@ class OverlappedRollouts:
                 proc.kill()
             conn.close()
             self._child = None
+
+
+def reshare(shared_buffers: list) -> None:
+    """For each (module, buffer name, shared tensor): a buffer the update replaced instead of updating in place
+    (rsl-rl's normalizer assigns a new ``_std``) is copied into the shared tensor, which takes its place again."""
+    with torch.no_grad():
+        for module, name, shared in shared_buffers:
+            now = module._buffers.get(name)
+            if now is not None and now is not shared:
+                shared.copy_(now)
+                module._buffers[name] = shared
 
 
 def share_storage(storage: RolloutStorage, filled: RolloutStorage) -> None:

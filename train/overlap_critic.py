@@ -35,7 +35,7 @@ import torch
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-from horde.train.overlap import fork_learner, share_storage
+from horde.train.overlap import fork_learner, reshare, share_storage
 
 
 ACTOR_FIELDS = ("observations", "actions", "advantages", "actions_log_prob", "distribution_params")
@@ -284,12 +284,7 @@ class OverlappedCritic:
             if msg[0] == "critic":
                 try:
                     loss = update_critic(alg, self._storages[msg[1]], msg[2], msg[3])
-                    with torch.no_grad():  # buffers the normalizer replaced go back into the shared tensors
-                        for module, name, shared in self._shared_buffers:
-                            now = module._buffers.get(name)
-                            if now is not None and now is not shared:
-                                shared.copy_(now)
-                                module._buffers[name] = shared
+                    reshare(self._shared_buffers)  # normalizer buffers replaced: back into the shared ones
                     conn.send(("done", loss))
                 except Exception as exc:  # reported in the parent, with its type
                     conn.send(("error", f"{type(exc).__name__}: {exc}"))
