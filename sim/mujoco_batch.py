@@ -371,12 +371,22 @@ class MujocoBatchWorld(NewtonWorld):
 
     def __init__(self, robot: newton.ModelBuilder, **kwargs) -> None:
         super().__init__(robot, **kwargs)
+        import mujoco
+
         n, b = self.num_envs, self.batch
         state = b.state
         base = state.ctypes.data
+        if b.state.ctypes.data != base or not state.flags.c_contiguous:
+            raise RuntimeError(f"mujoco {mujoco.__version__}: Batch.state is not one persistent C-contiguous array "
+                               "here; horde's mujoco-c backend reads and writes MuJoCo's rows in place and needs it")
+        self._state_np = state  # the Warp view below borrows this memory: keep its owner alive
 
         def offset(field: str) -> int:
-            return (b.bind(field).ctypes.data - base) // state.itemsize
+            at = (b.bind(field).ctypes.data - base) // state.itemsize
+            if not 0 <= at < state.shape[1]:
+                raise RuntimeError(f"mujoco {mujoco.__version__}: Batch.bind('{field}') is not inside Batch.state "
+                                   "here; horde's mujoco-c backend needs MuJoCo's rows in one array")
+            return at
 
         lay = self._layout_np
         L = Layout()
