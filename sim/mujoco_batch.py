@@ -371,6 +371,13 @@ class MujocoBatchWorld(NewtonWorld):
 
     def __init__(self, robot: newton.ModelBuilder, **kwargs) -> None:
         super().__init__(robot, **kwargs)
+        # every array below on the world's device: Warp's default device is cuda:0 on a GPU machine (the H200 run
+        # of 2026-11-26 crashed in the first CPU kernel that read this Layout's arrays from GPU memory)
+        with wp.ScopedDevice(self.device):
+            self._init_rows()
+
+    def _init_rows(self) -> None:
+        """The Warp views of the batch's rows, the Newton <-> MuJoCo index maps and the per-env buffers."""
         import mujoco
 
         n, b = self.num_envs, self.batch

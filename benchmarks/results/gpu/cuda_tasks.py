@@ -1,7 +1,10 @@
 import sys, time, traceback, torch
 from horde.envs import make, task_names, get_task
+# usage: cuda_tasks.py [task,task,...|all] [throughput_task,...]
+TASKS = task_names() if len(sys.argv) < 2 or sys.argv[1] == "all" else sys.argv[1].split(",")
+THRU = sys.argv[2].split(",") if len(sys.argv) > 2 else ["cartpole", "ant", "quadruped", "g1-velocity"]
 res = {}
-for task in task_names():
+for task in TASKS:
     t0 = time.perf_counter()
     try:
         n = 256
@@ -17,7 +20,7 @@ for task in task_names():
     except Exception as exc:
         print(f"TASK {task}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
         traceback.print_exc(limit=3)
-for task in ("cartpole", "ant", "quadruped", "g1-velocity"):
+for task in THRU:
     try:
         n = 4096
         env = make(task, num_envs=n, seed=0, device="cuda:0")
