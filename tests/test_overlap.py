@@ -9,7 +9,7 @@ import torch
 from horde.policies import InferencePolicy
 from horde.train.config import ConfigError, compose
 from horde.train.evaluate import evaluate
-from horde.train.overlap import actor_precision
+from horde.train.overlap import actor_precision, fork_learner
 from horde.train.ppo import PPOTrainer
 
 SMALL = ["task=cartpole", "num_envs=32", "algo.num_steps_per_env=8", "save_interval=1000"]
@@ -113,6 +113,25 @@ def test_staleness_zero_is_deterministic_and_resumes_exactly(tmp_path):
 def test_staleness_zero_refuses_what_it_cannot_split_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="max_staleness=0 overlaps the critic's update of a feed-forward"):
         _trainer(tmp_path, [*SMALL, "algo.overlap=true", "algo.max_staleness=0", "algo.policy.rnn_type=gru"])
+
+
+def _leave(code: int) -> tuple:
+    import os
+
+    os._exit(code)
+
+
+def test_the_learner_process_answers_and_fails_in_one_line():
+    child = fork_learner({"echo": lambda x: ("ok", x * 2), "boom": lambda: ("ok", 1 / 0), "leave": _leave}, "critic")
+    assert child.call("echo", 21) == ("ok", 42)
+    failed = r"^the overlapped critic process failed: ZeroDivisionError: division by zero$"
+    with pytest.raises(RuntimeError, match=failed):
+        child.call("boom")
+    assert child.call("echo", 1) == ("ok", 2)  # a failed request leaves it serving
+    with pytest.raises(RuntimeError, match=r"^the overlapped critic process died \(exit code 3\)$"):
+        child.call("leave", 3)
+    child.stop()
+    assert not child.alive
 
 
 def test_the_bound_is_checked(tmp_path):

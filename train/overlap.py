@@ -43,6 +43,7 @@ import copy
 import io
 import time
 import types
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
@@ -117,7 +118,7 @@ class OverlappedRollouts:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horde-learner")
         self._learn_stream = torch.cuda.Stream(trainer.device) if self._cuda else None
         self._threads_set = False
-        self._child = None  # (process, connection) once forked
+        self._child: LearnerProcess | None = None  # once forked
         self._advantages: dict[int, torch.Tensor] = {}  # each storage's shared advantage buffer (process learner)
         self.decoupled = True
         """Decoupled PPO objective (:meth:`_decouple`); False: PPO's clip around the behaviour policy."""
@@ -182,49 +183,31 @@ class OverlappedRollouts:
         # copied back into the shared one after every update (:meth:`_reshare`)
         self._shared_buffers = [(m, name, b) for net in (alg.actor, alg.critic) for m in net.modules()
                                 for name, b in m._buffers.items() if b is not None]
-        self._child = fork_learner(self._child_main)
+        self._child = fork_learner({"update": self._serve_update, "state": self._serve_state}, "learner")
 
-    def _child_main(self, conn) -> None:
-        """The learner process (:func:`fork_learner`): updates on request, sends the losses and the learning rate
-        back."""
-        alg = self.trainer.alg
-        while True:
-            try:
-                msg = conn.recv()
-            except EOFError:
-                return
-            if msg[0] == "update":
-                try:
-                    losses = self._learn(self._storages[msg[1]])
-                    self._reshare()
-                    conn.send(("done", losses, float(alg.learning_rate)))
-                except Exception as exc:  # reported in the parent, with its type
-                    conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
-            elif msg[0] == "state":  # as bytes: no shared-memory handles cross the pipe
-                buf = io.BytesIO()
-                torch.save(alg.save(), buf)
-                conn.send(("state", buf.getvalue(), float(alg.learning_rate)))
-            else:
-                return
+    # the learner process's requests (:func:`fork_learner`)
+    def _serve_update(self, index: int) -> tuple:
+        """Update on batch ``index``: the losses and the learning rate back."""
+        losses = self._learn(self._storages[index])
+        self._reshare()
+        return "done", losses, float(self.trainer.alg.learning_rate)
+
+    def _serve_state(self) -> tuple:
+        """rsl-rl's ``save()`` as bytes (no shared-memory handles cross the pipe) and the learning rate."""
+        buf = io.BytesIO()
+        torch.save(self.trainer.alg.save(), buf)
+        return "state", buf.getvalue(), float(self.trainer.alg.learning_rate)
 
     def _reshare(self) -> None:
         """Every buffer the update replaced goes back into its shared tensor (learner process)."""
         reshare(self._shared_buffers)
-
-    def _child_call(self, msg):
-        proc, conn = self._child
-        conn.send(msg)
-        try:
-            return conn.recv()
-        except EOFError:
-            raise RuntimeError(f"the overlapped learner process died (exit code {proc.exitcode})") from None
 
     def learner_state(self) -> dict | None:
         """rsl-rl's ``save()`` of the learner as it is in the learner process (None with the thread learner, whose
         state is the trainer's own)."""
         if self._child is None:
             return None
-        _, data, _ = self._child_call(("state",))
+        _, data, _ = self._child.call("state")
         return torch.load(io.BytesIO(data), weights_only=False)
 
     def _decouple(self, storage: RolloutStorage) -> float:
@@ -273,7 +256,7 @@ class OverlappedRollouts:
             ready.record(torch.cuda.current_stream(t.device))
         if self._child is not None:
             index = next(i for i, s in enumerate(self._storages) if s is batch)
-            self._child[1].send(("update", index))
+            self._child.send("update", index)
         else:
             future: Future = self._pool.submit(self._update_in_thread, batch, ready)
         # meanwhile the next batch, with the parameters of the last finished update (the running one has not)
@@ -281,13 +264,7 @@ class OverlappedRollouts:
         nxt = None if last else self._collect()
         done = None
         if self._child is not None:
-            try:
-                kind, losses, lr = self._child[1].recv()
-            except EOFError:
-                code = self._child[0].exitcode
-                raise RuntimeError(f"the overlapped learner process died (exit code {code})") from None
-            if kind == "error":
-                raise RuntimeError(f"the overlapped learner process failed: {losses}")
+            _, losses, lr = self._child.reply()
             t.alg.learning_rate = lr  # for the logs and checkpoints; the optimizer lives in the child
         else:
             losses, done = future.result()
@@ -308,21 +285,18 @@ class OverlappedRollouts:
         """Stop the learner thread or process."""
         self._pool.shutdown(wait=True)
         if self._child is not None:
-            proc, conn = self._child
-            if proc.is_alive():  # the trainer's own optimizer takes the learner's state back
-                alg = self.trainer.alg
-                alg.optimizer.load_state_dict(self.learner_state()["optimizer_state_dict"])
-                for group in alg.optimizer.param_groups:
-                    group["lr"] = alg.learning_rate
-            try:
-                conn.send(("stop",))
-            except (BrokenPipeError, OSError):
-                pass
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-            conn.close()
+            if self._child.alive:
+                take_back_optimizer(self.trainer.alg, self.learner_state())
+            self._child.stop()
             self._child = None
+
+
+def take_back_optimizer(alg, state: dict) -> None:
+    """The trainer's own optimizer takes the learner process's state (``state``: rsl-rl's ``save()`` from there) at
+    the trainer's learning rate."""
+    alg.optimizer.load_state_dict(state["optimizer_state_dict"])
+    for group in alg.optimizer.param_groups:
+        group["lr"] = alg.learning_rate
 
 
 def reshare(shared_buffers: list) -> None:
@@ -350,11 +324,27 @@ def share_storage(storage: RolloutStorage, filled: RolloutStorage) -> None:
             value.share_memory_()
 
 
-def fork_learner(target):
-    """Fork a daemon learner process running ``target(connection)`` on one torch thread; returns (process, the
-    parent's end of the pipe). The child ignores SIGINT/SIGTERM (the parent stops the run and asks for its state)
-    and leaves with ``os._exit``: none of the parent's atexit handlers (TensorBoard writers, Warp) run in it."""
+def fork_learner(handlers: dict[str, Callable[..., tuple]], what: str) -> LearnerProcess:
+    """Fork a daemon learner process that serves the parent's requests ``(kind, *args)`` on one torch thread:
+    ``handlers[kind](*args)`` runs and its tuple goes back; an exception goes back as ``("error", "Type: message")``;
+    another kind, or the parent's end closing, stops it (``what`` names it in errors). The child
+    ignores SIGINT/SIGTERM (the parent stops the run and asks for its state) and leaves with ``os._exit``: none of
+    the parent's atexit handlers (TensorBoard writers, Warp) run in it."""
     import multiprocessing
+
+    def serve(conn) -> None:
+        while True:
+            try:
+                kind, *args = conn.recv()
+            except EOFError:
+                return
+            if kind not in handlers:
+                return
+            try:
+                reply = handlers[kind](*args)
+            except Exception as exc:  # reported in the parent, with its type
+                reply = ("error", f"{type(exc).__name__}: {exc}")
+            conn.send(reply)
 
     def main(conn) -> None:
         import os
@@ -365,7 +355,7 @@ def fork_learner(target):
         torch.set_num_threads(1)
         code = 0
         try:
-            target(conn)
+            serve(conn)
         except BaseException:
             code = 1
         finally:
@@ -376,4 +366,43 @@ def fork_learner(target):
     proc = ctx.Process(target=main, args=(child,), name="horde-learner", daemon=True)
     proc.start()
     child.close()
-    return proc, parent
+    return LearnerProcess(proc, parent, what)
+
+
+class LearnerProcess:
+    """A learner process from :func:`fork_learner` and the parent's end of its pipe."""
+
+    def __init__(self, proc, conn, what: str) -> None:
+        self.proc, self.conn, self.what = proc, conn, what
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def send(self, kind: str, *args) -> None:
+        """Ask for ``handlers[kind](*args)``; :meth:`reply` waits for its answer."""
+        self.conn.send((kind, *args))
+
+    def reply(self) -> tuple:
+        """The answer to the last request; a one-line RuntimeError if the handler failed or the process died."""
+        try:
+            reply = self.conn.recv()
+        except EOFError:
+            self.proc.join(timeout=5)
+            raise RuntimeError(f"the overlapped {self.what} process died (exit code {self.proc.exitcode})") from None
+        if reply[0] == "error":
+            raise RuntimeError(f"the overlapped {self.what} process failed: {reply[1]}")
+        return reply
+
+    def call(self, kind: str, *args) -> tuple:
+        self.send(kind, *args)
+        return self.reply()
+
+    def stop(self) -> None:
+        """Ask it to leave, wait up to 30 s, then kill it."""
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.conn.send(("stop",))
+        self.proc.join(timeout=30)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.conn.close()

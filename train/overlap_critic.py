@@ -35,7 +35,7 @@ import torch
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-from horde.train.overlap import fork_learner, reshare, share_storage
+from horde.train.overlap import LearnerProcess, fork_learner, reshare, share_storage, take_back_optimizer
 
 
 ACTOR_FIELDS = ("observations", "actions", "advantages", "actions_log_prob", "distribution_params")
@@ -169,10 +169,14 @@ class OverlappedCritic:
         self._storages = (alg.storage, copy.deepcopy(alg.storage))
         self._next = 0  # the storage the next rollout fills
         self._in_flight = None  # the critic update running: a Future or True (process)
-        self._time_outs = None
+        steps, n = trainer.cfg.algo.num_steps_per_env, trainer.core.num_envs
+        self._time_outs = torch.zeros(steps, n, 1, device=trainer.device)
+        """Which env timed out at each step of the rollout (its bootstrap waits for the critic's values)."""
+        self._zero_values = torch.zeros(n, 1, device=trainer.device)
         self._stream = torch.cuda.Stream(trainer.device) if self._cuda else None
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horde-critic")
-        self._child = None
+        self._pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="horde-critic") if learner == "thread"
+                      else None)
+        self._child: LearnerProcess | None = None
         self._shared_buffers: list = []
         self.staleness_seen: list[int] = []
         self.value_loss = float("nan")
@@ -183,16 +187,12 @@ class OverlappedCritic:
         """rsl-rl's act / process_env_step with the critic's values left at zero; the time-outs are kept for the
         bootstrap that :meth:`_returns` adds once the critic has landed."""
         t, alg = self.trainer, self.trainer.alg
-        timer, n = t.timer, t.core.num_envs
-        steps = t.cfg.algo.num_steps_per_env
-        if self._time_outs is None:
-            self._time_outs = torch.zeros(steps, n, 1, device=t.device)
-            self._zero_values = torch.zeros(n, 1, device=t.device)
+        timer = t.timer
         alg.storage = storage
         storage.clear()
         tr = alg.transition
         with torch.inference_mode():
-            for step in range(steps):
+            for step in range(len(self._time_outs)):
                 tr.hidden_states = (None, None)
                 tr.actions = alg.actor(t._obs, stochastic_output=True).detach()
                 tr.values = self._zero_values
@@ -228,9 +228,7 @@ class OverlappedCritic:
         if self._in_flight is None:
             return
         if self._child is not None:
-            kind, value = self._child[1].recv()
-            if kind == "error":
-                raise RuntimeError(f"the overlapped critic process failed: {value}")
+            _, value = self._child.reply()
         else:
             value, done = self._in_flight.result()
             if done is not None:
@@ -254,7 +252,7 @@ class OverlappedCritic:
         if self.learner == "process":
             if self._child is None:
                 self._fork()
-            self._child[1].send(("critic", index, perm, lrs))
+            self._child.send("critic", index, perm, lrs)
             self._in_flight = True
         else:
             ready = None
@@ -272,28 +270,20 @@ class OverlappedCritic:
         alg.critic.share_memory()
         self._shared_buffers = [(m, name, b) for m in alg.critic.modules() for name, b in m._buffers.items()
                                 if b is not None]
-        self._child = fork_learner(self._child_main)
+        self._child = fork_learner({"critic": self._serve_critic, "state": self._serve_state}, "critic")
 
-    def _child_main(self, conn) -> None:
-        alg = self.trainer.alg
-        while True:
-            try:
-                msg = conn.recv()
-            except EOFError:
-                return
-            if msg[0] == "critic":
-                try:
-                    loss = update_critic(alg, self._storages[msg[1]], msg[2], msg[3])
-                    reshare(self._shared_buffers)  # normalizer buffers replaced: back into the shared ones
-                    conn.send(("done", loss))
-                except Exception as exc:  # reported in the parent, with its type
-                    conn.send(("error", f"{type(exc).__name__}: {exc}"))
-            elif msg[0] == "state":  # the critic's Adam state, as bytes
-                buf = io.BytesIO()
-                torch.save(alg.optimizer.state_dict()["state"], buf)
-                conn.send(("state", buf.getvalue()))
-            else:
-                return
+    # the learner process's requests (:func:`fork_learner`)
+    def _serve_critic(self, index: int, perm: torch.Tensor, lrs: list[float]) -> tuple:
+        """The critic's update on batch ``index``: its mean value loss back."""
+        loss = update_critic(self.trainer.alg, self._storages[index], perm, lrs)
+        reshare(self._shared_buffers)  # normalizer buffers replaced: back into the shared ones
+        return "done", loss
+
+    def _serve_state(self) -> tuple:
+        """The critic's Adam state, as bytes."""
+        buf = io.BytesIO()
+        torch.save(self.trainer.alg.optimizer.state_dict()["state"], buf)
+        return "state", buf.getvalue()
 
     # --- one iteration --------------------------------------------------------------------------------------
     def iterate(self) -> dict[str, float]:
@@ -320,8 +310,7 @@ class OverlappedCritic:
         self._wait()
         state = self.trainer.alg.save()
         if self._child is not None:
-            self._child[1].send(("state",))
-            _, data = self._child[1].recv()
+            _, data = self._child.call("state")
             critic_state = torch.load(io.BytesIO(data), weights_only=False)
             opt = state["optimizer_state_dict"]
             params = [p for g in self.trainer.alg.optimizer.param_groups for p in g["params"]]
@@ -334,20 +323,12 @@ class OverlappedCritic:
     def close(self) -> None:
         """Land the critic update in flight (the trainer's optimizer takes the learner's critic state) and stop."""
         if self._child is not None:
-            proc, conn = self._child
-            if proc.is_alive():
-                state = self.learner_state()
-                self.trainer.alg.optimizer.load_state_dict(state["optimizer_state_dict"])
-                for group in self.trainer.alg.optimizer.param_groups:
-                    group["lr"] = self.trainer.alg.learning_rate
-            with contextlib.suppress(BrokenPipeError, OSError):
-                conn.send(("stop",))
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-            conn.close()
+            if self._child.alive:
+                take_back_optimizer(self.trainer.alg, self.learner_state())
+            self._child.stop()
             self._child = None
         else:
             self._wait()
-        self._pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
