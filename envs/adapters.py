@@ -70,8 +70,9 @@ class RslRlVecEnv(VecEnv):
 
 AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
 """gymnasium's autoreset modes that :class:`GymVectorEnv` offers, by name."""
-ARRAY_TYPES = ("torch", "numpy")
-"""What :class:`GymVectorEnv` returns: torch tensors on the env's device, or numpy arrays on the host."""
+ARRAY_TYPES = ("numpy", "torch")
+"""What :class:`GymVectorEnv` returns: numpy arrays on the host (the default), or torch tensors on the env's
+device."""
 
 
 class GymVectorEnv(gym.vector.VectorEnv):
@@ -85,13 +86,23 @@ class GymVectorEnv(gym.vector.VectorEnv):
     - ``"same_step"``: the step that ends an episode already returns the next episode's first observation; the
       last one is in ``info["final_obs"]`` (a batched [num_envs, obs_dim] array, valid where ``info["_final_obs"]``).
 
-    ``array``: ``"torch"`` returns tensors on the env's device (as gymnasium's ``NumpyToTorch`` would), ``"numpy"``
-    returns host arrays (float32 observations and rewards, bool ``terminated``/``truncated``); actions may be either.
+    ``array``: what ``reset`` and ``step`` return; actions may be numpy arrays or tensors either way.
+
+    - ``"numpy"`` (the default, what gymnasium's vector envs return and its vector wrappers compute on): host
+      arrays, float32 observations and rewards, bool ``terminated``/``truncated``. Every wrapper in
+      ``gymnasium.wrappers.vector`` that applies to a Box env runs on it (tested). On CUDA this is one device-to-host
+      copy per returned array per step; gymnasium's ``NumpyToTorch`` outermost turns the result back into tensors.
+    - ``"torch"``: tensors on the env's device, no host copy. gymnasium's wrappers that keep statistics or reshape
+      (``RecordEpisodeStatistics``, ``NormalizeObservation``, ``NormalizeReward``, ``FlattenObservation``, the
+      ``Vectorize*`` and ``Dtype``/``Reshape`` observation wrappers) do numpy arithmetic on what the env returns and
+      fail on tensors: a torch default would break them, and converting under them is the host copy that numpy
+      makes explicit. Use it without those wrappers, with horde's own learners or a torch library.
+
     Every returned array is a copy: it stays valid after later steps.
     """
 
     def __init__(self, core: WarpTaskEnv, *, autoreset_mode: str | AutoresetMode = "next_step",
-                 array: str = "torch") -> None:
+                 array: str = "numpy") -> None:
         if isinstance(autoreset_mode, str):
             if autoreset_mode.lower() not in AUTORESET_MODES:
                 raise ValueError(f"unknown autoreset_mode '{autoreset_mode}'; valid: {', '.join(AUTORESET_MODES)}")
@@ -113,7 +124,10 @@ class GymVectorEnv(gym.vector.VectorEnv):
         self._pending = torch.zeros(core.num_envs, dtype=torch.bool, device=core.device)
 
     def _out(self, x: torch.Tensor):
-        return x.clone() if self.array == "torch" else x.detach().cpu().numpy().copy()
+        if self.array == "torch":
+            return x.clone()
+        x = x.detach()
+        return x.numpy().copy() if x.device.type == "cpu" else x.cpu().numpy()  # .cpu() already copied
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset every env, or those in ``options["reset_mask"]`` (gymnasium's key; ``"mask"`` also works), a bool
@@ -153,7 +167,7 @@ class GymVectorEnv(gym.vector.VectorEnv):
 
 
 def make_vec(task: str, num_envs: int = 1, *, device: str = "cpu", seed: int = 0, autoreset_mode: str = "next_step",
-             array: str = "torch", config=None, **_) -> GymVectorEnv:
+             array: str = "numpy", config=None, **_) -> GymVectorEnv:
     """gymnasium's vector entry point for ``gymnasium.make_vec("horde/<task>", num_envs=...)``."""
     from horde.envs.registry import make
 

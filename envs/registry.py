@@ -62,12 +62,10 @@ def register_task(name: str, spec: TaskSpec, *, replace: bool = False) -> None:
 
 
 def _register_with_gymnasium(name: str) -> None:
-    """``gymnasium.make_vec("horde/<name>", num_envs=..., device=..., seed=..., autoreset_mode=..., array=...)``."""
-    import gymnasium
+    """``gymnasium.make_vec("horde/<name>", ...)``; the built-in tasks' ids already exist after ``import horde``."""
+    import horde
 
-    gid = f"horde/{name}"
-    if gid not in gymnasium.registry:
-        gymnasium.register(id=gid, vector_entry_point="horde.envs.adapters:make_vec", kwargs={"task": name})
+    horde._register_with_gymnasium((name,))
 
 
 def task_names() -> list[str]:

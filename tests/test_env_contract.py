@@ -32,7 +32,7 @@ def task(request):
 
 def test_spaces_and_shapes(task):
     env = make(task, num_envs=N)
-    gym_env = GymVectorEnv(env, autoreset_mode="same_step")
+    gym_env = GymVectorEnv(env, autoreset_mode="same_step", array="torch")
     assert gym_env.single_observation_space.shape == (env.obs_dim,)
     assert gym_env.single_action_space.shape == (env.num_actions,)
     assert gym_env.observation_space.shape == (N, env.obs_dim)
@@ -91,7 +91,7 @@ def test_finite_under_random_actions(task):
 
 def test_observations_are_not_aliased_between_steps(task):
     env = make(task, num_envs=N)
-    for iface in (GymVectorEnv(env), RslRlVecEnv(env)):
+    for iface in (GymVectorEnv(env, array="torch"), RslRlVecEnv(env)):
         first = iface.step(torch.ones(N, env.num_actions))[0]
         first = first["policy"] if not isinstance(first, torch.Tensor) else first
         kept = first.clone()
@@ -134,8 +134,8 @@ def test_time_outs_are_separate_from_terminations(task):
 
 
 def test_gym_reset_seed_is_reproducible(task):
-    a = GymVectorEnv(make(task, num_envs=N, seed=0))
-    b = GymVectorEnv(make(task, num_envs=N, seed=99))
+    a = GymVectorEnv(make(task, num_envs=N, seed=0), array="torch")
+    b = GymVectorEnv(make(task, num_envs=N, seed=99), array="torch")
     oa, _ = a.reset(seed=11)
     ob, _ = b.reset(seed=11)
     differ = (oa != ob) & ~(oa.isnan() & ob.isnan())
@@ -197,6 +197,6 @@ def test_contract_on_mujoco_warp(task):
     mask[::2] = True
     env.reset(mask)
     assert torch.equal(env.obs[1::2], before[1::2]) and not torch.equal(env.obs[::2], before[::2])
-    oa, _ = GymVectorEnv(_on_warp(task, N, 0)).reset(seed=11)
-    ob, _ = GymVectorEnv(_on_warp(task, N, 99)).reset(seed=11)
+    oa, _ = GymVectorEnv(_on_warp(task, N, 0), array="torch").reset(seed=11)
+    ob, _ = GymVectorEnv(_on_warp(task, N, 99), array="torch").reset(seed=11)
     assert torch.equal(oa, ob)

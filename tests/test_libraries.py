@@ -7,6 +7,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib.util
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -69,11 +72,33 @@ def _wrappers(env) -> dict:
     }
 
 
+def _run_wrapped(w, name: str, array_type: type, inner=None) -> None:
+    """Reset and step ``w`` past two episodes of every env; its arrays are ``array_type`` and every env ends one.
+    ``inner``: the wrapper named ``name`` when ``w`` wraps it again (gymnasium forwards no attributes)."""
+    inner = w if inner is None else inner
+    obs, info = w.reset(seed=1)
+    assert isinstance(obs, array_type) and len(obs) == N, name
+    ended = 0
+    for _ in range(2 * SHORT + 2):
+        obs, rew, term, trunc, info = w.step(w.action_space.sample())
+        assert all(isinstance(x, array_type) for x in (obs, rew, term, trunc)), name
+        term, trunc = np.asarray(term), np.asarray(trunc)
+        assert len(obs) == N and len(rew) == N, name
+        assert term.dtype == np.bool_ and trunc.dtype == np.bool_, name
+        ended += int((term | trunc).sum())
+    assert ended >= N, f"{name}: no episode ended"
+    if name == "RecordEpisodeStatistics":
+        assert len(inner.length_queue) >= N and max(inner.length_queue) <= SHORT
+    if name == "DictInfoToList":
+        assert isinstance(info, list) and len(info) == N
+
+
 @pytest.mark.parametrize("task", task_names())
 def test_every_gymnasium_vector_wrapper_runs_in_both_autoreset_modes(task):
+    """With the default array type (numpy, gymnasium's own)."""
     core = make(task, num_envs=N, seed=0, config=_short(task))
     for mode in ("next_step", "same_step"):
-        env = GymVectorEnv(core, autoreset_mode=mode, array="numpy")
+        env = GymVectorEnv(core, autoreset_mode=mode)
         assert env.metadata["autoreset_mode"].name == mode.upper()
         for name, wrap in _wrappers(env).items():
             if name in OBSERVATION_WRAPPERS and mode == "same_step":
@@ -81,21 +106,50 @@ def test_every_gymnasium_vector_wrapper_runs_in_both_autoreset_modes(task):
                 with pytest.raises(ValueError, match="NEXT_STEP"):
                     wrap(env)
                 continue
-            w = wrap(env)
-            obs, info = w.reset(seed=1)
-            assert len(obs) == N, name
-            ended = 0
-            for _ in range(2 * SHORT + 2):
-                obs, rew, term, trunc, info = w.step(w.action_space.sample())
-                term, trunc = np.asarray(term), np.asarray(trunc)
-                assert len(obs) == N and len(rew) == N, name
-                assert term.dtype == np.bool_ and trunc.dtype == np.bool_, name
-                ended += int((term | trunc).sum())
-            assert ended >= N, f"{name}: no episode ended"
-            if name == "RecordEpisodeStatistics":
-                assert len(w.length_queue) >= N and max(w.length_queue) <= SHORT
-            if name == "DictInfoToList":
-                assert isinstance(info, list) and len(info) == N
+            _run_wrapped(wrap(env), name, torch.Tensor if name == "NumpyToTorch" else np.ndarray)
+
+
+@pytest.mark.parametrize("array", [None, "numpy"])
+def test_every_gymnasium_vector_wrapper_runs_under_numpy_to_torch(array):
+    """The default array type and numpy explicitly; with gymnasium's NumpyToTorch outermost every wrapper runs and
+    the user gets tensors (the torch array type alone would break the wrappers that compute in numpy)."""
+    core = make("cartpole", num_envs=N, seed=0, config=_short("cartpole"))
+    env = GymVectorEnv(core, **({} if array is None else {"array": array}))
+    assert env.array == "numpy"
+    for name, wrap in _wrappers(env).items():
+        w = wrap(env)
+        _run_wrapped(V.NumpyToTorch(w), name, torch.Tensor, inner=w)
+
+
+def _python(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints one JSON line, returned parsed."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_horde_registers_every_task_with_gymnasium():
+    """``import horde`` alone (not horde.envs) makes every task's id, before or after gymnasium is imported, and
+    loads neither gymnasium nor torch itself; make_vec then builds the env."""
+    out = _python(
+        "import json, sys\n"
+        "import horde\n"
+        "light = not ({'gymnasium', 'numpy', 'torch', 'warp'} & set(sys.modules))\n"
+        "import gymnasium\n"
+        "ids = sorted(k for k in gymnasium.registry if k.startswith('horde/'))\n"
+        "lazy = 'torch' not in sys.modules\n"
+        "env = gymnasium.wrappers.vector.RecordEpisodeStatistics(gymnasium.make_vec('horde/cartpole', num_envs=3))\n"
+        "env.reset(seed=0)\n"
+        "obs, rew, term, trunc, _ = env.step(env.action_space.sample())\n"
+        "from horde.envs import task_names\n"
+        "print(json.dumps({'light': light, 'lazy': lazy, 'ids': ids, 'tasks': task_names(),\n"
+        "                  'obs': [type(obs).__name__, list(obs.shape)]}))\n")
+    assert out["light"] and out["lazy"]
+    assert out["ids"] == [f"horde/{t}" for t in out["tasks"]]
+    assert out["obs"] == ["ndarray", [3, 5]]
+    first = _python("import gymnasium, horde, json; "
+                    "print(json.dumps(sorted(k for k in gymnasium.registry if k.startswith('horde/'))))")
+    assert first == out["ids"]
 
 
 def test_next_step_autoreset_follows_gymnasium():
@@ -145,7 +199,7 @@ def test_bad_modes_fail_in_one_line():
     core = make("cartpole", num_envs=2)
     with pytest.raises(ValueError, match="valid: next_step, same_step"):
         GymVectorEnv(core, autoreset_mode="later")
-    with pytest.raises(ValueError, match="valid: torch, numpy"):
+    with pytest.raises(ValueError, match="valid: numpy, torch"):
         GymVectorEnv(core, array="jax")
 
 
