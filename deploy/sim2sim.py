@@ -114,12 +114,24 @@ class Sim2SimSetup:
         return np.clip((raw[self.index] - self.offset) * self.scale, self.lo, self.hi).astype(np.float32)
 
 
+def _import_run_modules(spec: dict) -> None:
+    """Import the modules the bundle's run was trained with (``imports=[...]``, in its checkpoint's config), so that
+    a plugin's task, robot or terms are known; nothing when the checkpoint is no longer there."""
+    from horde.train.checkpoint import load_checkpoint
+    from horde.train.config import import_user_modules
+
+    ckpt = Path((spec.get("checkpoint") or {}).get("file") or "")
+    if ckpt.is_file():
+        import_user_modules(load_checkpoint(ckpt)["config"].get("imports"))
+
+
 def load_setup(spec: dict) -> Sim2SimSetup:
     """The MuJoCo model of a bundle's task, and its observation layout resolved from ``spec`` (policy.json)."""
     import mujoco
 
     from horde.envs import TASKS
 
+    _import_run_modules(spec)
     task = spec["task"]
     twin_cls = TASKS[task].twin if task in TASKS else None
     if twin_cls is None:

@@ -290,14 +290,22 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
 
 
 def import_user_modules(modules: Any) -> None:
-    """Import each named module (``imports=[a,b]``): what it registers (tasks, robots, terms) becomes available."""
+    """Import each named module (``imports=[a,b]``): what it registers (tasks, robots, terms) becomes available.
+    A module that cannot be found fails in one line saying it must be importable; an import error inside it, in one
+    line naming it."""
     import importlib
 
     for name in [modules] if isinstance(modules, str) else list(modules or []):
+        name = str(name)
         try:
-            importlib.import_module(str(name))
+            importlib.import_module(name)
         except ImportError as exc:
-            raise ConfigError(f"imports: cannot import '{name}': {exc}") from None
+            missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+            if missing and (name == missing or name.startswith(missing + ".")):  # itself, not what it imports
+                raise ConfigError(f"imports: cannot import '{name}': {exc}; the module must be importable: put "
+                                  f"its folder on PYTHONPATH or install its package (pip install -e <package dir>)"
+                                  ) from None
+            raise ConfigError(f"imports: importing '{name}' failed: {type(exc).__name__}: {exc}") from None
 
 
 def check_terms(task_cfg: Any, task_name: str) -> None:
@@ -358,7 +366,6 @@ def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictC
         raise ConfigError(f"resume continues {path}'s saved config; only {', '.join(RESUMABLE_OVERRIDES[:-1])} can "
                           f"change (got {', '.join(bad)})")
     data = {k: v for k, v in ckpt["config"].items() if k != "algo_name"}
-    import_user_modules(data.get("imports"))
     for ov in parsed:
         data[ov.key_or_group] = ov.value()
     data["resume"] = str(path)
@@ -391,9 +398,13 @@ def to_container(cfg: DictConfig) -> dict:
 
 
 def from_container(data: dict, task_name: str) -> TrainConfig:
-    """Rebuild a typed config saved by :func:`to_container`, validating it against the current schema."""
+    """Rebuild a typed config saved by :func:`to_container`, validating it against the current schema.
+
+    Every command that reads a run (play, export, verify, resume, a distillation teacher) comes here: the run's
+    ``imports`` are imported first, so the tasks, robots and terms its plugins register are known again."""
     from horde.envs import get_task
 
+    import_user_modules(data.get("imports"))
     spec = get_task(task_name)
     algo_name = data.get("algo_name", "ppo")
     schema = OmegaConf.structured(TrainConfig)
