@@ -155,9 +155,7 @@ BENCH_TASKS: dict[str, BenchTask] = {
                     add_mjcf={"enable_self_collisions": False, "parse_meshes": False, "parse_visuals": False},
                     mujoco_c=False),
     "lift": BenchTask(mjcf=lambda cfg: str(lift.GRIPPER_MJCF), joints=lambda cfg: lift.JOINTS,
-                      drive=lambda cfg: Actuation(mode="pd", scale=cfg.action_scale, offset=cfg.default_joint_pos,
-                                                  stiffness=cfg.joint_stiffness, damping=cfg.joint_damping,
-                                                  effort_limit=cfg.effort_limit),
+                      drive=lambda cfg: lift.actuation_of(cfg),
                       quiet=lambda cfg: {"episode_length": 2**30, "init_joint_pos_range": 0.0},
                       edit_builder=_lift_edit, add_mjcf={"enable_self_collisions": False}, mujoco_c=False),
 }

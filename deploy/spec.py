@@ -105,6 +105,12 @@ def action_spec(env, layout: dict) -> dict:
     """
     names = layout["action_names"]
     n = len(names)
+    command = getattr(env, "command_spec", None)
+    if callable(command):  # a task whose actions are not one per joint (the lift: IK deltas, a coupled gripper)
+        return {"names": names, "type": layout["action_type"], "unit": layout["action_unit"],
+                "scale": list(layout["action_scale"]), "offset": [0.0] * n, "clip": [-1.0, 1.0],
+                "default_joint_pos": actuation(layout)[DEFAULT_POS], "command": command(),
+                "formula": "scale * clip(action, -1, 1) is a step of the command's state (see command)"}
     default_pos = actuation(layout)[DEFAULT_POS]
     offset = list(default_pos) if _is_pd(layout) and default_pos is not None else [0.0] * n
     return {

@@ -2,26 +2,36 @@
 a table and holds it at a random height above the table.
 
 The scene is the arm, one free object (the cube, :class:`horde.sim.scene.RigidObject`, placed anew on every reset)
-and one static prop (the table). Observations (42): 9 joint angles relative to the default pose [rad] (7 arm
-joints, 2 fingers [m]), 9 joint rates, end-effector position [m], cube position [m], cube minus end effector [m],
-target position [m], target minus cube [m], the 9 previous actions. Actions: PD position targets, default pose +
-action x ``action_scale`` (arm [rad], fingers [m]). 50 Hz control (4 x 5 ms substeps), 250-step episodes (5 s).
-The episode fails when the cube leaves the table (falls below its top) or the physics health check flags the world.
+and one static prop (the table). 50 Hz control (4 x 5 ms substeps), 250-step episodes (5 s). The episode fails when
+the cube leaves the table (falls below its top) or the physics health check flags the world.
+
+Actions (``arm`` and ``gripper`` choose them; the peers' recipes, ../shared/RECIPES.md):
+- ``arm=ee_delta`` (default): three actions move the end-effector target by up to ``ee_step`` [m] per control step
+  in x, y, z (world frame, inside a workspace box); differential inverse kinematics (:mod:`horde.sim.diffik`, damped
+  least squares on the site Jacobian, in the step kernel) turns the target, with the hand pointing down, into the
+  arm's PD targets (Playground's Cartesian PandaPickCube, Isaac Lab's IK-rel variants). ``arm=joint``: seven actions,
+  PD targets default pose + action x ``action_scale`` [rad] (Isaac Lab's Franka lift).
+- ``gripper=binary`` (default): one action, open at >= 0 and closed below; ``delta``: one integrated action;
+  ``independent``: one per finger (:class:`horde.sim.actuation.Gripper`, the law ``policy.json`` describes).
+
+Observations (``obs_names``): the 9 joint positions relative to the default pose [rad, m], the 9 joint rates,
+end-effector position [m], cube position, cube minus end effector, target, target minus cube, the cube's yaw
+relative to the hand as sin and cos of 4 x yaw (a cube looks the same every 90 degrees), the end-effector target
+minus the end effector [m] (zeros with ``arm=joint``), the gripper's opening command [0-1], the previous actions.
 
 Reward: ``reward_scales`` names terms of :data:`LIFT_TERMS` (Warp functions ``(x: Manip, i: int) -> float``, fused
-into the step kernel), per control step: ``reaching`` and ``reaching_fine`` 1 - tanh(|ee - cube| / std) (std 0.1
-and 0.02 m), ``grasp`` both fingers in
-contact with the cube between them, ``lifting`` the cube more than ``lift_height`` above its rest and within 5 cm
-of the end effector (held, not thrown),
-``target_tracking`` and ``target_fine`` 1 - tanh(|cube - target| / std) while lifted (std 0.3 and 0.05 m),
-``action_rate`` sum (a - a_prev)^2, ``joint_vel`` sum qd^2 of the arm; ``dropped`` (1 on the step the cube leaves
-the table) is available but off by default (Isaac Lab's Franka lift terms, with horde's grasp and fine reaching
-terms).
+into the step kernel), staged and dense: ``reaching`` and ``reaching_fine`` 1 - tanh(|ee - cube| / std) (std 0.1
+and 0.02 m); ``grasp`` both fingers closed on the cube; ``lift_height`` the cube's height above its rest over
+``lift_span``, clipped to [0, 1], while both fingers press on it; ``lifting`` the cube more than ``lift_height``
+above its rest and within 5 cm of the end effector (held, not thrown); ``target_tracking`` and ``target_fine``
+1 - tanh(|cube - target| / std) while lifted (std 0.3 and 0.05 m); ``action_rate`` and ``joint_vel`` penalties;
+``dropped`` (1 on the step the cube leaves the table) is available but off by default.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,26 +43,48 @@ from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, clipped_action_rate
-from horde.sim.actuation import Actuation
+from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command
 from horde.sim.device import resolve_device
+from horde.sim.diffik import Chain, chain_from_builder, dls_step, orientation_error, site_jacobian, vec6
+from horde.sim.fields import bounded, choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
+from horde.sim.newton_world import SimConfig, make_world
 from horde.sim.scene import RigidObject, StaticProp
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
 ARM = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
 FINGERS = ("left_finger", "right_finger")
 JOINTS = ARM + FINGERS
-OBS_NAMES = (*(f"pos_{j}" for j in JOINTS), *(f"vel_{j}" for j in JOINTS), "ee_x", "ee_y", "ee_z", "cube_x",
-             "cube_y", "cube_z", "cube_ee_x", "cube_ee_y", "cube_ee_z", "target_x", "target_y", "target_z",
-             "target_cube_x", "target_cube_y", "target_cube_z", *(f"last_action_{j}" for j in JOINTS))
+ARM_MODES = ("ee_delta", "joint")
+"""``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets."""
+EE_ACTIONS = ("ee_dx", "ee_dy", "ee_dz")
+IK_RANGE = math.pi
+"""With ``arm=ee_delta`` the actuation law's arm scale [rad]: the IK's joint targets are written as actions
+(target - default) / IK_RANGE, so any target within the joint limits is reachable."""
+HAND_DOWN = (0.0, 1.0, 0.0, 0.0)
+"""Hand orientation the IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis down)."""
+
+
+def obs_names_of(action_names: tuple[str, ...]) -> tuple[str, ...]:
+    """Observation columns for the given action columns (the last block repeats the actions)."""
+    return (*(f"pos_{j}" for j in JOINTS), *(f"vel_{j}" for j in JOINTS), "ee_x", "ee_y", "ee_z", "cube_x",
+            "cube_y", "cube_z", "cube_ee_x", "cube_ee_y", "cube_ee_z", "target_x", "target_y", "target_z",
+            "target_cube_x", "target_cube_y", "target_cube_z", "cube_yaw_sin4", "cube_yaw_cos4", "ee_cmd_dx",
+            "ee_cmd_dy", "ee_cmd_dz", "gripper_cmd", *(f"last_action_{a}" for a in action_names))
+
+
+def action_names_of(arm: str, gripper: str) -> tuple[str, ...]:
+    """Action columns of an ``arm`` and ``gripper`` mode."""
+    arm_names = EE_ACTIONS if arm == "ee_delta" else ARM
+    return (*arm_names, *(FINGERS if gripper == "independent" else ("gripper",)))
 
 
 def _scales() -> dict[str, float]:
-    # Isaac Lab's Franka-lift weights plus a fine reaching term and the grasp term. No penalty for a dropped cube
-    # (the episode just ends, as in Isaac Lab): with -10 a first CPU run kept the gripper 9 cm from the cube.
-    return {"reaching": 1.0, "reaching_fine": 2.0, "grasp": 2.0, "lifting": 15.0, "target_tracking": 16.0,
-            "target_fine": 5.0, "action_rate": -1.0e-3, "joint_vel": -1.0e-4}
+    # Staged and dense (RECIPES.md): reach the cube, close on it, raise it (paid in proportion to the height while
+    # both fingers press on it), then Isaac Lab's lifted bonus and goal terms gated on the lift. No penalty for a
+    # dropped cube (the episode just ends, as in Isaac Lab): with -10 a first CPU run kept the gripper 9 cm away.
+    return {"reaching": 1.0, "reaching_fine": 1.0, "grasp": 2.0, "lift_height": 10.0, "lifting": 15.0,
+            "target_tracking": 16.0, "target_fine": 5.0, "action_rate": -1.0e-3, "joint_vel": -1.0e-4}
 
 
 def _sim() -> SimConfig:
@@ -71,11 +103,32 @@ class LiftConfig(TaskConfig):
     decimation: int = 4
     sim: SimConfig = field(default_factory=_sim)
     """Newton world: solver and its settings, health-check bounds."""
-    default_joint_pos: list[float] = field(default_factory=lambda: [0.0, 0.5, 0.0, 1.6, 0.0, 1.0, 0.0, 0.03, 0.03])
-    """Initial pose and PD targets at action 0: 7 arm joints [rad] (gripper above the table, pointing down), the
-    two finger openings [m]."""
-    action_scale: list[float] = field(default_factory=lambda: [0.5] * 7 + [0.03, 0.03])
-    """Target offset at action +-1: arm [rad], fingers [m]."""
+    arm: str = choice(ARM_MODES)
+    """Arm actions: ``ee_delta`` (end-effector target deltas through differential IK) or ``joint`` (PD targets)."""
+    gripper: str = choice(GRIPPER_MODES)
+    """Gripper actions: ``binary`` (one, open at >= 0), ``delta`` (one, integrated) or ``independent`` (per finger)."""
+    gripper_open: float = bounded(0.045, gt=0, le=0.05)
+    """Finger target when open [m]; the opening is twice this (9 cm: wider than the cube's 7.07 cm diagonal)."""
+    gripper_rate: float = bounded(0.25, gt=0, le=1)
+    """gripper=delta: opening command change per control step at action +-1 (share of the stroke)."""
+    ee_step: float = bounded(0.02, gt=0, le=0.1)
+    """arm=ee_delta: end-effector target step per control step at action +-1 [m]."""
+    ee_lead: float = bounded(0.05, gt=0)
+    """arm=ee_delta: the end-effector target stays within this of the end effector [m] (no wind-up against the
+    table or the cube)."""
+    ik_damping: float = bounded(0.05, gt=0)
+    """arm=ee_delta: damping of the least-squares IK step [m]."""
+    ik_gain: float = bounded(0.1, ge=0, le=1)
+    """arm=ee_delta: share of the remaining end-effector error (position and the hand-down orientation) added to
+    the joint targets per control step: the integral that removes the PD law's sag under gravity."""
+    ik_lead: float = bounded(0.3, gt=0)
+    """arm=ee_delta: joint targets stay within this of the joint positions [rad]."""
+    default_joint_pos: list[float] = field(default_factory=lambda: [0.0, 0.5, 0.0, 1.6, 0.0, 1.0, 0.0, 0.045,
+                                                                    0.045])
+    """Initial pose: 7 arm joints [rad] (gripper above the table, pointing down; the PD targets at action 0 with
+    arm=joint), the two finger openings [m]."""
+    action_scale: list[float] = field(default_factory=lambda: [0.5] * 7)
+    """arm=joint: arm target offset at action +-1 [rad]."""
     joint_stiffness: list[float] = field(default_factory=lambda: [400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0,
                                                                   200.0, 200.0])
     """PD stiffness [N m/rad, N/m]."""
@@ -100,6 +153,8 @@ class LiftConfig(TaskConfig):
     """Range of the target's height above the table [m]; the target is above the cube's initial spot."""
     lift_height: float = 0.04
     """The cube counts as lifted more than this above its resting height [m]."""
+    lift_span: float = bounded(0.1, gt=0)
+    """lift_height term: the height [m] at which it pays its full weight."""
     contact_threshold: float = 0.5
     """A finger is in contact when its contact force exceeds this [N]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
@@ -116,6 +171,7 @@ class Manip:
     rest_z: float
     """Cube centre height resting on the table [m]."""
     lift_height: float
+    lift_span: float
     contact_threshold: float
     grip_lo: float
     """A finger closed on the cube opens at least this much [m] (less: closed on nothing)."""
@@ -158,6 +214,19 @@ def lifted(x: Manip, i: int) -> float:
     return wp.where(c[2] > x.rest_z + x.lift_height and near and not x.unstable[i], 1.0, 0.0)
 
 
+@wp.func
+def pinched(x: Manip, i: int) -> bool:
+    """Both fingers press sideways (more than down) with more than the contact threshold and the cube is within
+    4 cm of the end effector: the fingers hold the cube, whatever its yaw."""
+    near = wp.length(cube_pos(x, i) - ee_pos(x, i)) < 0.04
+    both = bool(True)
+    for f in range(2):
+        c = x.contact[i, f]
+        side = wp.sqrt(c[0] * c[0] + c[1] * c[1])
+        both = both and side > x.contact_threshold and side > wp.abs(c[2])
+    return both and near and not x.unstable[i]
+
+
 @lift_term
 def reaching(x: Manip, i: int) -> float:
     """1 - tanh(|ee - cube| / 0.1)."""
@@ -183,6 +252,14 @@ def grasp(x: Manip, i: int) -> float:
         q = x.joint_q[i, 7 + f]
         squeeze = squeeze and side > x.contact_threshold and side > wp.abs(c[2]) and q > x.grip_lo and q < x.grip_hi
     return wp.where(squeeze and near and not x.unstable[i], 1.0, 0.0)
+
+
+@lift_term
+def lift_height(x: Manip, i: int) -> float:
+    """The cube's height above its rest over ``lift_span``, clipped to [0, 1], while both fingers press on it: pays
+    for a partial lift (Isaac Lab's lifted bonus alone pays nothing below 4 cm)."""
+    h = (cube_pos(x, i)[2] - x.rest_z) / x.lift_span
+    return wp.where(pinched(x, i), wp.clamp(h, 0.0, 1.0), 0.0)
 
 
 @lift_term
@@ -232,28 +309,124 @@ class LiftTask:
     table_z: float
     target_lo: float
     target_hi: float
+    ee_mode: int
+    """1: arm=ee_delta, 0: arm=joint."""
+    gripper_mode: int
+    """Index of the gripper mode in GRIPPER_MODES."""
+    gripper_rate: float
+    ee_step: float
+    ee_lead: float
+    ee_lo: wp.vec3
+    """Workspace box of the end-effector target [m]."""
+    ee_hi: wp.vec3
+    ik_damping: float
+    ik_gain: float
+    ik_lead: float
+    hand: wp.quat
+    """The hand orientation the IK holds."""
+
+
+@wp.struct
+class Command:
+    """Per-env command state: what the actions have set so far."""
+
+    ee_target: wp.array(dtype=wp.vec3)
+    """End-effector target [m] (arm=ee_delta)."""
+    q_target: wp.array2d(dtype=float)
+    """Arm joint targets [rad] (arm=ee_delta)."""
+    grip: wp.array(dtype=float)
+    """Gripper opening command [0, 1] (1 open; the first finger's with gripper=independent)."""
+    offset: wp.array(dtype=float)
+    """Actuation law's target at action 0 per actuated joint."""
+    scale: wp.array(dtype=float)
+    """Actuation law's target offset at action 1 per actuated joint."""
+    lower: wp.array(dtype=float)
+    """Arm joint lower limits [rad]."""
+    upper: wp.array(dtype=float)
+    joint_actions: wp.array2d(dtype=float)
+    """What the actuation law runs: one normalized action per actuated joint [num_envs, 9]."""
 
 
 @wp.func
-def _write_obs(x: Manip, i: int, ok: bool, joint_q: wp.array2d(dtype=float), default_q: wp.array(dtype=float),
-               target: wp.array(dtype=wp.vec3), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    nj = x.last_actions.shape[1]
+def _hand_yaw_sincos4(x: Manip, i: int) -> wp.vec2:
+    """sin and cos of 4 x the cube's yaw relative to the hand (a cube repeats every 90 degrees)."""
+    cube_x_axis = wp.quat_rotate(wp.transform_get_rotation(x.body_q[i, x.cube_body]), wp.vec3(1.0, 0.0, 0.0))
+    hand_x_axis = wp.quat_rotate(wp.transform_get_rotation(x.body_q[i, x.ee_body]), wp.vec3(1.0, 0.0, 0.0))
+    yaw = wp.atan2(cube_x_axis[1], cube_x_axis[0]) - wp.atan2(hand_x_axis[1], hand_x_axis[0])
+    return wp.vec2(wp.sin(4.0 * yaw), wp.cos(4.0 * yaw))
+
+
+@wp.func
+def _write_obs(x: Manip, u: Command, i: int, ok: bool, joint_q: wp.array2d(dtype=float),
+               default_q: wp.array(dtype=float), target: wp.array(dtype=wp.vec3), ee_mode: int,
+               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+    nj = 9
     for k in range(nj):
         obs[i, k] = wp.where(ok, joint_q[i, k] - default_q[k], 0.0)
         obs[i, nj + k] = wp.where(ok, x.joint_qd[i, k], 0.0)
-        obs[i, 2 * nj + 15 + k] = x.last_actions[i, k]
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
     ee = ee_pos(x, i)
     c = cube_pos(x, i)
     g = target[i]
+    lead = wp.where(ee_mode == 1, u.ee_target[i] - ee, wp.vec3(0.0, 0.0, 0.0))
+    yaw = _hand_yaw_sincos4(x, i)
     for k in range(3):
         obs[i, 2 * nj + k] = wp.where(ok, ee[k], 0.0)
         obs[i, 2 * nj + 3 + k] = wp.where(ok, c[k], 0.0)
         obs[i, 2 * nj + 6 + k] = wp.where(ok, c[k] - ee[k], 0.0)
         obs[i, 2 * nj + 9 + k] = g[k]
         obs[i, 2 * nj + 12 + k] = wp.where(ok, g[k] - c[k], 0.0)
-    for k in range(3):
+        obs[i, 2 * nj + 17 + k] = wp.where(ok, lead[k], 0.0)
         state[i, nj + k] = wp.where(ok, c[k], 0.0)
+    obs[i, 2 * nj + 15] = wp.where(ok, yaw[0], 0.0)
+    obs[i, 2 * nj + 16] = wp.where(ok, yaw[1], 1.0)
+    obs[i, 2 * nj + 20] = u.grip[i]
+    for k in range(x.last_actions.shape[1]):
+        obs[i, 2 * nj + 21 + k] = x.last_actions[i, k]
+
+
+@wp.kernel(enable_backward=False)
+def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
+    """Actions -> the actuation law's joint actions of env ``i``: the gripper law (:func:`gripper_command`) for the
+    fingers; the arm's actions as they are (arm=joint), or the end-effector target moved by the actions and turned
+    into joint targets by one damped-least-squares IK step (arm=ee_delta)."""
+    i = wp.tid()
+    na = x.actions.shape[1]
+    # gripper: the last one (coupled) or two (independent) actions
+    if t.gripper_mode == 2:
+        for f in range(2):
+            g = gripper_command(2, x.actions[i, na - 2 + f], 0.0, t.gripper_rate)
+            u.joint_actions[i, 7 + f] = 2.0 * g - 1.0
+            if f == 0:
+                u.grip[i] = g
+    else:
+        g = gripper_command(t.gripper_mode, x.actions[i, na - 1], u.grip[i], t.gripper_rate)
+        u.grip[i] = g
+        u.joint_actions[i, 7] = 2.0 * g - 1.0
+        u.joint_actions[i, 8] = 2.0 * g - 1.0
+    if t.ee_mode == 0:
+        for k in range(7):
+            u.joint_actions[i, k] = x.actions[i, k]
+        return
+    ee = ee_pos(x, i)
+    previous = u.ee_target[i]
+    step = wp.vec3(wp.clamp(x.actions[i, 0], -1.0, 1.0), wp.clamp(x.actions[i, 1], -1.0, 1.0),
+                   wp.clamp(x.actions[i, 2], -1.0, 1.0)) * t.ee_step
+    goal = previous + step
+    for k in range(3):
+        goal[k] = wp.clamp(wp.clamp(goal[k], ee[k] - t.ee_lead, ee[k] + t.ee_lead), t.ee_lo[k], t.ee_hi[k])
+    u.ee_target[i] = goal
+    hand = wp.transform_get_rotation(x.body_q[i, x.ee_body])
+    move = (goal - previous) + (goal - ee) * t.ik_gain
+    turn = orientation_error(hand, t.hand) * t.ik_gain
+    J = site_jacobian(chain, x.body_q, i, ee)
+    dq = dls_step(J, vec6(move[0], move[1], move[2], turn[0], turn[1], turn[2]), t.ik_damping)
+    for k in range(7):
+        q = x.joint_q[i, k]
+        qt = wp.clamp(u.q_target[i, k] + dq[k], q - t.ik_lead, q + t.ik_lead)
+        qt = wp.clamp(qt, u.lower[k], u.upper[k])
+        u.q_target[i, k] = qt
+        u.joint_actions[i, k] = (qt - u.offset[k]) / u.scale[k]
 
 
 @wp.func
@@ -269,9 +442,10 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
     """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
 
     @wp.kernel(enable_backward=False, module="unique")
-    def lift_post_step(t: LiftTask, x: Manip, joint_q: wp.array2d(dtype=float), default_q: wp.array(dtype=float),
-                       ep: Episodes, state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float),
-                       final_obs: wp.array2d(dtype=float), cube_z: wp.array(dtype=float)):
+    def lift_post_step(t: LiftTask, x: Manip, u: Command, joint_q: wp.array2d(dtype=float),
+                       default_q: wp.array(dtype=float), ep: Episodes, state: wp.array2d(dtype=float),
+                       obs: wp.array2d(dtype=float), final_obs: wp.array2d(dtype=float),
+                       cube_z: wp.array(dtype=float)):
         i = wp.tid()
         ok = not x.unstable[i]
         c = cube_pos(x, i)
@@ -283,7 +457,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         for k in range(x.actions.shape[1]):
             x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         cube_z[i] = wp.where(ok, c[2] - x.rest_z, 0.0)
-        _write_obs(x, i, ok, joint_q, default_q, x.target, state, obs)
+        _write_obs(x, u, i, ok, joint_q, default_q, x.target, t.ee_mode, state, obs)
         done = close_step(ep, i, r, failed, t.max_episode_length)
         if done:
             for k in range(obs.shape[1]):
@@ -295,19 +469,23 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
 
 
 @wp.kernel(enable_backward=False)
-def lift_observe(t: LiftTask, x: Manip, mask: wp.array(dtype=wp.bool), clear: int, rng: wp.array(dtype=wp.uint32),
-                 ep: Episodes, joint_q: wp.array2d(dtype=float), default_q: wp.array(dtype=float),
-                 state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    """Envs in ``mask`` (just reset, cube placed): a new target, cleared actions (and counters when ``clear``),
-    observations."""
+def lift_observe(t: LiftTask, x: Manip, u: Command, mask: wp.array(dtype=wp.bool), clear: int,
+                 rng: wp.array(dtype=wp.uint32), ep: Episodes, joint_q: wp.array2d(dtype=float),
+                 default_q: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+    """Envs in ``mask`` (just reset, cube placed): a new target, cleared actions and commands (the end-effector
+    and joint targets where the arm is, the gripper open; counters too when ``clear``), observations."""
     i = wp.tid()
     if mask[i]:
         if clear == 1:
             clear_episode(ep, i)
         for k in range(x.last_actions.shape[1]):
             x.last_actions[i, k] = 0.0
+        u.ee_target[i] = ee_pos(x, i)
+        for k in range(7):
+            u.q_target[i, k] = joint_q[i, k]
+        u.grip[i] = 1.0
         rng[i] = _new_target(t, x, i, rng[i])
-        _write_obs(x, i, True, joint_q, default_q, x.target, state, obs)
+        _write_obs(x, u, i, True, joint_q, default_q, x.target, t.ee_mode, state, obs)
 
 
 def scene(cfg: LiftConfig) -> tuple[RigidObject, StaticProp]:
@@ -321,59 +499,127 @@ def scene(cfg: LiftConfig) -> tuple[RigidObject, StaticProp]:
     return cube, table
 
 
-def build_world(cfg: LiftConfig, num_envs: int, device: str) -> tuple[NewtonWorld, int, tuple[float, float, float]]:
-    """The batched arm + cube + table world, and the end-effector site's (body index, offset in that body [m])."""
+def gripper_of(cfg: LiftConfig) -> Gripper:
+    """The gripper law of ``cfg``."""
+    return Gripper(mode=cfg.gripper, joints=FINGERS, open=cfg.gripper_open, rate=cfg.gripper_rate)
+
+
+def actuation_of(cfg: LiftConfig) -> Actuation:
+    """The PD law per actuated joint: the arm around the default pose (IK_RANGE wide with arm=ee_delta), the
+    fingers between closed (action -1) and open (+1)."""
+    arm_scale = [IK_RANGE] * len(ARM) if cfg.arm == "ee_delta" else list(cfg.action_scale)
+    half = 0.5 * cfg.gripper_open
+    return Actuation(mode="pd", scale=arm_scale + [half, half], offset=list(cfg.default_joint_pos[:7]) + [half, half],
+                     stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
+
+
+def build_world(cfg: LiftConfig, num_envs: int, device: str):
+    """The batched arm + cube + table world, the end-effector site's (body index, offset in that body [m]) and the
+    arm's kinematic chain (:class:`horde.sim.diffik.Chain`)."""
+    for name, value, n in (("action_scale", cfg.action_scale, 7), ("default_joint_pos", cfg.default_joint_pos, 9),
+                           ("joint_stiffness", cfg.joint_stiffness, 9), ("joint_damping", cfg.joint_damping, 9),
+                           ("effort_limit", cfg.effort_limit, 9)):
+        if len(value) != n:
+            raise ValueError(f"task.{name} needs {n} values, got {len(value)}")
     robot = load_mjcf(str(GRIPPER_MJCF), contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver,
                       self_collisions=False)
     set_joint_positions(robot, JOINTS, cfg.default_joint_pos)
     ee_body, ee_offset = site_frame(robot, "ee")
-    actuation = Actuation(mode="pd", scale=cfg.action_scale, offset=cfg.default_joint_pos,
-                          stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
+    chain = chain_from_builder(robot, ARM, resolve_device(device).warp)
     cube, table = scene(cfg)
     world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                        substeps=cfg.decimation, ground=True, actuated_joints=JOINTS, actuation=actuation,
+                        substeps=cfg.decimation, ground=True, actuated_joints=JOINTS, actuation=actuation_of(cfg),
                         root_body=0, q_noise=[cfg.init_joint_pos_range] * len(ARM) + [0.0] * len(FINGERS),
                         qd_noise=[0.0] * len(JOINTS), contact_bodies=FINGERS, objects=[cube], props=[table])
-    return world, ee_body, ee_offset
+    limits = [(robot.joint_limit_lower[robot.joint_qd_start[j]], robot.joint_limit_upper[robot.joint_qd_start[j]])
+              for j in (list(lbl.split("/")[-1] for lbl in robot.joint_label).index(a) for a in ARM)]
+    return world, ee_body, ee_offset, chain, limits
 
 
 class LiftEnv(WarpTaskEnv):
-    """Batched cube lifting with horde's arm and gripper on Newton (MuJoCo-Warp)."""
+    """Batched cube lifting with horde's arm and gripper on Newton (MuJoCo's C engine or MuJoCo-Warp)."""
 
-    obs_names = OBS_NAMES
-    action_names = JOINTS
     state_names = (*JOINTS, "cube_x", "cube_y", "cube_z")
     action_type = "position_target"
-    action_unit = "rad (arm), m (fingers)"
     term_set = LIFT_TERMS
     """Where ``reward_scales``' keys are looked up."""
 
     def __init__(self, cfg: LiftConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
+        self.action_names = action_names_of(cfg.arm, cfg.gripper)
+        self.obs_names = obs_names_of(self.action_names)
+        self.action_type = "ee_delta" if cfg.arm == "ee_delta" else "position_target"
+        self.action_unit = "m (end effector), gripper command" if cfg.arm == "ee_delta" else "rad (arm), gripper"
+        self.gripper = gripper_of(cfg)
+        """The gripper law (``policy.json`` describes it)."""
         terms = LIFT_TERMS.resolve(list(cfg.reward_scales))
         self.term_names = tuple(cfg.reward_scales)
-        self.world, ee_body, ee_offset = build_world(cfg, num_envs, d)
+        self.world, ee_body, ee_offset, self._chain, limits = build_world(cfg, num_envs, d)
         self.world.warm_up()
         w = self.world
         t = self._task = LiftTask()
         t.max_episode_length, t.table_z = cfg.episode_length, cfg.table_height
         t.target_lo, t.target_hi = cfg.target_height
+        t.ee_mode, t.gripper_mode, t.gripper_rate = int(cfg.arm == "ee_delta"), GRIPPER_MODES.index(cfg.gripper), \
+            cfg.gripper_rate
+        t.ee_step, t.ee_lead = cfg.ee_step, cfg.ee_lead
+        # the end-effector site may go down to 1.2 cm above the table (the finger tips 2 mm above it)
+        t.ee_lo, t.ee_hi = wp.vec3(0.2, -0.4, cfg.table_height + 0.012), wp.vec3(0.8, 0.4, cfg.table_height + 0.5)
+        t.ik_damping, t.ik_gain, t.ik_lead = cfg.ik_damping, cfg.ik_gain, cfg.ik_lead
+        t.hand = wp.quat(*HAND_DOWN)
+        act = actuation_of(cfg)
         with wp.ScopedDevice(d):
-            self._last_actions = wp.zeros((num_envs, len(JOINTS)), dtype=float)
+            self._last_actions = wp.zeros((num_envs, len(self.action_names)), dtype=float)
             self._target = wp.zeros(num_envs, dtype=wp.vec3)
             self._failed = wp.zeros(num_envs, dtype=wp.bool)
             self._cube_height = wp.zeros(num_envs, dtype=float)
             self._contact = wp.from_torch(w.contact_forces, dtype=wp.vec3)
+            u = self._command = Command()
+            u.ee_target = wp.zeros(num_envs, dtype=wp.vec3)
+            u.q_target = wp.zeros((num_envs, len(ARM)), dtype=float)
+            u.grip = wp.ones(num_envs, dtype=float)
+            u.offset = wp.array(list(act.offset), dtype=float)
+            u.scale = wp.array(list(act.scale), dtype=float)
+            u.lower = wp.array([lo for lo, _ in limits], dtype=float)
+            u.upper = wp.array([hi for _, hi in limits], dtype=float)
+            u.joint_actions = wp.zeros((num_envs, len(JOINTS)), dtype=float)
         self.target = wp.to_torch(self._target)
         """Target cube positions [m], world frame, [num_envs, 3]."""
         self.cube_height = wp.to_torch(self._cube_height)
         """Cube height above its resting height after the last step [m], [num_envs]."""
+        self.ee_target = wp.to_torch(u.ee_target)
+        """End-effector targets [m], world frame, [num_envs, 3] (arm=ee_delta)."""
+        self.joint_actions = wp.to_torch(u.joint_actions)
+        """What the actuation law ran in the last step: one action per actuated joint [num_envs, 9]."""
         self._ee = (ee_body, ee_offset)
         self._post_step = post_step_kernel(terms)
-        self.step_kernels = (self._post_step, lift_observe) + w.kernels
+        self.step_kernels = (lift_command, self._post_step, lift_observe) + w.kernels
         self.manip = self._context(cfg, ee_body, ee_offset)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self.manip.actions = self._actions  # created by the core
+
+    @property
+    def obs_offsets(self) -> list[float]:
+        """What ``policy.json`` subtracts from each raw observation: the default pose from the joint positions."""
+        default = dict(zip(JOINTS, self.cfg.default_joint_pos))
+        return [float(default.get(n[len("pos_"):], 0.0)) if n.startswith("pos_") else 0.0 for n in self.obs_names]
+
+    def command_spec(self) -> dict:
+        """How the actions become the actuated joints' PD targets, for ``policy.json``: the arm mode, the gripper law
+        and the actuation that ran (per actuated joint: target at action 0, target offset at action 1, gains)."""
+        cfg, act = self.cfg, actuation_of(self.cfg)
+        arm = ({"mode": "ee_delta", "actions": list(EE_ACTIONS), "step_m": cfg.ee_step, "frame": "world",
+                "hand_orientation_xyzw": list(HAND_DOWN),
+                "formula": "ee_target = clip(ee_target + ee_step * clip(action, -1, 1)), workspace and ee +- "
+                           f"{cfg.ee_lead} m; joint targets by damped least squares on the site Jacobian "
+                           f"(damping {cfg.ik_damping} m, integral gain {cfg.ik_gain}); the robot side needs its own "
+                           "IK (horde.sim.diffik is the reference)"}
+               if cfg.arm == "ee_delta" else
+               {"mode": "joint", "actions": list(ARM), "formula": "target = offset + scale * clip(action, -1, 1)"})
+        return {"arm": arm, "gripper": self.gripper.describe(), "joints": list(JOINTS),
+                "joint_offset": list(act.offset), "joint_scale": list(act.scale), "kp": list(act.stiffness),
+                "kd": list(act.damping), "effort_limit": list(act.effort_limit),
+                "joint_formula": "target = joint_offset + joint_scale * joint_action, joint_action in [-1, 1]"}
 
     def _context(self, cfg: LiftConfig, ee_body: int, ee_offset) -> Manip:
         a = self.world.arrays
@@ -381,7 +627,7 @@ class LiftEnv(WarpTaskEnv):
         x.ee_body, x.ee_offset = ee_body, wp.vec3(*ee_offset)
         x.cube_body = self.world.object_body("cube")
         x.rest_z = cfg.table_height + 0.5 * cfg.cube_size
-        x.lift_height, x.contact_threshold = cfg.lift_height, cfg.contact_threshold
+        x.lift_height, x.lift_span, x.contact_threshold = cfg.lift_height, cfg.lift_span, cfg.contact_threshold
         # a finger's inner face is at its opening: holding the cube, each opens about half the cube's width
         half = 0.5 * cfg.cube_size
         x.grip_lo, x.grip_hi = half - 0.008, half + 0.003
@@ -391,14 +637,17 @@ class LiftEnv(WarpTaskEnv):
         return x
 
     def action_scale(self) -> list[float]:
-        return list(self.cfg.action_scale)
+        cfg = self.cfg
+        arm = [cfg.ee_step] * 3 if cfg.arm == "ee_delta" else list(cfg.action_scale)
+        return arm + [cfg.gripper_open] * self.gripper.num_actions
 
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp
-        w.simulate(self._actions)
+        wp.launch(lift_command, n, device=d, inputs=[self._task, self.manip, self._command, self._chain])
+        w.simulate(self._command.joint_actions)
         w.inspect()
         wp.launch(self._post_step, n, device=d, inputs=[
-            self._task, self.manip, w.arrays.joint_q, w.arrays.default_joint_q, self.episodes()],
+            self._task, self.manip, self._command, w.arrays.joint_q, w.arrays.default_joint_q, self.episodes()],
             outputs=[self._state, self._obs, self._final_obs, self._cube_height])
         w.reset(self._dones, self._rng)
         self._observe(self._dones, clear=False)
@@ -406,7 +655,7 @@ class LiftEnv(WarpTaskEnv):
     def _observe(self, mask: wp.array, *, clear: bool) -> None:
         w = self.world
         wp.launch(lift_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self.manip, mask, int(clear), self._rng, self.episodes(), w.arrays.joint_q,
+            self._task, self.manip, self._command, mask, int(clear), self._rng, self.episodes(), w.arrays.joint_q,
             w.arrays.default_joint_q], outputs=[self._state, self._obs])
 
     def _launch_reset(self) -> None:
@@ -420,8 +669,10 @@ class LiftEnv(WarpTaskEnv):
         return out
 
     def _resumable(self) -> dict[str, torch.Tensor]:
+        u = self._command
         return {**super()._resumable(), **self.world.physics_state(), "last_actions": wp.to_torch(self._last_actions),
-                "target": self.target}
+                "target": self.target, "ee_target": self.ee_target, "q_target": wp.to_torch(u.q_target),
+                "grip": wp.to_torch(u.grip)}
 
 
 register_task("lift", TaskSpec(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import warp as wp
 
-__all__ = ["ACTION_MODES", "MODE_NET", "MODE_PD", "MODE_TORQUE", "Actuation", "actuate_joints", "actuator_net_inputs",
-           "joint_torque", "motor_torque"]
+__all__ = ["ACTION_MODES", "GRIPPER_MODES", "MODE_NET", "MODE_PD", "MODE_TORQUE", "Actuation", "Gripper",
+           "actuate_joints", "actuator_net_inputs", "gripper_command", "joint_torque", "motor_torque"]
 
 ACTION_MODES = ("pd", "torque")
 """``pd``: actions are joint position targets tracked by a PD law; ``torque``: actions are joint torques."""
@@ -50,6 +50,47 @@ class Actuation:
     velocity history into its torque in place of the PD law (stiffness and damping then go unused); None: PD."""
 
 
+GRIPPER_MODES = ("binary", "delta", "independent")
+"""How a parallel gripper's fingers follow the actions: ``binary``, one action, open at >= 0 and closed below
+(Isaac Lab's ``BinaryJointPositionAction``); ``delta``, one action that moves the opening command by up to ``rate``
+of the stroke per control step (Playground's delta control); ``independent``, one action per finger."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gripper:
+    """A parallel gripper whose fingers are PD-driven joints: how its action(s) become finger targets.
+
+    Every finger's PD target is ``closed + command x (open - closed)`` with the opening command in [0, 1] from
+    :func:`gripper_command`; the actuation law then runs it as the joint action ``2 x command - 1`` with offset
+    ``(open + closed) / 2`` and scale ``(open - closed) / 2``. One definition for the env, ``policy.json`` and the
+    robot-side runner."""
+
+    mode: str
+    """One of :data:`GRIPPER_MODES`."""
+    joints: tuple[str, ...]
+    """The finger joints the gripper action drives."""
+    open: float
+    """Finger target when open [m]."""
+    closed: float = 0.0
+    """Finger target when closed [m]."""
+    rate: float = 0.25
+    """delta: change of the opening command per control step at action +-1 (share of the stroke)."""
+
+    @property
+    def num_actions(self) -> int:
+        """Actions the gripper takes: one per finger when independent, else one."""
+        return len(self.joints) if self.mode == "independent" else 1
+
+    def describe(self) -> dict:
+        """The gripper for ``policy.json``."""
+        return {"mode": self.mode, "joints": list(self.joints), "open": self.open, "closed": self.closed,
+                "rate": self.rate, "formula": {
+                    "binary": "command = 1 if action >= 0 else 0",
+                    "delta": "command = clip(command + rate * clip(action, -1, 1), 0, 1), 1 (open) at reset",
+                    "independent": "command_f = (clip(action_f, -1, 1) + 1) / 2 per finger"}[self.mode]
+                + "; finger target = closed + command * (open - closed)"}
+
+
 # --- kernels -------------------------------------------------------------------------------------------------------
 @wp.func
 def joint_torque(mode: int, a: float, scale: float, offset: float, stiffness: float, damping: float, lower: float,
@@ -80,6 +121,20 @@ def motor_torque(mode: int, action: float, scale: float, offset: float, stiffnes
         hi = wp.clamp(limit * (1.0 - r), 0.0, limit)
         lo = wp.clamp(limit * (-1.0 - r), -limit, 0.0)
     return wp.clamp(tau * strength, lo, hi)
+
+
+@wp.func
+def gripper_command(mode: int, action: float, previous: float, rate: float) -> float:
+    """Opening command in [0, 1] (1 open) of a gripper in :data:`GRIPPER_MODES` ``mode`` (its index) for one action:
+    binary thresholds it at 0, delta integrates it from ``previous`` at ``rate`` per step, independent maps
+    [-1, 1] onto [0, 1]."""
+    a = wp.clamp(action, -1.0, 1.0)
+    g = 0.5 * (a + 1.0)
+    if mode == 0:
+        g = wp.where(action >= 0.0, 1.0, 0.0)
+    elif mode == 1:
+        g = wp.clamp(previous + rate * a, 0.0, 1.0)
+    return g
 
 
 @wp.kernel(enable_backward=False)
