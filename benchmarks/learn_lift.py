@@ -62,6 +62,26 @@ def lift_success(policy, task_cfg, seed: int, *, num_envs: int, height: float, h
             "held_at_end_fraction": float((last >= height).float().mean()), "best_height_m": float(best.mean())}
 
 
+@torch.inference_mode()
+def held_cube_frame(policy, task_cfg, path: Path, *, envs: int = 3, steps: int = 200) -> None:
+    """A 3D frame (Newton's ray-traced SensorCamera) of ``envs`` fresh envs after ``steps`` control steps of the
+    deterministic policy: the cube held above the table."""
+    import imageio.v2 as imageio
+
+    from horde.sim.camera import chase_camera, tile
+
+    env = make("lift", num_envs=envs, seed=20_000, config=task_cfg, device="cpu")
+    obs = env.obs
+    for _ in range(steps):
+        obs = env.step(policy(obs.clone())).obs
+    cube = env.world.object_pose[:, 0, :3].numpy()
+    cam = chase_camera(env.world, list(range(envs)), width=400, height=300, distance=0.9, azimuth=1.2,
+                       elevation=0.3)
+    target = cube * [0.8, 0.8, 0.0] + [0.0, 0.0, 0.2]  # near the cube, between the table top and the target
+    path.parent.mkdir(parents=True, exist_ok=True)
+    imageio.imwrite(path, tile(cam.render(env.world.state_0, target), columns=envs))
+
+
 def zero_action_baseline(overrides: list[str], args, device: str) -> dict:
     """The lift figures of the zero-action policy (the arm holds its pose, the gripper stays open) on the same
     evaluation envs as the trained policy's first evaluation."""
@@ -88,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--height", type=float, default=0.05, help="lift counted above this height [m]")
     ap.add_argument("--hold", type=int, default=25, help="control steps the cube must stay above --height")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--frame", default=None, help="write a 3D frame of the trained policy's held cubes here "
+                    "(default: <out>/lift_3d.png, none with --quick)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=128 device=cuda:0")
@@ -123,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         plot_curve(curve, out / "lift_learning.png", key=TARGET_KEY, target=TARGET_FRACTION,
                    extra=("lifted_fraction", "lifted 5 cm for 0.5 s"), ylabel="fraction of 64 envs, cube 5 cm up",
                    title=f"horde lift (arm7 + gripper), PPO, {cfg.num_envs} envs on {cfg.device}")
+    if not args.quick or args.frame:
+        frame = Path(args.frame or out / "lift_3d.png")
+        held_cube_frame(run["policy"].to("cpu"), cfg.task, frame)
+        result["frame"] = str(frame)
     write_result(result, out, "lift", quick=args.quick)
     if args.append:
         with open(args.append, "a") as f:

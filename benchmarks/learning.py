@@ -1,18 +1,22 @@
-"""Shared loop of the learning benchmarks (learn_reach.py, learn_ant.py, learn_quadruped.py).
+"""Shared loop of the learning benchmarks (learn_reach.py, learn_ant.py, learn_quadruped.py, ...).
 
 One PPO run through horde's trainer; every ``eval_every`` iterations the trainer's ``on_iteration`` hook evaluates
 the deterministic policy (its action mean, the normalizer frozen) on fresh envs with other seeds than training.
 The clock counts training only: evaluation time is excluded. Training stops at ``max_iterations`` or when the
-budget of training minutes is spent.
+budget of training minutes is spent. Each script states its :class:`Target` and, with ``baseline=True``, the same
+evaluation of the zero action (the trivial policy) before training; ``learning_suite.py`` collects them.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -24,11 +28,67 @@ from horde.train.ppo import PPOTrainer
 Evaluate = Callable[[InferencePolicy, object, int], dict]
 """``evaluate(policy, task_cfg, seed) -> figures``."""
 
+BASELINE_SEED = 10_000
+"""Evaluation seed of the zero-action baseline: the envs of the evaluation at iteration 0."""
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """A learning target: the evaluation figure ``key`` compared with ``threshold`` by ``op``."""
+
+    key: str
+    """Key of the figure in the evaluation's dict (a point of the curve)."""
+    threshold: float
+    """The value to reach, in the figure's units."""
+    op: str
+    """Direction: ``>=``, ``>``, ``<=`` or ``<`` (``figure op threshold`` means met)."""
+    measure: str
+    """What the figure is, with its unit, in words."""
+
+    def met(self, value: float | None) -> bool:
+        """True when ``value`` meets the target (None never does)."""
+        return value is not None and bool(_OPS[self.op](value, self.threshold))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class ZeroPolicy(torch.nn.Module):
+    """The trivial policy: ``obs [B, obs_dim] -> zeros [B, num_actions]`` (zero torque; for PD-driven robots the
+    default pose held, i.e. standing still or the arm at rest)."""
+
+    def __init__(self, num_actions: int) -> None:
+        super().__init__()
+        self.num_actions = int(num_actions)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(obs.shape[0], self.num_actions, device=obs.device)
+
+
+_CAPTURED: list[dict] | None = None
+
+
+@contextmanager
+def capture_runs() -> Iterator[list[dict]]:
+    """Collect every :func:`train_with_evals` result made inside (with ``"task"``, the trained policy and the curve):
+    ``learning_suite.py`` calls a learn script's ``main`` and renders and tabulates its run from here."""
+    global _CAPTURED
+    outer, _CAPTURED = _CAPTURED, []
+    try:
+        yield _CAPTURED
+    finally:
+        _CAPTURED = outer
+
 
 def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: int, minutes: float,
-                     describe: Callable[[dict], str], on_start: Callable[[PPOTrainer], None] | None = None) -> dict:
-    """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve"}``. ``on_start`` sees
-    the trainer before its first iteration (to read its envs during evaluations)."""
+                     describe: Callable[[dict], str], on_start: Callable[[PPOTrainer], None] | None = None,
+                     baseline: bool = False) -> dict:
+    """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve", "policy"}``, and with
+    ``baseline`` the zero action's figures under ``evaluate`` on the first evaluation's envs (``"baseline"``,
+    measured after training, outside the clock, so the run is the same with or without it). ``on_start`` sees the
+    trainer before its first iteration (to read its envs during evaluations)."""
     torch.set_num_threads(1)
     curve: list[dict] = []
     clock = {"train_s": 0.0, "since": 0.0}
@@ -54,7 +114,18 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
 
         clock["since"] = time.perf_counter()
         trainer.learn(on_iteration=on_iteration)
-    return {"cfg": cfg, "iterations": trainer.iteration, "train_s": round(clock["train_s"], 1), "curve": curve}
+    result = {"cfg": cfg, "iterations": trainer.iteration, "train_s": round(clock["train_s"], 1), "curve": curve,
+              "policy": InferencePolicy(trainer.alg.get_policy())}
+    if baseline:
+        result["baseline"] = evaluate(ZeroPolicy(trainer.core.num_actions), cfg.task, BASELINE_SEED)
+    if _CAPTURED is not None:
+        _CAPTURED.append({"task": task, **result})
+    return result
+
+
+def reached(curve: list[dict], target: Target) -> dict | None:
+    """The first point of ``curve`` that meets ``target``, or None."""
+    return next((c for c in curve if target.met(c.get(target.key))), None)
 
 
 def plot_curve(curve: list[dict], path: Path, *, key: str, ylabel: str, title: str, scale: float = 1.0,

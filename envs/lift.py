@@ -522,7 +522,7 @@ def build_world(cfg: LiftConfig, num_envs: int, device: str):
         if len(value) != n:
             raise ValueError(f"task.{name} needs {n} values, got {len(value)}")
     robot = load_mjcf(str(GRIPPER_MJCF), contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver,
-                      self_collisions=False)
+                      self_collisions=False, show_colliders=True)
     set_joint_positions(robot, JOINTS, cfg.default_joint_pos)
     ee_body, ee_offset = site_frame(robot, "ee")
     chain = chain_from_builder(robot, ARM, resolve_device(device).warp)

@@ -36,11 +36,12 @@ MAXIMAL_SOLVERS = ("xpbd",)
 
 
 def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | None = None,
-              self_collisions: bool = True, meshes: bool = True) -> newton.ModelBuilder:
+              self_collisions: bool = True, meshes: bool = True, show_colliders: bool = False) -> newton.ModelBuilder:
     """A builder holding one robot from an MJCF file (its floor geoms ignored) with horde's contact stiffness.
 
     ``meshes=False`` skips visual and mesh geoms (models whose colliders are primitives load without a mesh
-    library)."""
+    library). ``show_colliders`` renders collision geoms too (Newton hides them in a model that has visual geoms:
+    the lift's gripper is colliders only); physics is unchanged."""
     import newton
 
     b = newton.ModelBuilder()
@@ -48,7 +49,7 @@ def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | Non
         newton.solvers.SolverMuJoCo.register_custom_attributes(b)
     b.default_shape_cfg.ke = contact_ke
     b.add_mjcf(path, ignore_names=["floor", "ground"], floating=floating, enable_self_collisions=self_collisions,
-               parse_meshes=meshes, parse_visuals=meshes)
+               parse_meshes=meshes, parse_visuals=meshes, force_show_colliders=show_colliders)
     if not self_collisions and "mujoco:contype" in b.custom_attributes:
         # MuJoCo's own filter too: robot geoms touch only the ground (contype 0, conaffinity 1; the ground is 1/1)
         for sh in range(b.shape_count):
@@ -58,7 +59,7 @@ def load_mjcf(path: str, *, contact_ke: float, solver: str, floating: bool | Non
 
 
 def load_robot(path: str, *, contact_ke: float, solver: str, floating: bool | None = None,
-               self_collisions: bool = True, meshes: bool = True) -> newton.ModelBuilder:
+               self_collisions: bool = True, meshes: bool = True, show_colliders: bool = False) -> newton.ModelBuilder:
     """A builder holding one robot from an MJCF (``.xml``) or URDF (``.urdf``) file, through Newton's importers."""
     if not str(path).lower().endswith(".urdf"):
         return load_mjcf(path, contact_ke=contact_ke, solver=solver, floating=floating,
