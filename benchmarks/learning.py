@@ -4,7 +4,7 @@ One PPO run through horde's trainer; every ``eval_every`` iterations the trainer
 the deterministic policy (its action mean, the normalizer frozen) on fresh envs with other seeds than training.
 The clock counts training only: evaluation time is excluded. Training stops at ``max_iterations`` or when the
 budget of training minutes is spent. Each script states its :class:`Target` and, with ``baseline=True``, the same
-evaluation of the zero action (the trivial policy) before training; ``learning_suite.py`` collects them.
+evaluation of the zero action (the trivial policy) after training; ``learning_suite.py`` collects them.
 """
 
 from __future__ import annotations

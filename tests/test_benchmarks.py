@@ -185,3 +185,62 @@ def test_actuator_net_quick_json():
     assert [r["history"] for r in rows[:2]] == [[0, 1, 2], [0]]
     assert rows[2]["pd_env_steps_per_s"] > 0 and rows[2]["network_env_steps_per_s"] > 0
     assert rows[3]["half_stiffness_max_joint_diff_rad"] > 0
+
+
+def test_learning_suite_quick_writes_the_scoreboard(tmp_path):
+    """The scoreboard's quick mode on one cheap task: one row with target, baseline, status, curve, frame and command,
+    as JSON, Markdown and a PNG."""
+    proc = subprocess.run([sys.executable, str(BENCH / "learning_suite.py"), "--quick", "--tasks", "cartpole",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (path,) = tmp_path.glob("*_learning_suite_cpu_quick.json")
+    data = json.loads(path.read_text())
+    assert data["quick"] is True and data["machine"]["cores"] >= 1
+    (row,) = data["rows"]
+    assert row["task"] == "cartpole" and row["seed"] == 0 and row["iterations"] == 2 and row["num_envs"] == 16
+    assert [(t["key"], t["threshold"], t["op"]) for t in row["targets"]] == [("mean_return", 475.0, ">=")]
+    assert 0 < row["baseline"]["mean_return"] < 475  # zero force, measured in the same run
+    assert row["status"] in ("reached", "not reached") and row["defect"] is False
+    assert [c["iteration"] for c in row["curve"]] == [1, 2] and row["final"]["mean_return"] == row["curve"][-1][
+        "mean_return"]
+    assert row["command"].startswith("python benchmarks/learning_suite.py --tasks cartpole")
+    assert row["frame_kind"] == "2d" and Path(row["frame"]).stat().st_size > 1000
+    assert path.with_suffix(".png").stat().st_size > 10_000
+    table = path.with_suffix(".md").read_text()
+    assert "| task | target (measure) | trivial baseline | status |" in table
+    assert "| cartpole | `mean_return` >= 475 " in table and "Defects (a target" in table and table in proc.stdout
+
+
+def test_learning_suite_flags_a_target_that_the_trivial_policy_meets():
+    """Issue 29: a target a trivial policy meets is a defect, whatever training did (the old G1 target: a tracking
+    error below 0.5 m/s, met by standing still at 0.418 m/s); the suite then exits 1."""
+    sys.path.insert(0, str(BENCH))
+    import learning_suite as ls
+    from learning import Target
+
+    err = Target(key="lin_vel_error_mps", threshold=0.5, op="<", measure="m/s")
+    up = Target(key="up_fraction", threshold=0.8, op=">=", measure="fraction")
+    curve = [{"iteration": 25, "wall_s": 60.0, "env_steps": 1000, "lin_vel_error_mps": 0.55, "up_fraction": 0.5},
+             {"iteration": 50, "wall_s": 120.0, "env_steps": 2000, "lin_vel_error_mps": 0.46, "up_fraction": 0.9}]
+    standing = {"lin_vel_error_mps": 0.418, "up_fraction": 1.0}
+    old_g1 = ls.classify((err, up), standing, curve)
+    assert old_g1["defect"] and old_g1["status"].startswith("DEFECT") and not old_g1["reached"]
+    assert old_g1["best"] == 0.46 and old_g1["final"] == {"lin_vel_error_mps": 0.46, "up_fraction": 0.9}
+    # the baseline misses one part of a two-part target: no defect; the second evaluation meets both
+    fallen = ls.classify((err, up), {"lin_vel_error_mps": 0.418, "up_fraction": 0.0}, curve)
+    assert not fallen["defect"] and fallen["status"] == "reached" and fallen["time_to_target_s"] == 120.0
+    assert fallen["env_steps_to_target"] == 2000 and fallen["iterations_to_target"] == 50
+    strict = Target(key="up_fraction", threshold=0.9, op=">", measure="fraction")  # equal is not better
+    assert ls.classify((strict,), {"up_fraction": 0.9}, curve)["status"] == "not reached"
+    assert ls.classify((err,), None, curve)["status"] == "DEFECT: no trivial baseline on the target's measure"
+    assert ls.classify((err,), {"other": 1.0}, curve)["defect"]
+    rows = [{"task": "g1-velocity", "targets": [err.as_dict(), up.as_dict()], "baseline": standing, **old_g1,
+             "num_envs": 128, "budget_min": 60.0, "seed": 0, "command": "python benchmarks/learn_g1.py"},
+            {"task": "ant", "status": "error: exit 1 after 3 s"}]
+    assert ls.exit_code(rows) == 1 and ls.exit_code(rows[1:]) == 2 and ls.exit_code([]) == 0
+    info = {"date": "2026-11-26", "cpu": "cpu", "cores": 2, "device": "cpu", "gpu": None, "torch": "t",
+            "warp-lang": "w", "newton": "n", "mujoco": "m"}
+    table = ls.markdown(info, rows, command="python benchmarks/learning_suite.py", frames_dir="frames")
+    assert "| **DEFECT: the trivial policy meets the target** |" in table
+    assert "lin_vel_error_mps 0.418, up_fraction 1" in table and "Defects (a target" in table
+    assert "g1-velocity." in table.split("Defects", 1)[1]

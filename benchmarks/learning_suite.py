@@ -1,0 +1,458 @@
+"""``make bench-learn``: the learning scoreboard. Every task with a learning target, trained within its budget.
+
+    python benchmarks/learning_suite.py [--device cpu|cuda:0] [--tasks cartpole ant ...] [--seed 0] [--minutes M]
+                                        [--deadline-s S] [--quick] [--out benchmarks/results]
+
+Each task runs in its own process: its learn script's ``main`` (``learn_ant.py``, ``learn_reach.py``,
+``learn_quadruped.py``, ``learn_lift.py``, ``learn_g1.py``; the classic tasks here, with the thresholds of
+``train_vs_sb3.py`` and ``diff_vs_ppo.py``) trains for the task's wall-time budget and evaluates the deterministic
+policy in fresh envs every few iterations with the script's own evaluation function; the same function scores the
+trivial policy (zero action: zero torque, standing still, the arm at rest) on the same envs. ``--device cuda:0``
+runs the same recipes at 4096 envs (``num_envs=4096 device=cuda:0``) with the GPU budgets below, which sum to under
+5 minutes of training so that the whole list fits 10 minutes of device time with compilation
+(``benchmarks/results/gpu/learning_gpu.sh``).
+
+Writes ``<out>/<date>_learning_suite_<device>.json`` (every row with its curve), ``.md`` (the table, also printed)
+and ``.png`` (one subplot per task: the curve, the target and the baseline), and a frame of each trained robot in
+``<out>/<date>_learning_suite_<device>_frames/<task>.png`` (Newton tasks ray-traced in 3D by ``SensorCamera``; the
+classic tasks drawn in 2D). A target that the trivial policy meets is a DEFECT (issue 29): the row says so and the
+suite exits 1; a task that failed to run makes it exit 2. ``--quick`` runs every task for 2-4 iterations on 16-32
+envs (a smoke test; results named ``..._quick``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import json
+import math
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from learning import Target, capture_runs, train_with_evals  # noqa: E402
+
+GPU_ENVS = ("num_envs=4096", "device=cuda:0")
+"""Overrides of every task on ``--device cuda:0`` (after the task's own)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """One row of the scoreboard: which script trains the task, with what, for how long."""
+
+    task: str
+    """Registered task name."""
+    script: str | None
+    """Learn script module in benchmarks/ (its ``main(argv)``); None: a classic task, :func:`learn_classic`."""
+    minutes: float
+    """Training budget on the CPU [min] (the budget the target is stated for)."""
+    gpu_minutes: float | None
+    """Training budget on ``--device cuda:0`` [min]; None leaves the task out of the GPU list."""
+    target: Callable[[object], tuple[Target, ...]]
+    """The script module (None for a classic task) -> its target; every part must hold."""
+    flags: tuple[str, ...] = ()
+    """Script flags of the documented command (``--eval-every 25``)."""
+    overrides: tuple[str, ...] = ()
+    """Config overrides on every device (``max_iterations=1000``)."""
+    cpu_overrides: tuple[str, ...] = ()
+    """Config overrides on the CPU only (``num_envs=256``)."""
+    seed_flag: bool = True
+    """The script takes ``--seed``; otherwise the seed goes in as the override ``seed=S``."""
+    frame_flag: bool = False
+    """The script draws its own frame of the trained policy with ``--frame PATH`` (the lift: a camera on the cube)."""
+    log: bool = False
+    """Log y axis in the plot."""
+
+
+def _classic_target(script: str, task: str, note: str = "") -> tuple[Target, ...]:
+    """The return threshold that ``script`` states for ``task`` (its ``THRESHOLD``)."""
+    threshold = importlib.import_module(script).THRESHOLD[task]
+    return (Target(key="mean_return", threshold=threshold, op=">=",
+                   measure=f"mean return of 100 deterministic episodes ({script}.py{note})"),)
+
+
+def _lift_target(module) -> tuple[Target, ...]:
+    return (Target(key=module.TARGET_KEY, threshold=module.TARGET_FRACTION, op=">=",
+                   measure="fraction of 64 fresh envs holding the cube 5 cm up at the episode's end"),)
+
+
+def _g1_target(module) -> tuple[Target, ...]:
+    return (Target(key="lin_vel_error_mps", threshold=module.TARGET_MPS, op="<",
+                   measure="linear-velocity tracking error [m/s], 64 fresh envs"),
+            Target(key="up_fraction", threshold=module.TARGET_UP, op=">=",
+                   measure="fraction of 64 fresh envs that did not fall"))
+
+
+ENTRIES = (
+    Entry(task="cartpole", script=None, minutes=1.0, gpu_minutes=0.2,
+          target=lambda _: _classic_target("train_vs_sb3", "cartpole", ", make demo")),
+    Entry(task="pendulum", script=None, minutes=3.0, gpu_minutes=0.3, overrides=("max_iterations=100000",),
+          target=lambda _: _classic_target("train_vs_sb3", "pendulum")),
+    Entry(task="cartpole-swingup", script=None, minutes=3.0, gpu_minutes=None, overrides=("max_iterations=100000",),
+          target=lambda _: _classic_target("diff_vs_ppo", "cartpole-swingup")),
+    Entry(task="reach", script="learn_reach", minutes=15.0, gpu_minutes=0.5, flags=("--eval-every", "25"),
+          overrides=("max_iterations=1000",), target=lambda m: (m.TARGET,), log=True),
+    Entry(task="ant", script="learn_ant", minutes=10.0, gpu_minutes=0.5, overrides=("max_iterations=1000",),
+          target=lambda m: (m.TARGET,)),
+    Entry(task="quadruped", script="learn_quadruped", minutes=15.0, gpu_minutes=1.25, flags=("--eval-every", "25"),
+          cpu_overrides=("num_envs=256",), target=lambda m: (m.TARGET,)),
+    Entry(task="lift", script="learn_lift", minutes=30.0, gpu_minutes=0.75, cpu_overrides=("num_envs=512",),
+          target=_lift_target, frame_flag=True),
+    Entry(task="g1-velocity", script="learn_g1", minutes=60.0, gpu_minutes=1.25, cpu_overrides=("num_envs=128",),
+          target=_g1_target, seed_flag=False),
+)
+"""CPU budgets are the targets' (README's commands); the GPU list goes first to the robots issue 29 asks about."""
+GPU_ORDER = ("g1-velocity", "quadruped", "lift", "ant", "reach", "pendulum", "cartpole")
+
+
+# --- the classic tasks: no learn script of their own -------------------------------------------------------------
+
+def learn_classic(task: str, argv: list[str]) -> int:
+    """A learn script for cartpole, the pendulum and the swing-up (same flags and JSON line as the others): PPO with
+    the tuned config; the figure is ``horde.train.evaluate``'s mean return over ``--episodes`` deterministic
+    episodes (the evaluation of ``train_vs_sb3.py``, ``diff_vs_ppo.py`` and ``make demo``)."""
+    from horde.train.evaluate import evaluate
+
+    ap = argparse.ArgumentParser(prog=f"learn_classic {task}")
+    ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=None, help="iterations between evaluations")
+    ap.add_argument("--episodes", type=int, default=100)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None, help="unused (the other learn scripts' flag)")
+    ap.add_argument("overrides", nargs="*")
+    args = ap.parse_args(argv)
+    overrides = [f"task={task}", f"seed={args.seed}", *args.overrides]
+    every = args.eval_every or {"cartpole": 2}.get(task, 10)
+    if args.quick:
+        overrides += ["num_envs=16", "max_iterations=2"]
+        every, args.episodes = 1, 8
+    device = next((o.split("=", 1)[1] for o in overrides if o.startswith("device=")), "cpu")
+
+    def score(policy, task_cfg, seed: int) -> dict:
+        out = evaluate(policy, task, task_cfg, episodes=args.episodes, device=device, seed=seed).summary()
+        return {k: out[k] for k in ("mean_return", "std_return", "mean_episode_length")}
+
+    run = train_with_evals(overrides, score, eval_every=every, minutes=args.minutes, baseline=True,
+                           describe=lambda p: f"return {p['mean_return']:.1f}  length {p['mean_episode_length']:.0f}")
+    curve = run["curve"]
+    result = {"task": task, "overrides": overrides, "device": run["cfg"].device, "num_envs": run["cfg"].num_envs,
+              "iterations": run["iterations"], "train_s": run["train_s"], "seed": args.seed,
+              "env_steps": curve[-1]["env_steps"], "mean_return": curve[-1]["mean_return"],
+              "baseline_zero_action": run["baseline"]}
+    print(json.dumps(result))
+    return 0
+
+
+
+# --- one task, in its own process ------------------------------------------------------------------------------------
+
+def script_argv(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool) -> list[str]:
+    """The learn script's arguments for this run (without ``--json``/``--out``)."""
+    argv = ["--minutes", f"{minutes:g}", *(["--seed", str(seed)] if entry.seed_flag else []), *entry.flags,
+            *entry.overrides]
+    argv += list(GPU_ENVS) if device.startswith("cuda") else list(entry.cpu_overrides)
+    return argv + ([] if entry.seed_flag else [f"seed={seed}"]) + (["--quick"] if quick else [])
+
+
+def command_of(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool) -> str:
+    """The command that reruns this row alone: the learn script's, or this suite's for a classic task."""
+    if entry.script is None:
+        argv = ["--tasks", entry.task, "--minutes", f"{minutes:g}", "--seed", str(seed)]
+        argv += (["--device", device] if device != "cpu" else []) + (["--quick"] if quick else [])
+        return shlex.join(["python", "benchmarks/learning_suite.py", *argv])
+    argv = script_argv(entry, device=device, minutes=minutes, seed=seed, quick=quick)
+    return shlex.join(["python", f"benchmarks/{entry.script}.py", *argv])
+
+
+def met_all(targets: tuple[Target, ...], point: dict | None) -> bool:
+    return point is not None and all(t.met(point.get(t.key)) for t in targets)
+
+
+def classify(targets: tuple[Target, ...], baseline: dict | None, curve: list[dict]) -> dict:
+    """Status of one row: a target that the trivial policy's figures meet is a DEFECT, whatever training did; else
+    reached (the first evaluation that meets every part) or not."""
+    hit = next((c for c in curve if met_all(targets, c)), None)
+    if baseline is None or any(baseline.get(t.key) is None for t in targets):
+        status, defect = "DEFECT: no trivial baseline on the target's measure", True
+    elif met_all(targets, baseline):
+        status, defect = "DEFECT: the trivial policy meets the target", True
+    else:
+        status, defect = ("reached" if hit else "not reached"), False
+    key, sign = targets[0].key, (1 if targets[0].op.startswith(">") else -1)
+    values = [c[key] for c in curve if c.get(key) is not None]
+    return {"status": status, "defect": defect, "reached": hit is not None and not defect,
+            "time_to_target_s": hit["wall_s"] if hit else None,
+            "env_steps_to_target": hit["env_steps"] if hit else None,
+            "iterations_to_target": hit["iteration"] if hit else None,
+            "final": {k: v for k, v in curve[-1].items() if k not in ("iteration", "wall_s", "env_steps")}
+            if curve else None,
+            "best": (max(values) if sign > 0 else min(values)) if values else None}
+
+
+def robot_frame(policy, task: str, task_cfg, device: str, path: Path, *, envs: int = 2, steps: int = 200) -> str:
+    """A frame of ``envs`` fresh envs after ``steps`` control steps of the deterministic policy (at most one episode):
+    ray-traced in 3D for Newton tasks, drawn in 2D otherwise. Returns ``3d`` or ``2d``."""
+    import imageio.v2 as imageio
+    import torch
+
+    from horde.envs import make
+    from horde.envs.render import render_frame
+    from horde.train.video import has_3d_scene
+
+    core = make(task, num_envs=envs, seed=20_000, config=task_cfg, device=device)
+    policy = policy.to(core.device)
+    with torch.inference_mode():
+        obs = core.obs
+        for _ in range(max(0, min(steps, core.max_episode_length - 1))):
+            obs = core.step(policy(obs.clone())).obs
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if has_3d_scene(core):
+        from horde.sim.camera import chase_camera, robot_centres, robot_extent, tile
+
+        camera = chase_camera(core.world, list(range(envs)), width=320, height=240,
+                              distance=max(1.2, 5.0 * robot_extent(core.world)))
+        imageio.imwrite(path, tile(camera.render(core.world.state_0, robot_centres(core.world)), columns=envs))
+        return "3d"
+    imageio.imwrite(path, render_frame(core, list(range(envs))))
+    return "2d"
+
+
+def run_one(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool, frame: Path | None) -> dict:
+    """Train and evaluate one task in this process through its script's ``main``; the scoreboard's row."""
+    module = None if entry.script is None else importlib.import_module(entry.script)
+    argv = script_argv(entry, device=device, minutes=minutes, seed=seed, quick=quick)
+    main = (lambda a: learn_classic(entry.task, a)) if entry.script is None else module.main
+    targets = entry.target(module)
+    own_frame = ["--frame", str(frame)] if entry.frame_flag and frame is not None else []
+    buf, t0 = io.StringIO(), time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp, capture_runs() as runs, redirect_stdout(buf):
+        rc = main([*argv, "--json", "--out", tmp, *own_frame])
+    lines = [ln for ln in buf.getvalue().splitlines() if ln.startswith("{")]
+    if rc != 0 or not lines or not runs:
+        raise RuntimeError(f"{entry.script or 'learn_classic'} exited {rc} with {len(lines)} JSON lines")
+    summary, run = json.loads(lines[-1]), runs[-1]
+    baseline = summary.get("baseline_zero_action")
+    row = {"task": entry.task, "script": entry.script or "learning_suite.learn_classic",
+           "targets": [t.as_dict() for t in targets], "baseline": baseline,
+           **classify(targets, baseline, run["curve"]), "seed": seed, "device": str(run["cfg"].device),
+           "num_envs": run["cfg"].num_envs, "budget_min": minutes, "train_s": run["train_s"],
+           "iterations": run["iterations"], "env_steps": run["curve"][-1]["env_steps"] if run["curve"] else 0,
+           "process_s": round(time.perf_counter() - t0, 1),
+           "command": command_of(entry, device=device, minutes=minutes, seed=seed, quick=quick), "curve": run["curve"]}
+    if own_frame:
+        row["frame_kind"], row["frame"] = "3d", summary.get("frame")
+    elif frame is not None:
+        try:
+            row["frame_kind"] = robot_frame(run["policy"], run["task"], run["cfg"].task, str(run["cfg"].device), frame,
+                                            steps=20 if quick else 200)
+            row["frame"] = str(frame)
+        except Exception as exc:  # a frame is a picture, not a figure: report and keep the row
+            row["frame_error"] = f"{type(exc).__name__}: {exc}"
+    return row
+
+
+# --- the scoreboard --------------------------------------------------------------------------------------------------
+
+def _fmt(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def target_text(targets: list[dict]) -> str:
+    return " and ".join(f"`{t['key']}` {t['op']} {t['threshold']:g}" for t in targets)
+
+
+def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str) -> str:
+    gpu = f", GPU {info['gpu']}" if info.get("gpu") else ", no GPU"
+    out = ["# horde learning scoreboard", "",
+           f"{info['date']} on {info['cpu']} ({info['cores']} cores{gpu}), device `{info['device']}`; torch "
+           f"{info['torch']}, warp {info['warp-lang']}, newton {info['newton']}, mujoco {info['mujoco']}. Command: "
+           f"`{command}`. Each figure is the deterministic policy's, evaluated in fresh envs; the trivial baseline is "
+           "the zero action on the same measure and envs, in the same run. Training time excludes evaluation.", "",
+           "| task | target (measure) | trivial baseline | status | time to target | env steps to target | final | "
+           "best | envs | budget | seed | command |",
+           "|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        targets = r.get("targets") or []
+        measure = "; ".join(t["measure"] for t in targets)
+        base = ", ".join(f"{t['key']} {_fmt((r.get('baseline') or {}).get(t['key']))}" for t in targets) or "—"
+        loud = r.get("defect") or r["status"].startswith(("error", "skipped"))
+        status = f"**{r['status']}**" if loud else r["status"]
+        final = ", ".join(f"{k} {_fmt(v)}" for k, v in (r.get("final") or {}).items()) or "—"
+        tt = _duration(r.get("time_to_target_s"))
+        target = f"{target_text(targets)} ({measure})" if targets else "—"
+        out.append(f"| {r['task']} | {target} | {base} | {status} | {tt} | "
+                   f"{_fmt(r.get('env_steps_to_target'))} | {final} | {_fmt(r.get('best'))} | "
+                   f"{_fmt(r.get('num_envs'))} | {_fmt(r.get('budget_min'))} min | {_fmt(r.get('seed'))} | "
+                   f"`{r.get('command', '')}` |")
+    defects = [r["task"] for r in rows if r.get("defect")]
+    out += ["", f"Defects (a target the trivial policy meets, or no baseline): {', '.join(defects) or 'none'}.", ""]
+    framed = [r for r in rows if r.get("frame")]
+    if framed:
+        out += ["Frames of the trained policies (Newton tasks ray-traced in 3D, classic tasks in 2D):", ""]
+        out += [f"![{r['task']}]({frames_dir}/{Path(r['frame']).name})" for r in framed]
+        out += [""]
+    return "\n".join(out)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """One subplot per task: the target's first figure against training minutes, the target and the baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in rows if r.get("curve")]
+    if not shown:
+        return
+    cols = min(4, len(shown))
+    nrows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), dpi=110, squeeze=False)
+    for ax in axes.flat[len(shown):]:
+        ax.axis("off")
+    for ax, r in zip(axes.flat, shown):
+        t = r["targets"][0]
+        minutes = [c["wall_s"] / 60 for c in r["curve"]]
+        ax.plot(minutes, [c.get(t["key"]) for c in r["curve"]], "o-", ms=3, label="trained (deterministic)")
+        ax.axhline(t["threshold"], color="k", ls="--", lw=0.9, label=f"target {t['op']} {t['threshold']:g}")
+        base = (r.get("baseline") or {}).get(t["key"])
+        if base is not None:
+            ax.axhline(base, color="tab:red", ls=":", lw=1.2, label=f"zero action {base:.4g}")
+        if r.get("time_to_target_s") is not None:
+            ax.axvline(r["time_to_target_s"] / 60, color="tab:green", lw=0.8, alpha=0.7)
+        if r.get("log"):
+            ax.set_yscale("log")
+        ax.set_title(f"{r['task']} ({r['num_envs']} envs): {r['status']}", fontsize=8,
+                     color="tab:red" if r.get("defect") else "black")
+        ax.set_xlabel("training wall time [min]", fontsize=8)
+        ax.set_ylabel(t["key"], fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def exit_code(rows: list[dict]) -> int:
+    """1 when a target is a defect, 2 when a task failed to run, else 0 (skipped tasks do not fail the suite)."""
+    if any(r.get("defect") for r in rows):
+        return 1
+    return 2 if any(r["status"].startswith("error") for r in rows) else 0
+
+
+def selected(device: str, tasks: list[str] | None) -> list[Entry]:
+    by = {e.task: e for e in ENTRIES}
+    if tasks:
+        unknown = [t for t in tasks if t not in by]
+        if unknown:
+            raise SystemExit(f"unknown task(s) {', '.join(unknown)}; valid: {', '.join(by)}")
+        return [by[t] for t in tasks]
+    if device.startswith("cuda"):
+        return [by[t] for t in GPU_ORDER if by[t].gpu_minutes is not None]
+    return list(ENTRIES)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda:0 (4096 envs, the GPU budgets)")
+    ap.add_argument("--tasks", nargs="+", default=None, help=f"default: all ({', '.join(e.task for e in ENTRIES)})")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--minutes", type=float, default=None, help="one budget for every task instead of its own")
+    ap.add_argument("--deadline-s", type=float, default=None, help="skip the tasks that would start after this")
+    ap.add_argument("--quick", action="store_true", help="a few iterations per task on tiny env counts")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one task, write its row
+    ap.add_argument("--row-out", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--frame", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    gpu = args.device.startswith("cuda")
+
+    if args.one:
+        entry = next(e for e in ENTRIES if e.task == args.one)
+        row = run_one(entry, device=args.device, minutes=args.minutes, seed=args.seed, quick=args.quick,
+                      frame=Path(args.frame) if args.frame else None)
+        Path(args.row_out).write_text(json.dumps(row))
+        return 0
+
+    from run_all import machine_info
+
+    info = machine_info(args.device)
+    out = Path(args.out)
+    stem = f"{info['date']}_learning_suite_{args.device.replace(':', '')}" + ("_quick" if args.quick else "")
+    frames = out / f"{stem}_frames"
+    command = shlex.join(["python", "benchmarks/learning_suite.py", *(argv if argv is not None else sys.argv[1:])])
+    rows, t_start = [], time.perf_counter()
+    for entry in selected(args.device, args.tasks):
+        minutes = args.minutes or ((entry.gpu_minutes or entry.minutes) if gpu else entry.minutes)
+        minutes = min(minutes, 0.5) if args.quick else minutes
+        # training, plus evaluations, compilation and the frame (a GPU run must fit its 10 minutes of device time)
+        timeout = (90 * minutes + 180) if gpu else (120 * minutes + (300 if args.quick else 900))
+        if args.deadline_s is not None:
+            left = args.deadline_s - (time.perf_counter() - t_start)
+            if left < 60:
+                rows.append({"task": entry.task, "status": f"skipped: {left:.0f} s left of --deadline-s",
+                             "budget_min": minutes, "seed": args.seed,
+                             "command": command_of(entry, device=args.device, minutes=minutes, seed=args.seed,
+                                                   quick=args.quick)})
+                print(f"== {entry.task}: skipped ({left:.0f} s left)", flush=True)
+                continue
+            timeout = min(timeout, left)
+        print(f"== {entry.task}: {minutes:g} min budget on {args.device}", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            row_path = Path(tmp) / "row.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--one", entry.task, "--device", args.device,
+                   "--seed", str(args.seed), "--minutes", f"{minutes:g}", "--row-out", str(row_path),
+                   "--frame", str(frames / f"{entry.task}.png")] + (["--quick"] if args.quick else [])
+            t0 = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, timeout=timeout, stdout=subprocess.DEVNULL)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+            if rc == 0 and row_path.exists():
+                row = json.loads(row_path.read_text())
+            else:
+                row = {"task": entry.task, "status": f"error: exit {rc} after {time.perf_counter() - t0:.0f} s",
+                       "budget_min": minutes, "seed": args.seed,
+                       "command": command_of(entry, device=args.device, minutes=minutes, seed=args.seed,
+                                             quick=args.quick)}
+        row["log"] = entry.log
+        rows.append(row)
+        print(f"== {entry.task}: {row['status']} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps({"machine": info, "command": command, "quick": args.quick,
+                                                  "wall_s": round(time.perf_counter() - t_start, 1),
+                                                  "rows": rows}, indent=1))
+    table = markdown(info, rows, command=command, frames_dir=frames.name)
+    (out / f"{stem}.md").write_text(table + "\n")
+    plot(rows, out / f"{stem}.png")
+    print(table)
+    print(f"wrote {out / stem}.json, .md, .png and {frames.name}/", flush=True)
+    return exit_code(rows)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

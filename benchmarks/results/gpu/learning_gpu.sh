@@ -1,0 +1,32 @@
+#!/bin/bash
+# The learning scoreboard on one GPU within 10 minutes of device time: benchmarks/learning_suite.py --device cuda:0,
+# every task of its GPU list at 4096 envs (g1-velocity 1.25 min, quadruped 1.25, lift 0.75, ant 0.5, reach 0.5,
+# pendulum 0.3, cartpole 0.2: 4.75 min of training, the rest is process start, CUDA compilation and evaluations).
+# A session that is lent a GPU runs this first:
+#   bash benchmarks/results/gpu/learning_gpu.sh [SECONDS]   (default 540; no task starts with under a minute left)
+# Python: the one on PATH when it imports horde's stack; otherwise the py3.12 stack that device_session.sh unpacks
+# (/tmp/w/site.part.*, and the sm_90 CUBINs in .whl/wcache90.tar.xz when carried), with the repository as `horde`.
+# Writes <date>_learning_suite_cuda0.{json,md,png} and its _frames/ to $OUT (the device machine's return folder) or
+# benchmarks/results, and the log to learning_gpu.txt beside them.
+SECONDS_MAX=${1:-540}
+START=$(date +%s)
+DEST=${OUT:-benchmarks/results}
+mkdir -p "$DEST"
+if ! python -c "import torch, warp, newton, mujoco_warp, rsl_rl" 2>/dev/null; then
+  if ls /tmp/w/site.part.* >/dev/null 2>&1 && [ ! -d /tmp/site/torch ]; then
+    mkdir -p /tmp/site /tmp/wc/1.19.0
+    cat /tmp/w/site.part.* | xz -dc -T0 | tar -x -C /tmp/site || echo "UNPACK site FAILED"
+    [ -f .whl/wcache90.tar.xz ] && { xz -dc .whl/wcache90.tar.xz | tar -x -C /tmp/wc/1.19.0 || echo "UNPACK cache FAILED"; }
+    [ -f .whl/newton_examples.tar.xz ] && xz -dc .whl/newton_examples.tar.xz | tar -x -C /tmp/site/newton
+  fi
+  export PYTHONPATH=/tmp/hp:/tmp/site:$PYTHONPATH WARP_CACHE_PATH=${WARP_CACHE_PATH:-/tmp/wc}
+fi
+if ! python -c "import horde" 2>/dev/null; then  # the repository root is the package
+  mkdir -p /tmp/hp && ln -sfn "$PWD" /tmp/hp/horde && export PYTHONPATH=/tmp/hp:$PYTHONPATH
+fi
+export PYTHONFAULTHANDLER=1
+echo "== setup $(( $(date +%s) - START ))s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $(nproc) cores; $(python -V 2>&1)"
+LEFT=$(( SECONDS_MAX - ($(date +%s) - START) ))
+timeout $LEFT python benchmarks/learning_suite.py --device cuda:0 --deadline-s $(( LEFT - 30 )) --out "$DEST" \
+  2>&1 | grep -v "^Module \|^Warp " | tee "$DEST/learning_gpu.txt"
+echo "== learning_suite rc=${PIPESTATUS[0]} after $(( $(date +%s) - START ))s"
