@@ -10,8 +10,9 @@
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
     horde sim2sim run=runs/quadruped/<stamp> [episodes=16]   # reach, quadruped: the exported policy in plain
                                              # MuJoCo (C engine), observations rebuilt from policy.json
-    horde play run=<dir> video=true [envs=4] [steps=N] [render=3d|2d]   # mp4 of the policy, rendered headless
-                                             # (Newton tasks ray-traced in 3D; 2d: the side view)
+    horde play run=<dir> video=true [envs=4] [episodes=1] [steps=N] [render=3d|2d]   # mp4 of the policy, rendered
+                                             # headless until every env has ended `episodes` episodes (or for
+                                             # `steps` steps); Newton tasks ray-traced in 3D, 2d: the side view
     horde play run=<dir> viewer=rerun|usd|file|viser [envs=4] [steps=N] [out=<file>] [serve=true] [port=P]
                                              # record the rollout for Newton's 3D viewers (.rrd, .usda, .json,
                                              # .viser); serve=true (rerun, viser) also serves it in a browser
@@ -26,13 +27,21 @@
                                     # PD motor with 2 steps of delay
 
 Bad input (unknown task, key, run directory, corrupt checkpoint) ends with one line on stderr and exit code 2.
+`horde --help` lists the commands and tasks, `horde <command> --help` a command's keys, `horde train --help
+task=<name> [algo=<name>]` a task's and a learner's config fields. Output is line-buffered: a pipe or a log file
+(Slurm, CI) gets each line when it is printed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 USAGE = __doc__
 
@@ -41,7 +50,102 @@ class UsageError(ValueError):
     """Bad command-line input; one line."""
 
 
-def _kv(args: list[str], allowed: dict[str, type], command: str) -> dict:
+def true_or_false(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError(text)
+    return text.lower() == "true"
+
+
+def ints(text: str) -> tuple[int, ...]:
+    """Comma-separated integers: ``0,1,2``."""
+    return tuple(int(a) for a in text.split(",") if a.strip())
+
+
+def names(text: str) -> list[str]:
+    """Comma-separated names: ``ant,reach``."""
+    return [a for a in text.split(",") if a]
+
+
+def modules(text: str) -> list[str]:
+    """Python modules, ``a,b`` or ``[a,b]`` (as ``horde train imports=`` takes them)."""
+    return [a.strip() for a in text.strip().strip("[]").split(",") if a.strip()]
+
+
+class Key(NamedTuple):
+    """One ``key=value`` argument of a command: how its value parses, and what it is (``horde <command> --help``)."""
+
+    parse: Callable[[str], Any]
+    doc: str
+
+    @property
+    def kind(self) -> str:
+        return self.parse.__name__.replace("_", " ")
+
+
+_RUN = Key(str, "run directory (its latest checkpoint) or a checkpoint file")
+_BUNDLES = Key(str, "run directory (every bundle under <run>/exported/) or one bundle directory")
+_SIM2SIM = Key(int, "MuJoCo episodes of rung 3, the sim-to-sim check (0 skips it)")
+KEYS: dict[str, dict[str, Key]] = {
+    "play": {"run": _RUN, "episodes": Key(int, "deterministic episodes to score (default 100)"),
+             "device": Key(str, "cpu (default), cuda or cuda:N"),
+             "seed": Key(int, "seed of the evaluation envs (default 12345)")},
+    "video": {"run": _RUN, "video": Key(str, "true: record an mp4 instead of scoring"),
+              "envs": Key(int, "envs rendered side by side (default 4)"),
+              "episodes": Key(int, "stop once every env has ended this many episodes (default 1 when steps= is not "
+                                   "given)"),
+              "steps": Key(int, "stop after this many control steps (with episodes=: whichever comes first)"),
+              "out": Key(str, "the mp4 file (default <run>/videos/<task>_<checkpoint>.mp4)"),
+              "render": Key(str, "3d (default: Newton tasks ray-traced with a chase camera) or 2d (side view)")},
+    "viewer": {"run": _RUN, "viewer": Key(str, "rerun, usd, file or viser: record for Newton's 3D viewer"),
+               "envs": Key(int, "envs recorded (default 4)"),
+               "steps": Key(int, "control steps (default one episode)"),
+               "out": Key(str, "the recording (default <run>/viewer/<task>_<checkpoint>.<ext>)"),
+               "serve": Key(true_or_false, "rerun, viser: also serve it in a browser"),
+               "port": Key(int, "port to serve on (default: a free one)")},
+    "export": {"run": _RUN, "precision": Key(str, "fp32 or fp16 (default the run's algo.rollout_precision)"),
+               "name": Key(str, "bundle name (default <task>_it<iteration>_<precision>)"),
+               "out": Key(str, "bundle directory (default <run>/exported/<name>)"),
+               "tolerance": Key(float, "rung 1's limit (fp32: max abs error; fp16: error relative to action std)"),
+               "episodes": Key(int, "closed-loop episodes of rung 2 (default 64, at least 64)"),
+               "sim2sim_episodes": _SIM2SIM},
+    "verify": {"run": _BUNDLES, "checkpoint": Key(str, "the checkpoint to check against (default the one in "
+                                                       "policy.json)"),
+               "episodes": Key(int, "closed-loop episodes of rung 2 (default 64)"), "sim2sim_episodes": _SIM2SIM},
+    "sim2sim": {"run": _BUNDLES, "episodes": Key(int, "MuJoCo episodes (default 16)"),
+                "seed": Key(int, "seed (default 0)")},
+    "tasks": {"imports": Key(modules, "your modules to import first ([my_tasks]): the tasks they register are listed "
+                                      "too (this imports every task module: seconds, not the static table's ~0.1 s)")},
+    "plot": {"run": Key(str, "run directory"), "out": Key(str, "the PNG (default <run>/plots/training.png)")},
+    "compile-cuda": {"archs": Key(ints, "CUDA architectures (default 87,90)"),
+                     "tasks": Key(names, "tasks to build (default every registered task)"),
+                     "spread": Key(true_or_false, "compile each module for one arch in turn")},
+    "actuator-net": {"data": Key(str, "motor log .npz (pos_error, velocity, torque per physics step) or pd-demo "
+                                      "(a synthetic PD motor with 2 steps of delay)"),
+                     "out": Key(str, "the network's .onnx file"),
+                     "history": Key(ints, "past physics steps the network reads (default 0,1,2)"),
+                     "hidden": Key(ints, "hidden layer widths (default 32,32,32)"),
+                     "epochs": Key(int, "training epochs (default 60)"), "seed": Key(int, "seed (default 0)")},
+}
+"""Every command's ``key=value`` arguments (``train`` and ``demo`` take config overrides instead)."""
+
+SUMMARY = {
+    "train": "train a policy: Hydra overrides of the run config (task=, algo=, num_envs=, ...); -m sweeps a,b,c",
+    "play": "score a run's deterministic policy; video=true records an mp4, viewer= a 3D viewer's file",
+    "export": "export a run's policy to a robot bundle (ONNX, policy.json, runner), verified rung by rung",
+    "verify": "re-run the checks on a run's exported bundles",
+    "sim2sim": "run an exported policy in plain MuJoCo (C engine), observations rebuilt from policy.json",
+    "demo": "train cartpole on the CPU, evaluate, export, verify, summarize (takes horde train overrides)",
+    "tasks": "list the registered tasks",
+    "plot": "PNG of a run's training curves from its TensorBoard events",
+    "compile-cuda": "build every task on the CPU and compile its CUDA kernels with NVRTC (no GPU needed)",
+    "actuator-net": "fit an actuator network to a motor log, for task.actuator_net=<net>.onnx",
+    "video": "the same as play video=true",
+    "viewer": "the same as play viewer=<rerun|usd|file|viser>",
+}
+"""One line per command, for ``horde --help``."""
+
+
+def _kv(args: list[str], allowed: dict[str, Key], command: str) -> dict:
     out = {}
     for a in args:
         key, sep, value = a.partition("=")
@@ -50,9 +154,9 @@ def _kv(args: list[str], allowed: dict[str, type], command: str) -> dict:
         if key not in allowed:
             raise UsageError(f"unknown key '{key}' for {command}; valid keys: {', '.join(allowed)}")
         try:
-            out[key] = allowed[key](value)
+            out[key] = allowed[key].parse(value)
         except ValueError:
-            raise UsageError(f"{key}={value}: expected {allowed[key].__name__}") from None
+            raise UsageError(f"{key}={value}: expected {allowed[key].kind}") from None
     return out
 
 
@@ -82,7 +186,7 @@ def cmd_play(args: list[str]) -> dict:
     from horde.deploy import load_policy
     from horde.train.evaluate import evaluate
 
-    kv = _kv(args, {"run": str, "episodes": int, "device": str, "seed": int}, "play")
+    kv = _kv(args, KEYS["play"], "play")
     if "run" not in kv:
         raise UsageError("play needs run=<run dir or checkpoint>")
     policy, ckpt, cfg, path = load_policy(kv["run"])
@@ -97,8 +201,7 @@ def cmd_play(args: list[str]) -> dict:
 def cmd_export(args: list[str]) -> dict:
     from horde.deploy import export_run, report_dict
 
-    kv = _kv(args, {"run": str, "precision": str, "name": str, "out": str, "tolerance": float, "episodes": int,
-                    "sim2sim_episodes": int}, "export")
+    kv = _kv(args, KEYS["export"], "export")
     if "run" not in kv:
         raise UsageError("export needs run=<run dir or checkpoint>")
     if kv.get("precision", "fp32") not in ("fp32", "fp16"):
@@ -116,7 +219,7 @@ def cmd_export(args: list[str]) -> dict:
 def cmd_verify(args: list[str]) -> dict:
     from horde.deploy import ExportError, find_bundles, verify_bundle
 
-    kv = _kv(args, {"run": str, "checkpoint": str, "episodes": int, "sim2sim_episodes": int}, "verify")
+    kv = _kv(args, KEYS["verify"], "verify")
     if "run" not in kv:
         raise UsageError("verify needs run=<run dir, or one bundle dir under <run>/exported/>")
     results, failed = {}, []
@@ -138,7 +241,7 @@ def cmd_sim2sim(args: list[str]) -> dict:
     from horde.deploy import find_bundles
     from horde.deploy.sim2sim import run_sim2sim, summary_line
 
-    kv = _kv(args, {"run": str, "episodes": int, "seed": int}, "sim2sim")
+    kv = _kv(args, KEYS["sim2sim"], "sim2sim")
     if "run" not in kv:
         raise UsageError("sim2sim needs run=<run dir, or one bundle dir under <run>/exported/>")
     results = {}
@@ -158,13 +261,19 @@ def cmd_demo(args: list[str]) -> dict:
 def cmd_video(args: list[str]) -> dict:
     from horde.train.video import record_video
 
-    kv = _kv(args, {"run": str, "video": str, "envs": int, "steps": int, "out": str, "render": str}, "play video")
+    kv = _kv(args, KEYS["video"], "play video")
     if "run" not in kv:
         raise UsageError("video needs run=<run dir or checkpoint>")
-    _positive(kv, "envs", "steps")
+    _positive(kv, "envs", "steps", "episodes")
+    episodes = kv.get("episodes", None if "steps" in kv else 1)
+    bar = Progress("rendering")
+
+    def progress(frames: int, most: int, ended: int) -> None:
+        bar(frames, most, f"{ended}/{episodes} episodes ended in every env" if episodes else "")
+
     try:
-        path, frames = record_video(kv["run"], envs=kv.get("envs", 4), steps=kv.get("steps"), out=kv.get("out"),
-                                    render=kv.get("render", "3d"))
+        path, frames = record_video(kv["run"], envs=kv.get("envs", 4), episodes=episodes, steps=kv.get("steps"),
+                                    out=kv.get("out"), render=kv.get("render", "3d"), progress=progress)
     except ValueError as exc:
         if "render=" not in str(exc):
             raise
@@ -182,13 +291,7 @@ def _positive(kv: dict, *keys: str) -> None:
 def cmd_viewer(args: list[str]) -> dict:
     from horde.train.viewer import record_3d
 
-    def flag(text: str) -> bool:
-        if text.lower() not in ("true", "false"):
-            raise ValueError(text)
-        return text.lower() == "true"
-
-    kv = _kv(args, {"run": str, "viewer": str, "envs": int, "steps": int, "out": str, "serve": flag, "port": int},
-             "play viewer")
+    kv = _kv(args, KEYS["viewer"], "play viewer")
     if "run" not in kv:
         raise UsageError("viewer needs run=<run dir or checkpoint>")
     _positive(kv, "envs", "steps")
@@ -196,25 +299,45 @@ def cmd_viewer(args: list[str]) -> dict:
         raise UsageError(f"serve=true serves rerun or viser, not {kv['viewer']}")
     path, frames = record_3d(kv["run"], viewer=kv["viewer"], envs=kv.get("envs", 4), steps=kv.get("steps"),
                              out=kv.get("out"), serve=kv.get("serve", False), port=kv.get("port", 0),
-                             progress=_progress_line("recording"))
+                             progress=Progress("recording"))
     print(f"wrote {path} ({frames} frames)")
     return {"viewer": kv["viewer"], "file": str(path), "frames": frames}
 
 
-def _progress_line(label: str, unit: str = "frames", every: int = 50):
-    """A callback printing ``label k/n unit`` on one refreshed stderr line, for long work."""
-    def show(done: int, total: int) -> None:
-        if done == total or done % every == 0:
-            end = "\n" if done == total else "\r"
-            print(f"{label} {done}/{total} {unit}".rstrip(), end=end, file=sys.stderr, flush=True)
-    return show
+class Progress:
+    """``label k/n unit, note, ETA`` on stderr every ``every`` items, whenever ``note`` changes and at the end
+    (``done == total``: a run that ends early passes its count as the total): one refreshed line on a terminal, a
+    line each in a pipe or a log file. The ETA is the rate since the first call (set-up excluded) times what is left
+    (``n`` may be a bound); the last line gives the time taken."""
+
+    def __init__(self, label: str, unit: str = "frames", every: int = 50):
+        self.label, self.unit, self.every = label, unit, every
+        self.start, self.first, self.note, self.tty = time.monotonic(), None, None, sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, note: str = "") -> None:
+        now = time.monotonic()
+        self.first = self.first or (now, done)
+        if done != total and done % self.every and note == self.note:
+            return
+        self.note = note
+        (t0, d0) = self.first
+        when = (f"{_duration(now - self.start)}" if done >= total else
+                f"ETA {_duration((now - t0) / (done - d0) * (total - done))}" if done > d0 else "")
+        text = ", ".join(t for t in (f"{self.label} {done}/{total} {self.unit}".rstrip(), note, when) if t)
+        end = "\n" if done >= total or not self.tty else "\r"
+        print(f"{text}\033[K" if self.tty else text, end=end, file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def cmd_plot(args: list[str]) -> dict:
     from horde.train.checkpoint import CheckpointError
     from horde.train.plots import plot_run
 
-    kv = _kv(args, {"run": str, "out": str}, "plot")
+    kv = _kv(args, KEYS["plot"], "plot")
     if "run" not in kv:
         raise UsageError("plot needs run=<run dir>")
     if not Path(kv["run"]).is_dir():
@@ -228,30 +351,26 @@ def cmd_plot(args: list[str]) -> dict:
 
 
 def cmd_tasks(args: list[str]) -> dict:
-    from horde.envs import TASKS
+    from horde.train.help import tasks_lines  # the built-in tasks: a static table, no torch, Warp or task module
 
-    for name in sorted(TASKS):
-        spec = TASKS[name]
-        tag = " [differentiable]" if spec.differentiable else ""
-        print(f"{name:<18} {spec.description}{tag}")
+    kv = _kv(args, KEYS["tasks"], "tasks")
+    if "imports" in kv:
+        from horde.envs import TASKS
+        from horde.train.config import import_user_modules
+
+        import_user_modules(kv["imports"])
+        lines = tasks_lines({name: (spec.description, spec.differentiable) for name, spec in TASKS.items()})
+    else:
+        lines = tasks_lines()
+    for line in lines:
+        print(line)
     return {}
 
 
 def cmd_compile_cuda(args: list[str]) -> dict:
     from horde.train.compile_cuda import compile_tasks
 
-    def comma_separated_ints(text: str) -> list[int]:
-        return [int(a) for a in text.split(",") if a]
-
-    def comma_separated_names(text: str) -> list[str]:
-        return [a for a in text.split(",") if a]
-
-    def flag(text: str) -> bool:
-        if text.lower() not in ("true", "false"):
-            raise ValueError(text)
-        return text.lower() == "true"
-
-    kv = _kv(args, {"archs": comma_separated_ints, "tasks": comma_separated_names, "spread": flag}, "compile-cuda")
+    kv = _kv(args, KEYS["compile-cuda"], "compile-cuda")
     if "tasks" in kv:
         from horde.envs import get_task
 
@@ -261,14 +380,9 @@ def cmd_compile_cuda(args: list[str]) -> dict:
 
 
 def cmd_actuator_net(args: list[str]) -> dict:
-    from horde.train.actuator_fit import (fit_actuator_net, load_motor_log, parse_ints, pd_motor_log, plot_fit,
-                                          write_actuator_net)
+    from horde.train.actuator_fit import fit_actuator_net, load_motor_log, pd_motor_log, plot_fit, write_actuator_net
 
-    def ints(text: str) -> tuple[int, ...]:
-        return parse_ints(text)
-
-    kv = _kv(args, {"data": str, "out": str, "history": ints, "hidden": ints, "epochs": int, "seed": int},
-             "actuator-net")
+    kv = _kv(args, KEYS["actuator-net"], "actuator-net")
     if "data" not in kv or "out" not in kv:
         raise UsageError("actuator-net needs data=<motor log>.npz (or data=pd-demo) and out=<net>.onnx")
     if kv.get("epochs", 1) < 1:
@@ -283,7 +397,7 @@ def cmd_actuator_net(args: list[str]) -> dict:
     print(f"motor log: {e} episode(s) x {t} steps x {j} joints", flush=True)
     model, meta, report = fit_actuator_net(log, history=kv.get("history", (0, 1, 2)),
                                            hidden=kv.get("hidden", (32, 32, 32)), epochs=kv.get("epochs", 60),
-                                           seed=kv.get("seed", 0), progress=_progress_line("fitting: epoch", "", every=5))
+                                           seed=kv.get("seed", 0), progress=Progress("fitting: epoch", "", every=5))
     out = write_actuator_net(model, meta, kv["out"], report=report)
     png = plot_fit(model, meta, log, Path(out).with_suffix(".png"))
     print(f"wrote {out} (history {meta['input_idx']} physics steps; held-out torque error {report.val_rmse:.3f} N m "
@@ -297,24 +411,96 @@ COMMANDS = {"train": cmd_train, "play": cmd_play, "export": cmd_export, "verify"
             "compile-cuda": cmd_compile_cuda, "viewer": cmd_viewer, "actuator-net": cmd_actuator_net}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _user_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(errors meant for the user: one line, no traceback; those of them that exit with 1 instead of 2). Imported
+    only once an exception is raised, so that ``horde tasks`` and ``--help`` import nothing heavy."""
     from horde.deploy.onnx_export import ExportError
+    from horde.deploy.sim2sim import Sim2SimError
     from horde.envs.registry import UnknownTaskError
     from horde.envs.robots import RobotNotInstalledError
-    from horde.train.checkpoint import CheckpointError
-    from horde.train.config import ConfigError
-    from horde.deploy.sim2sim import Sim2SimError
-    from horde.train.compile_cuda import CudaCompileError
-    from horde.train.demo import DemoError
-    from horde.train.viewer import ViewerError
     from horde.sim.fields import FieldError
     from horde.train.actuator_fit import MotorLogError
+    from horde.train.checkpoint import CheckpointError
+    from horde.train.compile_cuda import CudaCompileError
+    from horde.train.config import ConfigError
+    from horde.train.demo import DemoError
+    from horde.train.viewer import ViewerError
 
+    return ((ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
+             RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError),
+            (ExportError, DemoError, CudaCompileError))
+
+
+def _line_buffered() -> None:
+    """Each printed line reaches a pipe or a file (a Slurm log, CI) at once, not when a block fills or at exit
+    (Python line-buffers stdout only on a terminal; stderr always, since 3.9)."""
+    for stream in (sys.stdout, sys.stderr):
+        if callable(getattr(stream, "reconfigure", None)) and not getattr(stream, "line_buffering", True):
+            stream.reconfigure(line_buffering=True)
+
+
+def _print(text: str) -> None:
+    """Print help; a reader that leaves early (``horde --help | head``) ends it quietly, as for other tools."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit flush must not raise again
+
+
+def overview() -> str:
+    """``horde --help``: the commands, the tasks, the config groups and the examples of the module docstring."""
+    from horde.train.help import LEARNERS, LIBRARIES, tasks_lines
+
+    examples = __doc__.split("\n\n")[1]
+    return "\n".join([
+        "horde: train robot policies on Warp and Newton, play, export and verify them.", "",
+        "usage: horde <command> [key=value ...]",
+        "       horde <command> --help                        that command's keys",
+        "       horde train --help task=<name> [algo=<name>]  a task's (and a learner's) config fields", "",
+        "commands:", *(f"  {name:<14} {line}" for name, line in SUMMARY.items()), "",
+        "tasks (horde train task=<name>; imports=[module] adds your own):",
+        *(w for t in tasks_lines() for w in textwrap.wrap(t, 118, initial_indent="  ", subsequent_indent=" " * 29)),
+        "",
+        f"learners (algo=<name>): {', '.join(LEARNERS)}; libraries (lib=<name>): {', '.join(LIBRARIES)}", "",
+        "examples:", examples.rstrip(), "",
+        "Bad input ends with one line on stderr and exit code 2."])
+
+
+def command_help(command: str, args: list[str]) -> str:
+    """``horde <command> --help``: its keys with their types and meaning; ``train``: the config's fields
+    (:func:`horde.train.help.train_help`)."""
+    if command == "train":
+        from horde.train.help import train_help
+
+        return train_help(args)
+    lines = [f"horde {command}: {SUMMARY[command]}", ""]
+    if command == "demo":
+        return "\n".join(lines + ["usage: horde demo [horde train overrides]   (task defaults to cartpole; "
+                                   "horde train --help lists them)"])
+    modes = {"video": " video=true", "viewer": " viewer=<rerun|usd|file|viser>"}
+    required = ("data", "out") if command == "actuator-net" else ("run",)
+    for name in [command, *(modes if command == "play" else ())]:
+        keys = {k: key for k, key in KEYS[name].items() if k not in modes}  # video=, viewer=: in the usage line
+        lines.append(f"usage: horde {'play' if name in modes else command}{modes.get(name, '')} "
+                     + " ".join(f"{k}=<{key.kind}>" if k in required else f"[{k}=<{key.kind}>]"
+                                for k, key in keys.items()))
+        lines += [f"  {k + '=':<18} {key.doc}" for k, key in keys.items()]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    _line_buffered()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
+    if not argv or (argv[0] in ("-h", "--help", "help") and len(argv) == 1):
+        _print(overview())
         return 0 if argv else 2
+    if argv[0] == "help":  # horde help <command> [args]
+        argv = [*argv[1:], "--help"]
     command, rest = argv[0], argv[1:]
+    wants_help = any(a in ("-h", "--help") for a in rest)
+    rest = [a for a in rest if a not in ("-h", "--help")]
     if command == "play" and any(a.partition("=")[0] == "video" and a.partition("=")[2].lower() in ("true", "1", "yes")
                                  for a in rest):
         command = "video"  # `horde play run=<dir> video=true` records instead of scoring
@@ -327,7 +513,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"horde: unknown command '{command}'; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     try:
-        if sweep:
+        if wants_help:
+            _print(command_help(command, rest))
+        elif sweep:
             from horde.train.config import expand_sweep
 
             runs = expand_sweep(rest)
@@ -336,13 +524,15 @@ def main(argv: list[str] | None = None) -> int:
                 COMMANDS[command](overrides)
         else:
             COMMANDS[command](rest)
-    except (ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-            RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError) as exc:
-        print(f"horde {command}: error: {exc}", file=sys.stderr)
-        return 2 if not isinstance(exc, (ExportError, DemoError, CudaCompileError)) else 1
     except KeyboardInterrupt:
         print(f"horde {command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        user, exit_1 = _user_errors() if not isinstance(exc, UsageError) else ((UsageError,), ())
+        if not isinstance(exc, user):
+            raise
+        print(f"horde {command}: error: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, exit_1) else 2
     return 0
 
 

@@ -6,6 +6,7 @@ always use."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +22,16 @@ def has_3d_scene(core) -> bool:
 
 
 @torch.inference_mode()
-def record_video(run: str | Path, *, envs: int = 4, steps: int | None = None, out: str | Path | None = None,
-                 seed: int = 2024, render: str = "3d") -> tuple[Path, int]:
-    """Render ``envs`` envs for ``steps`` control steps (default: one episode) at the control rate.
+def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None, steps: int | None = None,
+                 out: str | Path | None = None, seed: int = 2024, render: str = "3d",
+                 progress: Callable[[int, int, int], None] | None = None) -> tuple[Path, int]:
+    """Render ``envs`` envs at the control rate until every one of them has ended ``episodes`` episodes, or for
+    ``steps`` control steps, whichever comes first (neither given: one episode each).
 
-    Returns the mp4's path and its frame count. Software rendering: no display and no GPU needed. ``render``:
-    ``3d`` ray-traces Newton tasks with a chase camera per env; ``2d`` draws the side view.
+    Returns the mp4's path and its frame count (control steps + 1). Software rendering: no display and no GPU
+    needed. ``render``: ``3d`` ray-traces Newton tasks with a chase camera per env; ``2d`` draws the side view.
+    ``progress(frames, most_frames, ended)`` is called after every frame (``ended``: the fewest episodes any env has
+    ended), and once more at the end with ``most_frames == frames``.
     """
     import imageio.v2 as imageio
 
@@ -50,23 +55,34 @@ def record_video(run: str | Path, *, envs: int = 4, steps: int | None = None, ou
         def draw() -> np.ndarray:
             return render_frame(core, ids)
 
-    steps = steps or core.max_episode_length
+    if episodes is None and steps is None:
+        episodes = 1
+    # every env ends an episode within max_episode_length steps, so `episodes` of them end within this many
+    limit = min(n for n in (steps, episodes * core.max_episode_length if episodes else None) if n)
     fps = max(1, round(1.0 / core.cfg.control_dt))
     out = Path(out) if out else path.parent / "videos" / f"{ckpt['task']}_{path.stem}.mp4"
     out.parent.mkdir(parents=True, exist_ok=True)
     writer = imageio.get_writer(str(out), fps=fps, codec="libx264", quality=7, macro_block_size=16,
                                 ffmpeg_log_level="error")
-    frames = 0
+    frames, ended = 0, torch.zeros(envs, dtype=torch.long)
     try:
         writer.append_data(draw())
         frames += 1
         obs = core.obs
-        for _ in range(steps):
-            obs = core.step(policy(obs)).obs
+        for _ in range(limit):
+            result = core.step(policy(obs))
+            obs = result.obs
+            ended += result.dones.to("cpu", torch.long)
             writer.append_data(draw())
             frames += 1
+            if episodes and int(ended.min()) >= episodes:
+                break
+            if progress:
+                progress(frames, limit + 1, int(ended.min()))
     finally:
         writer.close()
+    if progress:
+        progress(frames, frames, int(ended.min()))
     return out, frames
 
 
