@@ -199,7 +199,7 @@ def test_learning_suite_quick_writes_the_scoreboard(tmp_path):
     (row,) = data["rows"]
     assert row["task"] == "cartpole" and row["seed"] == 0 and row["iterations"] == 2 and row["num_envs"] == 16
     assert [(t["key"], t["threshold"], t["op"]) for t in row["targets"]] == [("mean_return", 475.0, ">=")]
-    assert 0 < row["baseline"]["mean_return"] < 475  # zero force, measured in the same run
+    assert 0 < row["baselines"]["zero action"]["mean_return"] < 475  # zero force, measured in the same run
     assert row["status"] in ("reached", "not reached") and row["defect"] is False
     assert [c["iteration"] for c in row["curve"]] == [1, 2] and row["final"]["mean_return"] == row["curve"][-1][
         "mean_return"]
@@ -223,24 +223,28 @@ def test_learning_suite_flags_a_target_that_the_trivial_policy_meets():
     curve = [{"iteration": 25, "wall_s": 60.0, "env_steps": 1000, "lin_vel_error_mps": 0.55, "up_fraction": 0.5},
              {"iteration": 50, "wall_s": 120.0, "env_steps": 2000, "lin_vel_error_mps": 0.46, "up_fraction": 0.9}]
     standing = {"lin_vel_error_mps": 0.418, "up_fraction": 1.0}
-    old_g1 = ls.classify((err, up), standing, curve)
-    assert old_g1["defect"] and old_g1["status"].startswith("DEFECT") and not old_g1["reached"]
+    fallen = {"lin_vel_error_mps": 0.3, "up_fraction": 0.0}  # the zero action: the G1 falls
+    old_g1 = ls.classify((err, up), {"standing still": standing, "zero action": fallen}, curve)
+    assert old_g1["status"] == "DEFECT: the trivial policy (standing still) meets the target"
+    assert old_g1["defect"] and not old_g1["reached"]
     assert old_g1["best"] == 0.46 and old_g1["final"] == {"lin_vel_error_mps": 0.46, "up_fraction": 0.9}
     # the baseline misses one part of a two-part target: no defect; the second evaluation meets both
-    fallen = ls.classify((err, up), {"lin_vel_error_mps": 0.418, "up_fraction": 0.0}, curve)
-    assert not fallen["defect"] and fallen["status"] == "reached" and fallen["time_to_target_s"] == 120.0
-    assert fallen["env_steps_to_target"] == 2000 and fallen["iterations_to_target"] == 50
+    ok = ls.classify((err, up), {"zero action": fallen}, curve)
+    assert not ok["defect"] and ok["status"] == "reached" and ok["time_to_target_s"] == 120.0
+    assert ok["env_steps_to_target"] == 2000 and ok["iterations_to_target"] == 50
     strict = Target(key="up_fraction", threshold=0.9, op=">", measure="fraction")  # equal is not better
-    assert ls.classify((strict,), {"up_fraction": 0.9}, curve)["status"] == "not reached"
-    assert ls.classify((err,), None, curve)["status"] == "DEFECT: no trivial baseline on the target's measure"
-    assert ls.classify((err,), {"other": 1.0}, curve)["defect"]
-    rows = [{"task": "g1-velocity", "targets": [err.as_dict(), up.as_dict()], "baseline": standing, **old_g1,
+    assert ls.classify((strict,), {"zero action": {"up_fraction": 0.9}}, curve)["status"] == "not reached"
+    assert ls.classify((err,), {}, curve)["status"] == "DEFECT: no trivial baseline on the target's measure"
+    assert ls.classify((err,), {"zero action": {"other": 1.0}}, curve)["defect"]
+    rows = [{"task": "g1-velocity", "targets": [err.as_dict(), up.as_dict()],
+             "baselines": {"standing still": standing, "zero action": fallen}, **old_g1,
              "num_envs": 128, "budget_min": 60.0, "seed": 0, "command": "python benchmarks/learn_g1.py"},
             {"task": "ant", "status": "error: exit 1 after 3 s"}]
     assert ls.exit_code(rows) == 1 and ls.exit_code(rows[1:]) == 2 and ls.exit_code([]) == 0
     info = {"date": "2026-11-26", "cpu": "cpu", "cores": 2, "device": "cpu", "gpu": None, "torch": "t",
             "warp-lang": "w", "newton": "n", "mujoco": "m"}
     table = ls.markdown(info, rows, command="python benchmarks/learning_suite.py", frames_dir="frames")
-    assert "| **DEFECT: the trivial policy meets the target** |" in table
-    assert "lin_vel_error_mps 0.418, up_fraction 1" in table and "Defects (a target" in table
+    assert "| **DEFECT: the trivial policy (standing still) meets the target** |" in table
+    assert "standing still: lin_vel_error_mps 0.418, up_fraction 1; zero action: lin_vel_error_mps 0.3" in table
+    assert "Defects (a target" in table
     assert "g1-velocity." in table.split("Defects", 1)[1]
