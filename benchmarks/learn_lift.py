@@ -49,6 +49,7 @@ def lift_success(policy, task_cfg, seed: int, *, num_envs: int, height: float, h
     last = torch.zeros(num_envs, device=env.device)
     run = torch.zeros(num_envs, dtype=torch.int32, device=env.device)
     held = torch.zeros(num_envs, dtype=torch.bool, device=env.device)
+    target_err = torch.zeros(num_envs, device=env.device)
     for _ in range(env.max_episode_length):
         r = env.step(policy(obs.clone()))
         obs = r.obs
@@ -57,9 +58,12 @@ def lift_success(policy, task_cfg, seed: int, *, num_envs: int, height: float, h
         last = torch.where(alive, h, last)
         run = torch.where(h >= height, run + 1, torch.zeros_like(run))
         held |= run >= hold
+        cube = env.world.object_pose[:, 0, :3]
+        target_err = torch.where(alive & ~r.dones, (cube - env.target).norm(dim=1), target_err)
         alive &= ~r.dones
     return {"lifted_fraction": float(held.float().mean()),
-            "held_at_end_fraction": float((last >= height).float().mean()), "best_height_m": float(best.mean())}
+            "held_at_end_fraction": float((last >= height).float().mean()), "best_height_m": float(best.mean()),
+            "target_error_m": float(target_err[last >= height].median()) if bool((last >= height).any()) else None}
 
 
 @torch.inference_mode()
@@ -75,11 +79,38 @@ def held_cube_frame(policy, task_cfg, path: Path, *, envs: int = 3, steps: int =
     for _ in range(steps):
         obs = env.step(policy(obs.clone())).obs
     cube = env.world.object_pose[:, 0, :3].numpy()
-    cam = chase_camera(env.world, list(range(envs)), width=400, height=300, distance=0.9, azimuth=1.2,
-                       elevation=0.3)
-    target = cube * [0.8, 0.8, 0.0] + [0.0, 0.0, 0.2]  # near the cube, between the table top and the target
+    cam = chase_camera(env.world, list(range(envs)), width=400, height=300, distance=1.2, azimuth=1.2,
+                       elevation=0.25)
+    target = 0.5 * (cube + [0.25, 0.0, 0.35])  # between the cube and the arm's shoulder
     path.parent.mkdir(parents=True, exist_ok=True)
     imageio.imwrite(path, tile(cam.render(env.world.state_0, target), columns=envs))
+
+
+def plot_seeds(results_file: Path, path: Path) -> None:
+    """Every run of ``results_file`` (``--append``'s JSON lines): held-at-end fraction against training minutes,
+    with the target and the zero-action baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [json.loads(line) for line in results_file.read_text().splitlines() if line.strip()]
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
+    for r in runs:
+        ax.plot([c["wall_s"] / 60 for c in r["curve"]], [c[TARGET_KEY] for c in r["curve"]], "o-", ms=3,
+                label=f"seed {r['seed']} ({r['num_envs']} envs, {r['env_steps'] / 1e6:.1f}M steps)")
+    ax.axhline(TARGET_FRACTION, color="gray", lw=0.8, ls=":", label=f"target {TARGET_FRACTION:g}")
+    ax.axhline(runs[0]["baseline_zero_action"][TARGET_KEY], color="k", lw=0.8, ls="--",
+               label="zero actions (arm at rest)")
+    ax.set_xlabel("training wall time [min]")
+    ax.set_ylabel("cube >= 5 cm up at episode end")
+    ax.set_title(f"horde lift, PPO on {runs[0]['device']} (64 fresh envs, deterministic policy)", fontsize=9)
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def zero_action_baseline(overrides: list[str], args, device: str) -> dict:
@@ -110,10 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
     ap.add_argument("--frame", default=None, help="write a 3D frame of the trained policy's held cubes here "
                     "(default: <out>/lift_3d.png, none with --quick)")
+    ap.add_argument("--replot", default=None, metavar="FILE", help="plot every run of an --append file into "
+                    "<out>/lift_learning.png and exit")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=128 device=cuda:0")
     args = ap.parse_args(argv)
+    if args.replot:
+        plot_seeds(Path(args.replot), Path(args.out) / "lift_learning.png")
+        print(f"wrote {Path(args.out) / 'lift_learning.png'}")
+        return 0
     overrides = ["task=lift", f"seed={args.seed}", *args.overrides]
     if args.quick:
         overrides += ["num_envs=16", "max_iterations=2", "task.episode_length=20"]
@@ -145,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         plot_curve(curve, out / "lift_learning.png", key=TARGET_KEY, target=TARGET_FRACTION,
                    extra=("lifted_fraction", "lifted 5 cm for 0.5 s"), ylabel="fraction of 64 envs, cube 5 cm up",
                    title=f"horde lift (arm7 + gripper), PPO, {cfg.num_envs} envs on {cfg.device}")
+    if not args.quick:
+        torch.save(run["policy"].to("cpu"), out / "lift_policy.pt")  # held_cube_frame(torch.load(...)) redraws
     if not args.quick or args.frame:
         frame = Path(args.frame or out / "lift_3d.png")
         held_cube_frame(run["policy"].to("cpu"), cfg.task, frame)
