@@ -82,6 +82,24 @@ class LeggedRobot:
     mirror_names: tuple[tuple[str, str], ...] = (("left", "right"), ("FL", "FR"), ("RL", "RR"))
     """Left/right name pairs: a joint or body mirrors to the name with the first pair's halves swapped (its own
     mirror when it names neither). Joint signs come from the model's axes (:mod:`horde.envs.symmetry`)."""
+    legs: tuple[str, ...] = ()
+    """The leg joints, the ones that act under ``task.action_joints=legs`` (the others are held by PD at their
+    default positions); empty: every joint is a leg joint (quadrupeds)."""
+    gait_offsets: tuple[float, ...] | None = None
+    """Phase of each foot in the gait cycle (share of a cycle) against the gait clock (``task.gait_clock``); a foot
+    and its mirror image must be half a cycle apart. None: 0 and 0.5 alternating in ``feet`` order."""
+
+    @property
+    def leg_joints(self) -> tuple[str, ...]:
+        """The joints that act under ``task.action_joints=legs``, in ``joints`` order."""
+        return tuple(j for j in self.joints if j in self.legs) if self.legs else self.joints
+
+    @property
+    def foot_phase_offsets(self) -> tuple[float, ...]:
+        """Gait-cycle offset of each foot (``gait_offsets``, or 0 and 0.5 alternating)."""
+        if self.gait_offsets is not None:
+            return tuple(float(v) for v in self.gait_offsets)
+        return tuple(0.5 * (f % 2) for f in range(len(self.feet)))
 
     def __post_init__(self) -> None:
         n = len(self.joints)
@@ -92,6 +110,12 @@ class LeggedRobot:
                 raise ValueError(f"robot '{self.name}': {key} has {len(value)} values for {n} joints")
         if not self.feet:
             raise ValueError(f"robot '{self.name}' names no feet")
+        unknown = [j for j in self.legs if j not in self.joints]
+        if unknown:
+            raise ValueError(f"robot '{self.name}': legs {unknown} are not among its joints")
+        if self.gait_offsets is not None and len(self.gait_offsets) != len(self.feet):
+            raise ValueError(f"robot '{self.name}': gait_offsets has {len(self.gait_offsets)} values for "
+                             f"{len(self.feet)} feet")
 
 
 def per_joint(joints: Sequence[str], values: dict[str, float], default: float | None = None) -> tuple[float, ...]:
@@ -145,7 +169,8 @@ _GO2_VELOCITY = (30.1, 30.1, 15.7) * 4
 _QUAD = dict(joints=LEG_JOINTS, default_joint_pos=_GO2_POSE, effort_limit=_GO2_EFFORT, velocity_limit=_GO2_VELOCITY,
              stiffness=(25.0,) * 12,
              damping=(0.5,) * 12, action_scale=(0.5,) * 12, feet=tuple(f"{leg}_foot" for leg in LEGS),
-             undesired_contacts=tuple(f"{leg}_thigh" for leg in LEGS), failure_contacts=("base",), base="base")
+             undesired_contacts=tuple(f"{leg}_thigh" for leg in LEGS), failure_contacts=("base",), base="base",
+             gait_offsets=(0.0, 0.5, 0.5, 0.0))  # a trot: diagonal feet together
 
 register_robot(LeggedRobot(
     name="quad12", mjcf_path=lambda: str(ASSETS / "quad12.xml"), **_QUAD,
@@ -184,6 +209,8 @@ G1_JOINTS = tuple(
     + [f"{s}_{j}_joint" for s in ("left", "right") for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw",
                                                             "elbow", "wrist_roll", "wrist_pitch", "wrist_yaw")])
 """The G1's 29 joints in its MJCF order: legs, waist, arms."""
+G1_LEGS = G1_JOINTS[:12]
+"""The G1's 12 leg joints: hip pitch, roll, yaw, knee, ankle pitch, roll per side."""
 
 
 def _g1() -> LeggedRobot:
@@ -214,6 +241,7 @@ def _g1() -> LeggedRobot:
         feet=("left_ankle_roll_link", "right_ankle_roll_link"),
         undesired_contacts=("left_knee_link", "right_knee_link", "left_wrist_yaw_link", "right_wrist_yaw_link"),
         failure_contacts=("pelvis", "torso_link"), base="pelvis", deviation_weight=deviation, root_height=0.76,
+        legs=G1_LEGS, gait_offsets=(0.0, 0.5),
         max_contacts=64, max_constraints=384,
         source="Unitree G1 29-DoF MJCF from the mjlab wheel, asset_zoo/robots/unitree_g1 (mjlab Apache-2.0; Unitree "
                "model BSD-3-Clause); loaded without its visual meshes")

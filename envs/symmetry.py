@@ -11,7 +11,11 @@ Nothing is written by hand per task. The map comes from the robot config and the
   joints (x, z) flip it;
 * every observation then mirrors by its name: base velocities, gravity and commands by the reflection (angular
   velocity is a pseudo-vector: x and z flip), ``pos_``/``vel_``/``last_action_<joint>`` like the joint, per-joint and
-  per-foot privileged terms by the partner without a sign, height-scan points by the point at ``(x, -y)``.
+  per-foot privileged terms by the partner without a sign, height-scan points by the point at ``(x, -y)``, the
+  gait clock (``gait_phase_sin``/``_cos``, the first foot's phase) by its value half a cycle on (the sign flips):
+  mirroring swaps the feet, so the first foot's phase becomes its partner's, which the robot's ``gait_offsets``
+  put half a cycle apart;
+* the actions (the acting joints only, under ``task.action_joints=legs``) like the joints they drive.
 
 A name the mirror does not know fails with one line naming it.
 """
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-__all__ = ["Mirror", "joint_mirror", "mirror_name", "observation_mirror", "task_mirror"]
+__all__ = ["Mirror", "joint_mirror", "mirror_name", "observation_mirror", "subset_mirror", "task_mirror"]
 
 REFLECT = np.diag([1.0, -1.0, 1.0])
 """Reflection across the base's sagittal (x-z) plane."""
@@ -43,6 +47,8 @@ BODY_UNSIGNED = ("contact_force_",)
 """Per-body magnitudes: the partner body's value."""
 SCALARS = ("friction", "added_base_mass", "base_height")
 """Symmetric scalars: their own mirror."""
+HALF_CYCLE = ("gait_phase_sin", "gait_phase_cos")
+"""The gait clock: its own column, sign flipped (sin and cos of a phase half a cycle on)."""
 
 
 def mirror_name(name: str, pairs: Sequence[tuple[str, str]]) -> str:
@@ -117,6 +123,8 @@ def observation_mirror(names: Sequence[str], joints: Sequence[str], joint: Mirro
             perm[k], sign[k] = k, BASE_SIGNS[name]
         elif name in SCALARS:
             perm[k] = k
+        elif name in HALF_CYCLE:
+            perm[k], sign[k] = k, -1.0
         elif name.startswith("height_scan_") and scan_partner is not None:
             perm[k] = index[f"height_scan_{scan_partner[int(name.removeprefix('height_scan_'))]}"]
         elif (prefix := next((p for p in JOINT_SIGNED + JOINT_UNSIGNED if name.startswith(p)), None)) is not None \
@@ -129,6 +137,30 @@ def observation_mirror(names: Sequence[str], joints: Sequence[str], joint: Mirro
         else:
             raise ValueError(f"observation '{name}' has no known mirror image")
     return Mirror(perm, sign)
+
+
+def subset_mirror(joint: Mirror, joints: Sequence[str], names: Sequence[str]) -> Mirror:
+    """``joint`` (the mirror of every joint in ``joints``) restricted to the columns ``names``, a subset of the
+    joints closed under mirroring (the acting joints)."""
+    index = {n: k for k, n in enumerate(names)}
+    perm, sign = np.zeros(len(names), dtype=np.int64), np.ones(len(names))
+    for k, name in enumerate(names):
+        j = list(joints).index(name)
+        partner = joints[int(joint.perm[j])]
+        if partner not in index:
+            raise ValueError(f"action joint '{name}' mirrors to '{partner}', which does not act")
+        perm[k], sign[k] = index[partner], joint.sign[j]
+    return Mirror(perm, sign)
+
+
+def _check_gait_offsets(robot) -> None:
+    """The gait clock's mirror rule holds when every foot is half a cycle from its mirror image."""
+    feet, offsets = list(robot.feet), robot.foot_phase_offsets
+    for f, foot in enumerate(feet):
+        partner = mirror_name(foot, robot.mirror_names)
+        if partner not in feet or abs((offsets[feet.index(partner)] - offsets[f]) % 1.0 - 0.5) > 1e-6:
+            raise ValueError(f"robot '{robot.name}': foot '{foot}' is not half a gait cycle from its mirror image "
+                             f"'{partner}' (gait_offsets {offsets}): the gait clock has no mirror image")
 
 
 class TaskMirror:
@@ -159,8 +191,12 @@ def task_mirror(core, task: str = "") -> TaskMirror:
         raise ValueError(f"task '{name}' has no left-right mirror: symmetry works on the legged velocity tasks "
                          "(quadruped, quadruped-rough, quadruped-rough-perceptive, g1-velocity)")
     joint = joint_mirror(robot)
+    if any(name in HALF_CYCLE for name in core.obs_names):
+        _check_gait_offsets(robot)
     scan = getattr(core, "scan_points", None)
     groups = {"policy": observation_mirror(core.obs_names, robot.joints, joint, robot.mirror_names, scan)}
     if core.critic_names:
         groups["critic"] = observation_mirror(core.critic_names, robot.joints, joint, robot.mirror_names, scan)
-    return TaskMirror(groups, joint)
+    actions = (joint if tuple(core.action_names) == tuple(robot.joints)
+               else subset_mirror(joint, robot.joints, core.action_names))
+    return TaskMirror(groups, actions)

@@ -2,11 +2,15 @@
 terrain. One task, many robots: the robot is a config entry (:mod:`horde.envs.robots`; ``robot=quad12``, ``go2``,
 ``g1`` or one registered from outside horde), and the reward is a list of named terms (:data:`VELOCITY_TERMS`).
 
-Observations (12 + 3 x joints): base linear [m/s] and angular [rad/s] velocity in the base frame, gravity direction
-in the base frame, the command (vx [m/s], vy [m/s], yaw rate [rad/s]), joint angles relative to the default pose
-[rad], joint rates [rad/s], the previous actions. Actions: PD position targets, default pose + action x the robot's
-action scale [rad]. 50 Hz control (4 x 5 ms substeps), 20 s episodes. Commands are drawn per episode (and again
-every ``command_resample_s``).
+Observations (12 + 2 x joints + actions, then the options'): base linear [m/s] and angular [rad/s] velocity in the
+base frame, gravity direction in the base frame, the command (vx [m/s], vy [m/s], yaw rate [rad/s]), joint angles
+relative to the default pose [rad], joint rates [rad/s], the previous actions (clipped to [-1, 1]); with
+``gait_clock`` sin and cos of the gait phase; the height scan, the depth image. Actions: PD position targets,
+default pose + squash(action) x the robot's action scale [rad] (squash: clip, or tanh with ``action_squash=tanh``),
+for every joint or, with ``action_joints=legs``, the leg joints (the others held at their default pose). 50 Hz
+control (4 x 5 ms substeps), 20 s episodes. Commands are drawn per episode (and again every
+``command_resample_s``) from their ranges; with ``vx_curriculum`` the vx range widens between iterations while
+tracking is good.
 
 Reward: ``reward_scales`` names the terms and their weights (per second: multiplied by the control period, as in
 legged_gym and Isaac Lab); the keys are terms of :data:`VELOCITY_TERMS`, and their order is the order of the
@@ -34,9 +38,10 @@ import warp as wp
 from horde.envs.core import WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.robots import LeggedRobot, resolve_robot
-from horde.envs.velocity_terms import (ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, Legged, advance, failure,
-                                       obs_names, velocity_term)
-from horde.envs.velocity_config import VelocityConfig, _humanoid_scales, _scales, _sim  # noqa: F401  (re-exported)
+from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, Legged, advance,
+                                       clock_phase, failure, obs_names, velocity_term)
+from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
+                                        _sim, action_joints, check_options)  # (some re-exported)
 from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
@@ -68,8 +73,8 @@ class VelocityTask:
     noise_grav: float
     noise_q: float
     noise_qd: float
-    vx_lo: float
-    vx_hi: float
+    vx_range: wp.array(dtype=float)
+    """Commanded vx range [lo, hi] [m/s]: an array, so that the curriculum can widen it between graph replays."""
     vy_lo: float
     vy_hi: float
     yaw_lo: float
@@ -85,12 +90,17 @@ class VelocityTask:
     imu_q: wp.quat
     depth_n: int
     depth_w: int
+    squash: int
+    """How actions become PD target offsets: 0 clip (the actuation law's), 1 tanh."""
+    clock_n: int
+    """Gait-clock observation columns: 2 with the clock, else 0."""
+    gait_period: float
 
 
 @wp.func
 def _sample_command(t: VelocityTask, i: int, s: wp.uint32, command: wp.array2d(dtype=float)) -> wp.uint32:
     stand = wp.randf(s) < t.standing_fraction
-    vx = wp.randf(s, t.vx_lo, t.vx_hi)
+    vx = wp.randf(s, t.vx_range[0], t.vx_range[1])
     vy = wp.randf(s, t.vy_lo, t.vy_hi)
     wz = wp.randf(s, t.yaw_lo, t.yaw_hi)
     command[i, 0] = wp.where(stand, 0.0, vx)
@@ -105,9 +115,10 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
                body_q: wp.array2d(dtype=wp.transform), root_vel_base: wp.array2d(dtype=float),
                command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float), grid: TerrainGrid,
                scan: wp.array(dtype=wp.vec2), imu_gyro: wp.array(dtype=wp.vec3), depth: wp.array3d(dtype=float),
-               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
+               phase: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
     """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state.
-    The height scan, when on, follows the proprioceptive part (its noise drawn after theirs). With ``t.imu`` the
+    Columns: base (12), every joint's angle and rate (nj each), the acting joints' last actions (na), the gait clock
+    (``t.clock_n``), the height scan (its noise drawn after the others'), the depth image. With ``t.imu`` the
     angular velocity is the IMU's gyro and gravity is projected into the IMU site's frame (``t.imu_q`` in the base)."""
     frame = wp.transform_get_rotation(body_q[i, t.root])
     if t.imu != 0:
@@ -120,18 +131,25 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
         obs[i, 3 + k] = wp.where(ok, w, root_vel_base[i, 3 + k]) + wp.randf(s, -1.0, 1.0) * t.noise_ang
         obs[i, 6 + k] = wp.where(ok, g[k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_grav
         obs[i, 9 + k] = command[i, k]
-    nj = last_actions.shape[1]
+    nj = joint_qd.shape[1] - 6
+    na = last_actions.shape[1]
     for k in range(nj):
         q = wp.where(ok, joint_q[i, 7 + k] - default_q[7 + k], 0.0)
         obs[i, 12 + k] = q + wp.randf(s, -1.0, 1.0) * t.noise_q
         obs[i, 12 + nj + k] = wp.where(ok, joint_qd[i, 6 + k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_qd
+    for k in range(na):
         obs[i, 12 + 2 * nj + k] = last_actions[i, k]
+    c = 12 + 2 * nj + na
+    if t.clock_n > 0:
+        obs[i, c] = wp.sin(2.0 * wp.pi * phase[i])
+        obs[i, c + 1] = wp.cos(2.0 * wp.pi * phase[i])
+    c = c + t.clock_n
     for k in range(t.scan_n):
         h = height_scan(grid, body_q[i, t.root], scan[k], t.scan_yaw) - t.scan_offset
         h = wp.clamp(h + wp.randf(s, -1.0, 1.0) * t.noise_scan, -t.scan_clip, t.scan_clip)
-        obs[i, 12 + 3 * nj + k] = wp.where(ok, h, 0.0)
+        obs[i, c + k] = wp.where(ok, h, 0.0)
     for k in range(t.depth_n):
-        obs[i, 12 + 3 * nj + t.scan_n + k] = wp.where(ok, depth[i, k // t.depth_w, k % t.depth_w], 0.0)
+        obs[i, c + t.scan_n + k] = wp.where(ok, depth[i, k // t.depth_w, k % t.depth_w], 0.0)
     for k in range(state.shape[1]):
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
     return s
@@ -143,17 +161,25 @@ def velocity_pre_step(
     actions: wp.array2d(dtype=float),
     episode_length: wp.array(dtype=wp.int32),
     delay: wp.array(dtype=wp.int32),
+    act_joint: wp.array(dtype=int),
     head: wp.array(dtype=wp.int32),
     rng: wp.array(dtype=wp.uint32),
     history: wp.array3d(dtype=float),
+    delayed: wp.array2d(dtype=float),
     applied: wp.array2d(dtype=float),
     joint_qd: wp.array2d(dtype=float),
 ):
-    """Delayed actions into ``applied``; a random push on the push interval."""
+    """Delayed actions, squashed (``t.squash``), into the acting joints' columns of ``applied`` (the other joints'
+    stay 0: their PD targets are the default pose); a random push on the push interval."""
     i = wp.tid()
     h = (head[i] + 1) % history.shape[1]
     head[i] = h
-    delay_actions(i, delay[i], h, actions, history, applied)
+    delay_actions(i, delay[i], h, actions, history, delayed)
+    for k in range(delayed.shape[1]):
+        a = delayed[i, k]
+        if t.squash == 1:
+            a = wp.tanh(a)
+        applied[i, act_joint[k]] = a
     step = episode_length[i] + 1
     if t.push_steps > 0 and step % t.push_steps == 0:
         s = rng[i]
@@ -191,18 +217,20 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         """Failure, reward terms, time-out, statistics, observations; for finished envs: curriculum, new command."""
         i = wp.tid()
         ok = not x.unstable[i]
+        steps = ep.length[i] + 1
+        if t.clock_n > 0:
+            x.gait_phase[i] = clock_phase(steps, t.dt, t.gait_period)
         failed = failure(x, i)
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
         r = weighted_reward(ep, i)
         advance(x, i)
-        steps = ep.length[i] + 1
         s = rng[i]
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
             s = _sample_command(t, i, s, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-                       x.last_actions, grid, scan, x.imu_gyro, x.depth, state, obs)
+                       x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, obs)
         done = close_step(ep, i, r, failed, t.max_episode_length)
         if done:
             for k in range(obs.shape[1]):
@@ -218,6 +246,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
                 x.last_actions[i, k] = 0.0
             for f in range(x.n_feet):
                 x.air_time[i, f] = 0.0
+            x.gait_phase[i] = 0.0
             delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
             s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
         rng[i] = s
@@ -244,9 +273,9 @@ def velocity_critic(
     i = wp.tid()
     ok = not x.unstable[i]
     _write_obs(clean, i, ok, wp.uint32(0), x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-               x.last_actions, grid, scan, x.imu_gyro, x.depth, state, critic)
-    nj = x.last_actions.shape[1]
-    c = 12 + 3 * nj + clean.scan_n
+               x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, critic)
+    nj = strength.shape[1]
+    c = 12 + 2 * nj + x.last_actions.shape[1] + clean.clock_n + clean.scan_n + clean.depth_n
     for k in range(nj):
         critic[i, c + k] = strength[i, k]
         critic[i, c + nj + k] = kp[i, k] / wp.max(kp0[k], 1.0e-6)
@@ -278,6 +307,7 @@ def velocity_observe(
     rng: wp.array(dtype=wp.uint32),
     imu_gyro: wp.array(dtype=wp.vec3),
     depth: wp.array3d(dtype=float),
+    phase: wp.array(dtype=float),
     state: wp.array2d(dtype=float),
     obs: wp.array2d(dtype=float),
 ):
@@ -291,7 +321,7 @@ def velocity_observe(
             for k in range(history.shape[2]):
                 history[i, d, k] = 0.0
         rng[i] = _write_obs(t, i, True, rng[i], default_q, joint_q, joint_qd, body_q, root_vel_base, command,
-                            last_actions, grid, scan, imu_gyro, depth, state, obs)
+                            last_actions, grid, scan, imu_gyro, depth, phase, state, obs)
 
 
 @wp.kernel(enable_backward=False)
@@ -306,12 +336,14 @@ def velocity_reset_episode(
     command: wp.array2d(dtype=float),
     air_time: wp.array2d(dtype=float),
     last_actions: wp.array2d(dtype=float),
+    phase: wp.array(dtype=float),
     delay: wp.array(dtype=wp.int32),
     kp: wp.array2d(dtype=float),
     kd: wp.array2d(dtype=float),
     strength: wp.array2d(dtype=float),
 ):
-    """Explicit reset of the envs in ``mask``: counters, command, air time, action delay, actuation draws."""
+    """Explicit reset of the envs in ``mask``: counters, command, air time, gait clock, action delay, actuation
+    draws."""
     i = wp.tid()
     if mask[i]:
         clear_episode(ep, i)
@@ -323,6 +355,7 @@ def velocity_reset_episode(
             last_actions[i, k] = 0.0
         for f in range(air_time.shape[1]):
             air_time[i, f] = 0.0
+        phase[i] = 0.0
 
 
 def _gains(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[list[float], list[float], list[float]]:
@@ -385,13 +418,16 @@ class VelocityEnv(WarpTaskEnv):
         d = resolve_device(device).warp
         self.robot = resolve_robot(cfg.robot)
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
+        check_options(cfg)
         joints = self.robot.joints
+        acting = action_joints(cfg, self.robot)
         points = scan_offsets(cfg.height_scan) if cfg.height_scan.enabled else np.zeros((0, 2), np.float32)
         cam = cfg.depth_camera
         depth_names = (tuple(f"depth_{r}_{c}" for r in range(cam.height) for c in range(cam.width)) if cam.enabled
                        else ())
-        self.obs_names = (obs_names(joints) + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names)
-        self.action_names = joints
+        self.obs_names = (obs_names(joints, acting, cfg.gait_clock)
+                          + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names)
+        self.action_names = acting
         feet = self.robot.feet
         if cfg.privileged_critic:
             self.critic_names = (*self.obs_names, *(f"motor_strength_{j}" for j in joints),
@@ -415,7 +451,6 @@ class VelocityEnv(WarpTaskEnv):
         t.max_delay = dr.max_action_delay if on else 0
         noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
         t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
-        t.vx_lo, t.vx_hi = cfg.command_vx
         t.vy_lo, t.vy_hi = cfg.command_vy
         t.yaw_lo, t.yaw_hi = cfg.command_yaw_rate
         t.standing_fraction = cfg.standing_fraction
@@ -428,21 +463,30 @@ class VelocityEnv(WarpTaskEnv):
                        if cam.enabled else None)
         """The depth camera (:class:`horde.sim.depth_camera.DepthCamera`; its ``depth`` view is the image), or None."""
         t.depth_n, t.depth_w = (cam.height * cam.width, cam.width) if cam.enabled else (0, 1)
+        t.squash = int(cfg.action_squash == "tanh")
+        t.clock_n, t.gait_period = (len(CLOCK_OBS) if cfg.gait_clock else 0), cfg.gait_period
         self._depth = self.camera.image if self.camera is not None else wp.zeros((1, 1, 1), dtype=float, device=d)
         self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
         self.scan_points = points
         """Height-scan points in the base's yaw frame [P, 2] [m] (x forward, y left), the order of the
         ``height_scan_<k>`` observations; empty when the scan is off."""
-        nj, nf = len(joints), len(self.robot.feet)
+        nj, na, nf = len(joints), len(acting), len(self.robot.feet)
         w = self.world
         names = [lbl.split("/")[-1] for lbl in w.model.body_label[:w.bodies]]
         with wp.ScopedDevice(d):
             self._command = wp.zeros((num_envs, 3), dtype=float)
             self._air_time = wp.zeros((num_envs, nf), dtype=float)
-            self._last_actions = wp.zeros((num_envs, nj), dtype=float)
+            self._last_actions = wp.zeros((num_envs, na), dtype=float)
             self._failed = wp.zeros(num_envs, dtype=wp.bool)
-            self._history = wp.zeros((num_envs, t.max_delay + 1, nj), dtype=float)
+            self._history = wp.zeros((num_envs, t.max_delay + 1, na), dtype=float)
+            self._delayed = wp.zeros((num_envs, na), dtype=float)
             self._applied = wp.zeros((num_envs, nj), dtype=float)
+            """Every joint's action [num_envs, joints] as the actuation law takes it: the acting joints' delayed,
+            squashed actions; 0 (the default pose) for the held joints."""
+            self._act_joint = wp.array([joints.index(j) for j in acting], dtype=int)
+            self._gait_phase = wp.zeros(num_envs, dtype=float)
+            self._gait_offset = wp.array(list(self.robot.foot_phase_offsets), dtype=float)
+            t.vx_range = wp.array(self._vx_start(cfg), dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
             self._scan = wp.array(points if len(points) else np.zeros((1, 2), np.float32), dtype=wp.vec2)
             self._physics = wp.array(self._physics_draws(num_envs), dtype=float)
@@ -455,6 +499,10 @@ class VelocityEnv(WarpTaskEnv):
             feet_body = wp.array([names.index(f) for f in self.robot.feet], dtype=int)
         self.command = wp.to_torch(self._command)
         """Commanded base velocity [num_envs, 3]: vx [m/s], vy [m/s], yaw rate [rad/s] (writable)."""
+        self.vx_range = wp.to_torch(t.vx_range)
+        """The vx range [lo, hi] [m/s] commands are drawn from now: ``command_vx``, or the curriculum's (writable)."""
+        self.gait_phase = wp.to_torch(self._gait_phase)
+        """Phase of each env's gait clock in [0, 1) [num_envs] (zeros without ``gait_clock``)."""
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
         self._post_step = post_step_kernel(terms)
@@ -486,7 +534,18 @@ class VelocityEnv(WarpTaskEnv):
         x.imu_gyro, x.depth = a.imu_gyro, self._depth
         x.root_vel_base, x.contact, x.unstable, x.failed = a.root_vel_base, self._contact, a.unstable, self._failed
         x.command, x.air_time = self._command, self._air_time
+        x.gait_phase, x.gait_offset = self._gait_phase, self._gait_offset
+        x.gait_stance, x.swing_height = cfg.gait_stance, cfg.feet_swing_height
         return x
+
+    @staticmethod
+    def _vx_start(cfg: VelocityConfig) -> list[float]:
+        """The vx range the commands start from: ``command_vx``, or the curriculum's start clipped into it."""
+        lo, hi = cfg.command_vx
+        if not cfg.vx_curriculum:
+            return [lo, hi]
+        a, b = cfg.vx_curriculum_start
+        return [min(max(a, lo), hi), min(max(b, lo), hi)]
 
     @property
     def obs_images(self) -> list[dict]:
@@ -504,7 +563,49 @@ class VelocityEnv(WarpTaskEnv):
                  "position": list(cam.position), "pitch": cam.pitch}]
 
     def action_scale(self) -> list[float]:
-        return _gains(self.cfg, self.robot)[0]
+        return self._per_action(_gains(self.cfg, self.robot)[0])
+
+    def _per_action(self, values) -> list[float]:
+        """One value per action column, from one per robot joint."""
+        joints = self.robot.joints
+        return [float(values[joints.index(j)]) for j in self.action_names]
+
+    @property
+    def obs_offsets(self) -> list[float]:
+        """``policy.json``'s offset of each observation column: the default angle under ``pos_<joint>`` (the
+        observation is the angle relative to it), 0 elsewhere."""
+        default = dict(zip(self.robot.joints, self.robot.default_joint_pos))
+        return [float(default.get(n[len("pos_"):], 0.0)) if n.startswith("pos_") else 0.0 for n in self.obs_names]
+
+    def pd_targets(self) -> torch.Tensor:
+        """Every joint's PD target [rad] under the last step's actions, [num_envs, joints] in the robot's joint order
+        (before the actuation law clips it to the joint's range): default pose + action scale x the applied action,
+        which is the delayed action clipped or squashed for acting joints and 0 for held ones."""
+        applied = wp.to_torch(self._applied).clamp(-1.0, 1.0)  # the actuation law's clip
+        scale = torch.tensor(_gains(self.cfg, self.robot)[0], device=applied.device)
+        return torch.tensor(self.robot.default_joint_pos, device=applied.device) + scale * applied
+
+    @property
+    def held_joints(self) -> tuple[str, ...]:
+        """Joints the actions do not drive (``action_joints=legs``): PD holds them at their default positions."""
+        return tuple(j for j in self.robot.joints if j not in self.action_names)
+
+    def describe(self) -> dict:
+        out = super().describe()
+        if self.held_joints:
+            # policy.json's per-action columns (deploy/spec.py reads these config keys before the robot's
+            # all-joint tuples): the acting joints' pose, gains and limits; the held joints and their PD hold
+            _, kp, kd = _gains(self.cfg, self.robot)
+            out["config"].update({
+                "default_joint_pos": self._per_action(self.robot.default_joint_pos),
+                "joint_stiffness": self._per_action(kp), "joint_damping": self._per_action(kd),
+                "effort_limit": self._per_action(self.robot.effort_limit),
+                "held_joints": {"names": list(self.held_joints),
+                                "target": [self.robot.default_joint_pos[self.robot.joints.index(j)]
+                                           for j in self.held_joints],
+                                "kp": [kp[self.robot.joints.index(j)] for j in self.held_joints],
+                                "kd": [kd[self.robot.joints.index(j)] for j in self.held_joints]}})
+        return out
 
     def _physics_draws(self, n: int) -> np.ndarray:
         """Per env: the robot's friction coefficient and its base mass change [kg] as drawn at startup (without
@@ -530,8 +631,8 @@ class VelocityEnv(WarpTaskEnv):
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp
         wp.launch(velocity_pre_step, n, device=d, inputs=[self._task, self._actions, self._episode_length,
-                                                          self._delay],
-                  outputs=[self._head, self._rng, self._history, self._applied, w.arrays.joint_qd])
+                                                          self._delay, self._act_joint],
+                  outputs=[self._head, self._rng, self._history, self._delayed, self._applied, w.arrays.joint_qd])
         w.simulate(self._applied)
         w.inspect()
         if self.camera is not None:  # the image of the state the step ends in (final observations included)
@@ -552,14 +653,15 @@ class VelocityEnv(WarpTaskEnv):
         wp.launch(velocity_observe, self.num_envs, device=self.dev.warp, inputs=[
             self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q,
             w.arrays.root_vel_base, self._command, self._last_actions, self._grid, self._scan],
-            outputs=[self._history, self._rng, w.arrays.imu_gyro, self._depth, self._state, self._obs])
+            outputs=[self._history, self._rng, w.arrays.imu_gyro, self._depth, self._gait_phase, self._state,
+                     self._obs])
 
     def _launch_reset(self) -> None:
         w = self.world
         wp.launch(velocity_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping, self._reset_mask],
-            outputs=[self.episodes(), self._rng, self._command, self._air_time, self._last_actions, self._delay,
-                     w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
+            outputs=[self.episodes(), self._rng, self._command, self._air_time, self._last_actions,
+                     self._gait_phase, self._delay, w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
         self.world.reset(self._reset_mask, self._rng)
         if self.camera is not None:
             self.camera.update(self._reset_mask, rng=self._rng)
@@ -572,7 +674,24 @@ class VelocityEnv(WarpTaskEnv):
         out["sim/unstable_resets"] = self.world.pop_unstable_count()
         if self.cfg.terrain.kind == "rough":
             out["curriculum/terrain_level"] = float(self.terrain_level.float().mean())
+        if self.cfg.vx_curriculum:
+            self._update_vx_curriculum(out.get("reward/track_lin_vel"))
+            out["curriculum/vx_min"], out["curriculum/vx_max"] = (float(v) for v in self.vx_range.tolist())
         return out
+
+    def _update_vx_curriculum(self, track_sum: float | None) -> None:
+        """Widen the vx range by one step at each end (up to ``command_vx``) when the finished episodes' mean
+        ``track_lin_vel`` sum reaches ``vx_curriculum_threshold`` of a full-length episode's maximum. Host side,
+        between iterations: the step reads the range from device memory, so the recorded graph stays valid."""
+        cfg = self.cfg
+        if track_sum is None:  # no episode finished since the last call
+            return
+        best = cfg.reward_scales["track_lin_vel"] * cfg.control_dt * cfg.episode_length
+        if best <= 0 or track_sum / best < cfg.vx_curriculum_threshold:
+            return
+        (lo, hi), (a, b) = cfg.command_vx, self.vx_range.tolist()
+        step = cfg.vx_curriculum_step
+        self.vx_range.copy_(torch.tensor([max(a - step, lo), min(b + step, hi)], dtype=self.vx_range.dtype))
 
     def _resumable(self) -> dict[str, torch.Tensor]:
         w = self.world
@@ -580,4 +699,4 @@ class VelocityEnv(WarpTaskEnv):
                 "command": self.command, "air_time": wp.to_torch(self._air_time),
                 "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
-                "spawn_origin": w.spawn_origin}
+                "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {})}

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from horde.envs.core import TaskConfig
-from horde.envs.robots import ROBOTS
+from horde.envs.robots import ROBOTS, LeggedRobot
 from horde.sim.depth_camera import DepthCameraConfig
-from horde.sim.fields import choice, file_path
+from horde.sim.fields import FieldError, bounded, choice, file_path
 from horde.sim.newton_world import SimConfig
 from horde.sim.randomize import RandomizationConfig
 from horde.sim.terrain import HeightScanConfig, TerrainConfig
 
-__all__ = ["VelocityConfig"]
+__all__ = ["VelocityConfig", "action_joints", "check_options"]
 
 
 def _scales() -> dict[str, float]:
@@ -30,6 +30,19 @@ def _humanoid_scales() -> dict[str, float]:
             "orientation": -1.0, "torques": -1.0e-5, "action_rate": -0.01, "feet_air_time": 0.25,
             "undesired_contacts": -1.0, "terminated": -10.0, "alive": 1.0, "joint_deviation": -0.1,
             "feet_slip": -0.1, "feet_distance": -1.0}
+
+
+def _g1_scales() -> dict[str, float]:
+    # The G1 recipe (issue 29), from mjlab's and Isaac Lab's G1 velocity configs and unitree_rl_gym's gait terms.
+    # No alive bonus: with alive 1.0 = tracking and a fall at -0.2 (the old recipe), standing still earned ~71% of
+    # the reward at no risk. Tracking 2.0 (mjlab), a fall costs 200 (Isaac Lab: -200 x 0.02 s = 4 seconds of
+    # perfect tracking), the gait clock's contact match and a swing-foot height (unitree_rl_gym, 0.18 per foot and
+    # -20), action rate -0.1 (mjlab), hip roll/yaw, waist and arm deviation (Isaac Lab -0.1 each; -0.2 on horde's
+    # weighted sum), lin_vel_z -0.2 (Isaac Lab).
+    return {"track_lin_vel": 2.0, "track_ang_vel": 1.0, "lin_vel_z": -0.2, "ang_vel_xy": -0.05,
+            "orientation": -1.0, "torques": -1.0e-5, "action_rate": -0.1, "undesired_contacts": -1.0,
+            "terminated": -200.0, "joint_deviation": -0.2, "feet_slip": -0.1, "feet_distance": -1.0,
+            "gait_contact": 0.75, "feet_swing_height": -20.0}
 
 
 def _sim() -> SimConfig:
@@ -113,3 +126,49 @@ class VelocityConfig(TaskConfig):
     """Observation noise levels of lin vel, ang vel, gravity, joint angles, joint rates (x randomization scale)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
     """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""
+    action_joints: str = choice(("all", "legs"))
+    """Which joints the actions drive: all the robot's joints, or its leg joints (``LeggedRobot.legs``: the G1's 12;
+    every joint of a quadruped); the other joints are held by PD at their default positions."""
+    action_squash: str = choice(("clip", "tanh"))
+    """How an action becomes a PD target offset (x the action scale): clipped to [-1, 1], or squashed by tanh
+    (smooth, no kink at the bounds; the actuation law's clip then never binds)."""
+    gait_clock: bool = False
+    """A gait clock, restarted with each episode: its phase as observations (``gait_phase_sin``,
+    ``gait_phase_cos``: the first foot's; the robot's ``gait_offsets`` put the others half a cycle apart), read by
+    the ``gait_contact`` term."""
+    gait_period: float = bounded(0.8, gt=0)
+    """Period of the gait clock [s] (unitree_rl_gym's G1: 0.8)."""
+    gait_stance: float = bounded(0.55, gt=0, lt=1)
+    """Share of its gait cycle a foot should spend on the ground (the first part of its cycle)."""
+    feet_swing_height: float = bounded(0.08, ge=0)
+    """Height [m] a swinging foot should clear above the lowest foot (``feet_swing_height`` term)."""
+    vx_curriculum: bool = False
+    """Command curriculum on vx (legged_gym's and Isaac Lab's ``lin_vel_cmd_levels``): the vx range starts at
+    ``vx_curriculum_start`` and widens by ``vx_curriculum_step`` at each end, up to ``command_vx``, whenever the
+    episodes finished since the last update tracked well (see ``vx_curriculum_threshold``); updated between
+    iterations (``pop_episode_stats``), logged as ``curriculum/vx_min`` and ``curriculum/vx_max``."""
+    vx_curriculum_start: list[float] = field(default_factory=lambda: [0.0, 0.5])
+    """The vx range [m/s] the curriculum starts from (clipped into ``command_vx``)."""
+    vx_curriculum_step: float = bounded(0.1, gt=0)
+    """How far each end of the vx range moves per update [m/s]."""
+    vx_curriculum_threshold: float = bounded(0.8, gt=0, le=1)
+    """The range widens when the finished episodes' mean ``track_lin_vel`` sum reaches this share of its maximum
+    over a full-length episode (legged_gym: 0.8; falls count as zero for the rest of the episode)."""
+
+
+def action_joints(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[str, ...]:
+    """The joints the actions drive (``cfg.action_joints``), in the robot's joint order."""
+    return robot.leg_joints if cfg.action_joints == "legs" else robot.joints
+
+
+def check_options(cfg: VelocityConfig) -> None:
+    """Options that need each other, each failing in one line."""
+    if cfg.reward_scales.get("gait_contact", 0.0) != 0.0 and not cfg.gait_clock:
+        raise FieldError("task.reward_scales.gait_contact reads the gait clock: set task.gait_clock=true (or its "
+                         "weight to 0)")
+    if cfg.vx_curriculum and "track_lin_vel" not in cfg.reward_scales:
+        raise FieldError("task.vx_curriculum=true widens the vx range on the track_lin_vel term's episode sums: "
+                         "add track_lin_vel to task.reward_scales")
+    lo, hi = cfg.command_vx
+    if cfg.vx_curriculum and not lo <= hi:
+        raise FieldError(f"task.command_vx={cfg.command_vx}: the curriculum needs lo <= hi")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.velocity import VelocityConfig, VelocityEnv, VelocityTwin, _humanoid_scales
+from horde.envs.velocity import VelocityConfig, VelocityEnv, VelocityTwin, _g1_scales
 from horde.sim.newton_world import SimConfig
 from horde.sim.randomize import RandomizationConfig
 from horde.sim.depth_camera import DepthCameraConfig
@@ -29,10 +29,16 @@ def _g1_sim() -> SimConfig:
 
 
 def _g1(**kw) -> VelocityConfig:
+    """The G1 recipe (issue 29): the 12 leg joints act (waist and arms held by PD at the default pose), tanh-squashed
+    targets, a 0.8 s gait clock with its contact reward (unitree_rl_gym), rewards without an alive bonus and with
+    a real fall penalty (:func:`horde.envs.velocity_config._g1_scales`), a vx curriculum from [0, 0.5] m/s to the
+    full [-0.5, 1] (which holds the walking target's [0, 0.8]), pushes and domain randomization on."""
     # a humanoid tilts less before it is lost; its hips, knees and hands are lower than a quadruped's trunk
-    return VelocityConfig(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
+    kw.setdefault("randomization", RandomizationConfig(enabled=True))
+    return VelocityConfig(robot="g1", sim=_g1_sim(), reward_scales=_g1_scales(), max_tilt=0.8,
                           feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3],
-                          init_joint_pos_range=0.05, **kw)
+                          init_joint_pos_range=0.05, action_joints="legs", action_squash="tanh", gait_clock=True,
+                          gait_period=0.8, vx_curriculum=True, vx_curriculum_start=[0.0, 0.5], **kw)
 
 
 _register("quadruped", VelocityConfig(),
@@ -53,9 +59,9 @@ _register("quadruped-rough-depth", _rough(depth_camera=DepthCameraConfig(enabled
           "quadruped-rough seeing the ground ahead with a 32 x 24 depth camera on its head (Newton's SensorCamera, "
           "ray-traced in the step) and a privileged critic")
 _register("g1-velocity", _g1(),
-          "Unitree G1 humanoid (29 DoF, mjlab wheel), flat ground: track commanded (vx, vy, yaw rate)",
+          "Unitree G1 humanoid (29 DoF, mjlab wheel), flat ground, pushes: track commanded (vx, vy, yaw rate) with "
+          "its 12 leg joints, waist and arms held; gait clock, vx curriculum",
           twin=VelocityTwin)
-_register("g1-velocity-rough", _rough(robot="g1", sim=_g1_sim(), reward_scales=_humanoid_scales(), max_tilt=0.8,
-                                      feet_air_time_target=0.4, command_vx=[-0.5, 1.0], command_vy=[-0.3, 0.3],
-                                      init_joint_pos_range=0.05),
-          "Unitree G1 on rough heightfield tiles with a terrain curriculum and domain randomization")
+_register("g1-velocity-rough", _g1(terrain=TerrainConfig(kind="rough")),
+          "Unitree G1 on rough heightfield tiles with a terrain curriculum and domain randomization (the recipe of "
+          "g1-velocity)")

@@ -9,19 +9,31 @@ import warp as wp
 
 from horde.envs.terms import TermSet, clipped_action_rate
 
-__all__ = ["BASE_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMS", "Legged", "advance", "failure", "obs_names",
-           "velocity_term"]
+__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMS", "Legged", "advance", "failure",
+           "clock_phase", "foot_phase", "obs_names", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
 BASE_OBS = ("lin_vel_x", "lin_vel_y", "lin_vel_z", "ang_vel_x", "ang_vel_y", "ang_vel_z", "gravity_x", "gravity_y",
             "gravity_z", "cmd_vx", "cmd_vy", "cmd_yaw_rate")
+CLOCK_OBS = ("gait_phase_sin", "gait_phase_cos")
+"""The gait clock (``task.gait_clock``): sin and cos of 2 pi x the first foot's phase in the gait cycle."""
 
 
-def obs_names(joints: tuple[str, ...]) -> tuple[str, ...]:
-    """Observation names of a robot with these actuated joints."""
+def obs_names(joints: tuple[str, ...], actions: tuple[str, ...] | None = None,
+              clock: bool = False) -> tuple[str, ...]:
+    """Observation names of a robot with these actuated joints, of which ``actions`` (default: all) act, with the
+    gait clock when ``clock``."""
+    actions = joints if actions is None else actions
     return (*BASE_OBS, *(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints),
-            *(f"last_action_{j}" for j in joints))
+            *(f"last_action_{j}" for j in actions), *(CLOCK_OBS if clock else ()))
+
+
+@wp.func
+def clock_phase(steps: int, dt: float, period: float) -> float:
+    """Phase in [0, 1) of the gait clock ``steps`` control steps of ``dt`` [s] into an episode (0 at its start)."""
+    c = float(steps) * dt / period
+    return c - wp.floor(c)
 
 
 @wp.struct
@@ -82,6 +94,14 @@ class Legged:
     """Commanded vx [m/s], vy [m/s], yaw rate [rad/s]."""
     air_time: wp.array2d(dtype=float)
     """Seconds since each foot last touched down [num_envs, n_feet]."""
+    gait_phase: wp.array(dtype=float)
+    """Phase of the gait clock in [0, 1) [num_envs] (``task.gait_clock``; zeros without it)."""
+    gait_offset: wp.array(dtype=float)
+    """Each foot's phase offset in the gait cycle [n_feet] (one env)."""
+    gait_stance: float
+    """Share of its cycle a foot spends on the ground, from its phase 0."""
+    swing_height: float
+    """Height [m] a swinging foot should clear above the lowest foot."""
 
 
 VELOCITY_TERMS = TermSet("velocity", Legged)
@@ -108,6 +128,18 @@ def advance(x: Legged, i: int):
         x.air_time[i, f] = wp.where(x.contact[i, f][2] > x.contact_threshold, 0.0, at + x.dt)
     for k in range(x.actions.shape[1]):
         x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
+
+
+@wp.func
+def foot_phase(x: Legged, i: int, f: int) -> float:
+    """Foot ``f``'s phase in its gait cycle, in [0, 1): stance below ``gait_stance``, swing above."""
+    p = x.gait_phase[i] + x.gait_offset[f]
+    return p - wp.floor(p)
+
+
+@wp.func
+def _moving(x: Legged, i: int) -> bool:
+    return wp.abs(x.command[i, 0]) + wp.abs(x.command[i, 1]) + wp.abs(x.command[i, 2]) > 0.1
 
 
 @velocity_term
@@ -222,3 +254,31 @@ def feet_distance(x: Legged, i: int) -> float:
         d = wp.length(wp.vec2(a[0] - b[0], a[1] - b[1]))
         out = wp.max(x.feet_min_distance - d, 0.0)
     return wp.where(x.unstable[i], 0.0, out)
+
+
+@velocity_term
+def gait_contact(x: Legged, i: int) -> float:
+    """Share of feet whose contact state matches the gait clock: on the ground in the first ``gait_stance`` of its
+    cycle, in the air after (unitree_rl_gym's ``contact``); under a standing command every foot should be down."""
+    hits = float(0.0)
+    moving = _moving(x, i)
+    for f in range(x.n_feet):
+        stance = foot_phase(x, i, f) < x.gait_stance or not moving
+        down = x.contact[i, f][2] > x.contact_threshold
+        hits += wp.where(down == stance, 1.0, 0.0)
+    return wp.where(x.unstable[i], 0.0, hits / float(x.n_feet))
+
+
+@velocity_term
+def feet_swing_height(x: Legged, i: int) -> float:
+    """sum over feet in the air of (height above the lowest foot - ``swing_height``)^2 [m^2] (unitree_rl_gym's
+    ``feet_swing_height`` with the lowest foot, not the world plane, as the ground: it holds on rough terrain)."""
+    lowest = float(1.0e9)
+    for f in range(x.n_feet):
+        lowest = wp.min(lowest, wp.transform_get_translation(x.body_q[i, x.feet_body[f]])[2])
+    err = float(0.0)
+    for f in range(x.n_feet):
+        if x.contact[i, f][2] <= x.contact_threshold:
+            h = wp.transform_get_translation(x.body_q[i, x.feet_body[f]])[2] - lowest - x.swing_height
+            err += h * h
+    return wp.where(x.unstable[i], 0.0, err)

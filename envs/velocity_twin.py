@@ -12,7 +12,7 @@ import numpy as np
 import warp as wp
 
 from horde.envs.robots import resolve_robot
-from horde.envs.velocity_terms import BASE_OBS, VELOCITY_TERMS, Legged, advance, failure
+from horde.envs.velocity_terms import BASE_OBS, CLOCK_OBS, VELOCITY_TERMS, Legged, advance, failure
 
 __all__ = ["VelocityTwin", "twin_step_kernel"]
 
@@ -38,7 +38,8 @@ class VelocityTwin:
     :class:`Legged` on the CPU and the task's own Warp term functions (``reward_scales``' keys) compute the reward
     and the failure: a term added to :data:`VELOCITY_TERMS` needs no edit here."""
 
-    quantities = BASE_OBS
+    quantities = BASE_OBS + CLOCK_OBS
+    """The base observations, then the gait clock (unused by a bundle without one)."""
     per_second = True
     """Reward scales are per second: multiplied by the control period, as horde does."""
 
@@ -101,6 +102,9 @@ class VelocityTwin:
             x.root_vel_base, x.contact = wp.zeros((1, 6), dtype=float), wp.zeros((1, self.rows), dtype=wp.vec3)
             x.unstable, x.failed = wp.zeros(1, dtype=wp.bool), wp.zeros(1, dtype=wp.bool)
             x.command, x.air_time = wp.zeros((1, 3), dtype=float), wp.zeros((1, x.n_feet), dtype=float)
+            x.gait_phase = wp.zeros(1, dtype=float)
+            x.gait_offset = wp.array(list(robot.foot_phase_offsets), dtype=float)
+            x.gait_stance, x.swing_height = cfg.get("gait_stance", 0.55), cfg.get("feet_swing_height", 0.08)
             self.out = wp.zeros((len(self.names), 1), dtype=float)
         self.x = x
         self.command = x.command.numpy()[0]  # numpy views of the CPU arrays: writes go through
@@ -133,10 +137,16 @@ class VelocityTwin:
         w = data.qvel[3:6]
         return rot.T @ data.qvel[0:3] + np.cross(w, self.com), w.copy()
 
+    def phase(self, steps: int) -> float:
+        """The gait clock's phase ``steps`` control steps into the episode (the env's ``clock_phase``)."""
+        c = steps * self.dt / self.cfg.get("gait_period", 0.8)
+        return c - math.floor(c)
+
     def values(self, data) -> np.ndarray:
         v, w = self.base_twist(data)
         gravity = -data.xmat[self.base].reshape(3, 3)[2]  # R^T (0, 0, -1)
-        return np.concatenate([v, w, gravity, self.command])
+        p = 2.0 * math.pi * self.phase(self.steps)
+        return np.concatenate([v, w, gravity, self.command, [math.sin(p), math.cos(p)]])
 
     def contact_forces(self, model, data) -> np.ndarray:
         """Total contact force [N] on each contact row's body, world frame, [rows, 3]."""
@@ -183,6 +193,7 @@ class VelocityTwin:
     def terms(self, model, data, joints, a: np.ndarray, last: np.ndarray, tau: np.ndarray
               ) -> tuple[dict[str, float], bool]:
         self._copy_state(model, data, joints, a, last, tau)
+        self.x.gait_phase.numpy()[0] = self.phase(self.steps + 1)  # the clock of the step just taken
         wp.launch(self.kernel, 1, inputs=[self.x], outputs=[self.out], device="cpu")
         values = self.out.numpy()[:, 0]
         failed = bool(self.x.failed.numpy()[0])

@@ -66,6 +66,8 @@ def _mirror_rollout(task: str, steps: int) -> tuple[float, float]:
     mirror = task_mirror(core, task)
     obs_m, act_m = mirror.groups["policy"], mirror.actions
     core.command.copy_(torch.tensor([[0.6, 0.3, 0.5], [0.6, -0.3, -0.5]]))
+    if "gait_phase_sin" in core.obs_names:  # the mirror image walks half a gait cycle on
+        core.episode_length[1] = int(round(cfg.gait_period / 2 / cfg.control_dt))
     g = torch.Generator().manual_seed(1)
     err = asym = 0.0
     for _ in range(steps):

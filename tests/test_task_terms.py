@@ -92,7 +92,8 @@ def test_a_robot_from_outside_is_one_config_entry():
 def test_g1_velocity_builds_from_the_mjlab_wheel():
     env = make("g1-velocity", num_envs=4, seed=0)
     robot = resolve_robot("g1")
-    assert env.num_actions == 29 and env.obs_dim == 12 + 3 * 29
+    # the recipe's 12 leg joints act; every joint is observed, then the 12 last actions and the gait clock
+    assert env.num_actions == 12 and env.obs_dim == 12 + 2 * 29 + 12 + 2
     assert env.world.contact_forces.shape == (4, len(robot.feet) + len(robot.undesired_contacts) + 2, 3)
     # the default pose, armature-derived gains (10 Hz against the reflected inertia) and the knees-bent height
     assert env.world.joint_q[0, 7:].tolist() == pytest.approx(list(robot.default_joint_pos), abs=0.051)
@@ -100,11 +101,11 @@ def test_g1_velocity_builds_from_the_mjlab_wheel():
     assert robot.stiffness[k] == pytest.approx(99.1, rel=0.01) and robot.effort_limit[k] == 139.0
     assert env.world.root_pose[:, 2].tolist() == pytest.approx([0.76] * 4, abs=1e-3)
     for _ in range(10):
-        r = env.step(torch.zeros(4, 29))
+        r = env.step(torch.zeros(4, 12))
     assert torch.isfinite(r.obs).all() and not r.terminated.any()
     feet = env.world.contact_forces[:, :2, 2]
     assert (feet > 0).all(), feet  # standing on both feet
-    assert set(env.term_names) >= {"alive", "joint_deviation", "feet_slip", "feet_distance"}
+    assert set(env.term_names) >= {"joint_deviation", "feet_slip", "feet_distance", "gait_contact"}
 
 
 def test_g1_without_mjlab_fails_in_one_line(monkeypatch):
@@ -144,7 +145,9 @@ def test_imports_bring_a_users_terms_and_robots_to_the_command_line(tmp_path, mo
 
 def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     """Through the CLI as a user would: train (1 iteration), then the export ladder with rung 3 in MuJoCo's C
-    engine (the G1 twin runs the task's own Warp terms)."""
+    engine (the G1 twin runs the task's own Warp terms), then deploy_unitree's dry run. Every joint acts, nothing is
+    randomized and there is no gait clock: what rung 3 and deploy_unitree run today (the recipe's own export, legs
+    only with the clock: tests/test_g1_recipe.py)."""
     import json
     from pathlib import Path
 
@@ -153,7 +156,8 @@ def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     from horde.deploy import export_run
 
     proc = run_cli("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
-                   f"run_root={tmp_path}", cwd=tmp_path)
+                   "task.action_joints=all", "task.randomization.enabled=false", "task.gait_clock=false",
+                   "task.reward_scales.gait_contact=0", f"run_root={tmp_path}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run,) = (tmp_path / "g1-velocity").iterdir()
     report = export_run(run, sim2sim_episodes=4)
@@ -163,7 +167,7 @@ def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     spec = json.loads(Path(report.json_path).read_text())
     assert spec["action"]["names"] == list(resolve_robot("g1").joints)
     assert spec["pd_gains"]["kp"] == pytest.approx(list(resolve_robot("g1").stiffness))
-    assert set(spec["task_config"]["reward_scales"]) >= {"alive", "feet_slip"}
+    assert set(spec["task_config"]["reward_scales"]) >= {"feet_swing_height", "feet_slip", "terminated"}
     import subprocess
     import sys
 

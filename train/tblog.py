@@ -6,7 +6,8 @@ from __future__ import annotations
 def iteration_scalars(*, stats: dict, losses: dict, split: dict, steps: int, iter_s: float, learning_rate: float,
                       noise_std: float) -> dict[str, float]:
     """Losses, learning rate, exploration noise, throughput, the wall-time split, episode statistics, every reward
-    term and every ``sim/*`` counter (e.g. ``sim/unstable_resets`` from the physics health check), by tag."""
+    term, every ``sim/*`` counter (e.g. ``sim/unstable_resets`` from the physics health check) and every
+    ``curriculum/*`` level (terrain level, the vx command range), by tag."""
     out = {k if "/" in k else f"Loss/{k}": v for k, v in losses.items()}  # "Overlap/..." keeps its own tag
     out["Loss/learning_rate"] = learning_rate
     out["Policy/mean_noise_std"] = noise_std
@@ -19,7 +20,7 @@ def iteration_scalars(*, stats: dict, losses: dict, split: dict, steps: int, ite
         out["Train/mean_episode_length"] = stats["length_mean"]
         out["Train/termination_rate"] = stats["termination_rate"]
         out.update({f"Reward/{k[7:]}": v for k, v in stats.items() if k.startswith("reward/")})
-    out.update({k: v for k, v in stats.items() if k.startswith("sim/")})
+    out.update({k: v for k, v in stats.items() if k.startswith(("sim/", "curriculum/"))})
     return out
 
 
