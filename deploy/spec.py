@@ -121,8 +121,16 @@ def action_spec(env, layout: dict) -> dict:
         "offset": offset,
         "default_joint_pos": default_pos,
         "clip": [-1.0, 1.0],
-        "formula": "command = offset + scale * clip(action, -1, 1)",
+        **_squash(layout),
     }
+
+
+def _squash(layout: dict) -> dict:
+    """How a clipped action becomes the fraction of ``scale`` applied: as is, or through tanh
+    (``task.action_squash=tanh``, the velocity task's option; the env applies it before the actuation law)."""
+    if layout["config"].get("action_squash") == "tanh":
+        return {"squash": "tanh", "formula": "command = offset + scale * tanh(clip(action, -1, 1))"}
+    return {"squash": "clip", "formula": "command = offset + scale * clip(action, -1, 1)"}
 
 
 def robot_spec(layout: dict) -> dict:

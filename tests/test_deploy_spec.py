@@ -36,3 +36,21 @@ def test_observation_terms_take_declared_units_else_null():
     assert [t["unit"] for t in terms] == ["rad", "rad", "rad/s"] and terms[2]["slice"] == [2, 3]
     terms = observation_spec(object(), _layout(), {"mean": [0.0] * 3, "std": [1.0] * 3, "eps": 0.01})["terms"]
     assert [t["unit"] for t in terms] == [None] * 3 and all(t["scale"] == 1.0 and t["clip"] is None for t in terms)
+
+
+def test_a_tanh_squash_reaches_policy_json_and_the_robot_side_command():
+    """A task trained with ``action_squash=tanh`` applies tanh before the PD law: the bundle must say so and the
+    standalone runner must apply it, or the robot gets clip(a) where the policy was trained on tanh(a)."""
+    import numpy as np
+
+    from horde.deploy.robot.run_policy import PolicyRunner
+
+    layout = _layout(action_mode="pd", default_joint_pos=[0.1, -0.8], action_squash="tanh")
+    a = action_spec(object(), layout)
+    assert a["squash"] == "tanh" and "tanh" in a["formula"]
+    assert action_spec(object(), _layout(action_mode="pd", default_joint_pos=[0.1, -0.8]))["squash"] == "clip"
+    runner = object.__new__(PolicyRunner)
+    runner._offset, runner._scale = np.array(a["offset"], np.float32), np.array(a["scale"], np.float32)
+    runner._clip, runner._squash = a["clip"], a["squash"]
+    got = runner.command(np.array([[0.5, -3.0]], np.float32))
+    np.testing.assert_allclose(got, [[0.1 + 0.5 * np.tanh(0.5), -0.8 - 0.25 * np.tanh(1.0)]], rtol=1e-6)

@@ -346,6 +346,9 @@ class PolicyRunner:
         self._scale = np.asarray(action["scale"], dtype=np.float32)
         self._offset = np.asarray(action["offset"], dtype=np.float32)
         self._clip = action["clip"]
+        self._squash = action.get("squash", "clip")
+        if self._squash not in ("clip", "tanh"):
+            raise BundleError(f"unknown action squash '{self._squash}'; valid: clip, tanh")
 
     def _check_engine(self, engine_path: Path, batch: int, host: dict | None) -> None:
         record_path = engine_record_path(engine_path)
@@ -404,8 +407,10 @@ class PolicyRunner:
         return self._backend.actions.copy()
 
     def command(self, actions: np.ndarray) -> np.ndarray:
-        """Physical command per action column: ``offset + scale * clip(actions)`` in the action's unit."""
-        return self._offset + self._scale * np.clip(actions, self._clip[0], self._clip[1])
+        """Physical command per action column: ``offset + scale * squash(actions)`` in the action's unit (squash:
+        clip to [-1, 1], or tanh of the clipped action when ``policy.json``'s ``action.squash`` says so)."""
+        a = np.clip(actions, self._clip[0], self._clip[1])
+        return self._offset + self._scale * (np.tanh(a) if self._squash == "tanh" else a)
 
     @property
     def state(self) -> dict[str, np.ndarray]:
