@@ -1,7 +1,7 @@
 """``policy.json``: everything a robot-side program needs to feed the ONNX graph and use its actions.
 
-Observation layout (slices, scales, clips, units), action layout (joint names in order, type, scale, offset,
-default positions, clip), PD gains and effort limits, control period, recurrent state, normalizer statistics,
+Observation layout (slices, scales, clips, units, frames), action layout (joint names in order, type, scale,
+offset, default positions, clip), PD gains and effort limits, control period, recurrent state, normalizer statistics,
 provenance (checkpoint, ONNX sha256, versions) and the golden-file tolerances. ``run_policy.py`` reads it; its
 schema version is :data:`horde.deploy.robot.run_policy.BUNDLE_SCHEMA`.
 """
@@ -35,13 +35,14 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     names = layout["obs_names"]
     n = len(names)
     units = _per_column(env, "obs_units", None, n)
+    frames = _per_column(env, "obs_frames", None, n)  # "base", "joint", "world", "imu"; None: not a frame quantity
     scales = _per_column(env, "obs_scales", 1.0, n)
     clips = _per_column(env, "obs_clip", None, n)
     offsets = _per_column(env, "obs_offsets", None, n)
     if offsets == [None] * n:
         offsets = _joint_obs_offsets(layout)
     terms = [{"name": name, "slice": [i, i + 1], "offset": offsets[i], "scale": scales[i], "clip": clips[i],
-              "unit": units[i]} for i, name in enumerate(names)]
+              "unit": units[i], "frame": frames[i]} for i, name in enumerate(names)]
     norm = None if normalizer is None else {**normalizer, "formula": "(obs - mean) / (std + eps)", "in_graph": True}
     out = {"dim": n, "terms": terms, "formula": "obs = clip((raw - offset) * scale, clip)", "normalizer": norm}
     images = list(getattr(env, "obs_images", ()) or ())

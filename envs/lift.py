@@ -73,6 +73,16 @@ def obs_names_of(action_names: tuple[str, ...]) -> tuple[str, ...]:
             "ee_cmd_dy", "ee_cmd_dz", "gripper_cmd", *(f"last_action_{a}" for a in action_names))
 
 
+def obs_unit_frame_of(name: str) -> tuple[str, str | None]:
+    """Unit and frame of the lift's observation column ``name``."""
+    if name.startswith(("pos_", "vel_")):
+        unit = "m" if name.split("_", 1)[1] in FINGERS else "rad"
+        return (unit if name.startswith("pos_") else unit + "/s"), "joint"
+    if name.startswith(("ee_", "cube_", "target_")) and not name.startswith("cube_yaw_"):
+        return "m", "world"
+    return "1", None  # the cube's yaw as sin and cos, the gripper command, the last actions
+
+
 def action_names_of(arm: str, gripper: str) -> tuple[str, ...]:
     """Action columns of an ``arm`` and ``gripper`` mode."""
     arm_names = EE_ACTIONS if arm == "ee_delta" else ARM
@@ -597,6 +607,16 @@ class LiftEnv(WarpTaskEnv):
         self.manip = self._context(cfg, ee_body, ee_offset)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self.manip.actions = self._actions  # created by the core
+
+    @property
+    def obs_units(self) -> list[str]:
+        """``policy.json``'s unit of each observation column ("1": dimensionless; the fingers are slides)."""
+        return [obs_unit_frame_of(n)[0] for n in self.obs_names]
+
+    @property
+    def obs_frames(self) -> list[str | None]:
+        """``policy.json``'s frame of each observation column: "joint", "world" (positions), None (unitless)."""
+        return [obs_unit_frame_of(n)[1] for n in self.obs_names]
 
     @property
     def obs_offsets(self) -> list[float]:

@@ -4,6 +4,11 @@ A robot is one :class:`LeggedRobot` entry: its MJCF, actuated joints in action o
 effort limits, action scale, and the bodies whose contacts the task reads (feet, undesired contacts, failure
 contacts). ``register_robot`` adds one from outside horde; the velocity task then takes it as ``robot=<name>``.
 
+A robot from another package is described as that package ships it: ``joints`` in any order (the task maps them
+onto the MJCF's by name, so actions, observations and ``policy.json`` follow ``joints``), and ``feet`` as bodies,
+geoms or sites (mjlab's Go1 has no foot bodies: its feet are a geom and a site on each calf; a geom or site stands
+for its body's contact force and for a point on that body, :func:`foot_frames`).
+
 horde's own ``quad12`` lives in ``assets/``. A real robot's model is loaded from the installed registry package
 that ships it, at run time, never copied into horde (``assets/README.md`` names sources and licenses). Without the
 package, asking for such a robot fails with one line naming it.
@@ -18,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LEG_JOINTS", "ROBOTS", "LeggedRobot", "RobotNotInstalledError", "per_joint", "register_robot",
-           "resolve_robot"]
+__all__ = ["LEG_JOINTS", "ROBOTS", "FootFrame", "LeggedRobot", "RobotNotInstalledError", "foot_frames", "per_joint",
+           "register_robot", "resolve_robot"]
 
 LEGS = ("FL", "FR", "RL", "RR")
 LEG_JOINTS = tuple(f"{leg}_{part}_joint" for leg in LEGS for part in ("hip", "thigh", "calf"))
@@ -43,7 +48,7 @@ class LeggedRobot:
     mjcf_path: Callable[[], str]
     """Returns the MJCF file path (may look up an optional package; raises :class:`RobotNotInstalledError`)."""
     joints: tuple[str, ...]
-    """Actuated joints, in action-column order."""
+    """Actuated joints, in action-column order (any order: matched to the MJCF's joints by name)."""
     default_joint_pos: tuple[float, ...]
     """Standing pose [rad]: the PD targets' offset and the reset pose."""
     stiffness: tuple[float, ...]
@@ -55,7 +60,9 @@ class LeggedRobot:
     action_scale: tuple[float, ...]
     """Target offset at action +-1 [rad]."""
     feet: tuple[str, ...]
-    """Foot bodies (air time, slip; the first two also give the feet distance)."""
+    """Feet (air time, slip, swing height; the first two also give the feet distance): each a body, or a geom or
+    site of the MJCF, which stands for the body it is attached to (contact forces are per body) and a point on it
+    (foot positions and speeds)."""
     undesired_contacts: tuple[str, ...]
     """Bodies whose ground contact is penalized (thighs, knees, hands)."""
     failure_contacts: tuple[str, ...]
@@ -127,6 +134,44 @@ def per_joint(joints: Sequence[str], values: dict[str, float], default: float | 
         if hit is None:
             raise ValueError(f"no value for joint '{j}' (patterns: {', '.join(values)})")
         out.append(float(hit))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FootFrame:
+    """Where a foot is: a body and a point on it (body frame)."""
+
+    body: str
+    """The body whose contact force is the foot's."""
+    index: int
+    """That body's index in the robot's model (one world)."""
+    offset: tuple[float, float, float]
+    """The foot point in the body's frame [m]: the geom's or site's position; zeros for a body (its origin)."""
+    arm: tuple[float, float, float]
+    """From the body's centre of mass to the foot point, body frame [m]; zeros for a body, whose COM speed is the
+    foot's speed."""
+
+
+def foot_frames(builder, feet: Sequence[str]) -> tuple[FootFrame, ...]:
+    """Each foot of a Newton model builder (one robot) as a body and a point on it: a body name first, else a geom
+    or site (both Newton shapes) of that name. Unknown or ambiguous names fail in one line."""
+    bodies = [lbl.split("/")[-1] for lbl in builder.body_label]
+    shapes = [lbl.split("/")[-1] for lbl in builder.shape_label]
+    out = []
+    for name in feet:
+        if name in bodies:
+            out.append(FootFrame(name, bodies.index(name), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+            continue
+        hits = [k for k, s in enumerate(shapes) if s == name]
+        if len(hits) != 1 or builder.shape_body[hits[0]] < 0:
+            raise ValueError(f"foot '{name}' is {'ambiguous' if hits else 'not a body, geom or site'} of the model; "
+                             f"bodies: {', '.join(bodies)}")
+        b = int(builder.shape_body[hits[0]])
+        import warp as wp
+
+        p = [float(v) for v in wp.transform_get_translation(builder.shape_transform[hits[0]])]
+        com = [float(v) for v in builder.body_com[b]]
+        out.append(FootFrame(bodies[b], b, tuple(p), tuple(v - c for v, c in zip(p, com))))
     return tuple(out)
 
 

@@ -37,7 +37,7 @@ import warp as wp
 
 from horde.envs.core import WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.robots import LeggedRobot, resolve_robot
+from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
 from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, Legged, advance,
                                        clock_phase, failure, obs_names, velocity_term)
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
@@ -95,6 +95,10 @@ class VelocityTask:
     clock_n: int
     """Gait-clock observation columns: 2 with the clock, else 0."""
     gait_period: float
+    q_index: wp.array(dtype=int)
+    """Coordinate index in ``joint_q`` of each actuated joint, in the robot config's joint order."""
+    qd_index: wp.array(dtype=int)
+    """Dof index in ``joint_qd`` of each actuated joint, in the robot config's joint order."""
 
 
 @wp.func
@@ -117,7 +121,8 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
                scan: wp.array(dtype=wp.vec2), imu_gyro: wp.array(dtype=wp.vec3), depth: wp.array3d(dtype=float),
                phase: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
     """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state.
-    Columns: base (12), every joint's angle and rate (nj each), the acting joints' last actions (na), the gait clock
+    Columns: base (12), every joint's angle and rate (nj each, the robot config's joint order: ``t.q_index``,
+    ``t.qd_index``), the acting joints' last actions (na), the gait clock
     (``t.clock_n``), the height scan (its noise drawn after the others'), the depth image. With ``t.imu`` the
     angular velocity is the IMU's gyro and gravity is projected into the IMU site's frame (``t.imu_q`` in the base)."""
     frame = wp.transform_get_rotation(body_q[i, t.root])
@@ -134,9 +139,10 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
     nj = joint_qd.shape[1] - 6
     na = last_actions.shape[1]
     for k in range(nj):
-        q = wp.where(ok, joint_q[i, 7 + k] - default_q[7 + k], 0.0)
+        c = t.q_index[k]
+        q = wp.where(ok, joint_q[i, c] - default_q[c], 0.0)
         obs[i, 12 + k] = q + wp.randf(s, -1.0, 1.0) * t.noise_q
-        obs[i, 12 + nj + k] = wp.where(ok, joint_qd[i, 6 + k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_qd
+        obs[i, 12 + nj + k] = wp.where(ok, joint_qd[i, t.qd_index[k]], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_qd
     for k in range(na):
         obs[i, 12 + 2 * nj + k] = last_actions[i, k]
     c = 12 + 2 * nj + na
@@ -150,8 +156,11 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
         obs[i, c + k] = wp.where(ok, h, 0.0)
     for k in range(t.depth_n):
         obs[i, c + t.scan_n + k] = wp.where(ok, depth[i, k // t.depth_w, k % t.depth_w], 0.0)
-    for k in range(state.shape[1]):
-        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
+    for k in range(state.shape[1]):  # root coordinates, then the joints in config order
+        c = k
+        if k >= 7:
+            c = t.q_index[k - 7]
+        state[i, k] = wp.where(ok, joint_q[i, c], 0.0)
     return s
 
 
@@ -366,8 +375,10 @@ def _gains(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[list[float], list[f
             pick(cfg.damping, robot.damping))
 
 
-def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrain) -> NewtonWorld:
-    """The batched world of ``cfg``'s robot on ``device``."""
+def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrain
+                ) -> tuple[NewtonWorld, list[int], list[int], tuple[FootFrame, ...]]:
+    """The batched world of ``cfg``'s robot on ``device``; the coordinate and dof index of each of the robot's
+    joints (config order, matched to the MJCF's by name), and its feet as bodies and points on them."""
     robot_def = resolve_robot(cfg.robot)
     if robot_def.max_contacts > cfg.sim.max_contacts or robot_def.max_constraints > cfg.sim.max_constraints:
         # e.g. go2's box-shaped legs make several contacts each; the G1 has 34 capsules
@@ -379,9 +390,10 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
     nj = len(robot_def.joints)
     set_joint_positions(robot, robot_def.joints, robot_def.default_joint_pos)
     q_idx, qd_idx = joint_dof_layout(robot, robot_def.joints)
-    if robot.joint_coord_count != len(ROOT_COORDS) + nj or list(q_idx) != list(range(7, 7 + nj)):
+    if robot.joint_coord_count != len(ROOT_COORDS) + nj or sorted(q_idx) != list(range(7, 7 + nj)):
         raise ValueError(f"robot '{cfg.robot}': the velocity task needs a floating base followed by exactly its "
-                         f"{nj} actuated joints in MJCF order ({robot.joint_coord_count} coordinates found)")
+                         f"{nj} actuated hinges ({robot.joint_coord_count} coordinates found)")
+    feet = foot_frames(robot, robot_def.feet)
     if robot_def.armature is not None:
         for d, a in zip(qd_idx, robot_def.armature):
             robot.joint_armature[d] = float(a)
@@ -394,15 +406,40 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
                           damping=damping, effort_limit=robot_def.effort_limit,
                           velocity_limit=robot_def.velocity_limit if cfg.dc_motor else None,
                           network=cfg.actuator_net)
-    contact_bodies = (*robot_def.feet, *robot_def.undesired_contacts, *robot_def.failure_contacts)
+    contact_bodies = (*(f.body for f in feet), *robot_def.undesired_contacts, *robot_def.failure_contacts)
     with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
         warnings.filterwarnings("once", message=".*authored margin.*")
-        return make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
+        world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
                            substeps=cfg.decimation, ground=True, actuated_joints=robot_def.joints,
                            actuation=actuation, root_body=0,
                            q_noise=[0.0] * len(ROOT_COORDS) + [cfg.init_joint_pos_range] * nj,
                            qd_noise=[0.0] * (ROOT_DOFS + nj), terrain=terrain, contact_bodies=contact_bodies,
                            yaw_range=cfg.init_yaw_range, imu_site=robot_def.imu_site if cfg.imu else None)
+    return world, list(q_idx), list(qd_idx), feet
+
+
+def obs_unit_frame(name: str, cfg: VelocityConfig) -> tuple[str, str | None]:
+    """Unit and frame of the observation column ``name``: "base" (the base body's frame; with ``imu`` the angular
+    velocity and gravity are the IMU site's, "imu"), "base_yaw" (the base's heading, z up: a yaw-aligned
+    height scan), "joint" (joint coordinates), "camera", or None (actions, the gait clock)."""
+    imu = "imu" if cfg.imu else "base"
+    if name.startswith("pos_"):
+        return "rad", "joint"
+    if name.startswith("vel_"):
+        return "rad/s", "joint"
+    if name.startswith("height_scan_"):
+        return "m", "base_yaw" if cfg.height_scan.yaw_aligned else "base"
+    if name.startswith("depth_"):
+        return "m", "camera"
+    if name.startswith(("last_action_", "gait_phase_")):
+        return "1", None
+    if name.startswith("lin_vel_"):
+        return "m/s", "base"
+    if name.startswith("ang_vel_"):
+        return "rad/s", imu
+    if name.startswith("gravity_"):
+        return "1", imu
+    return {"cmd_vx": ("m/s", "base"), "cmd_vy": ("m/s", "base"), "cmd_yaw_rate": ("rad/s", "base")}[name]
 
 
 class VelocityEnv(WarpTaskEnv):
@@ -435,7 +472,8 @@ class VelocityEnv(WarpTaskEnv):
                                  *(f"contact_force_{f}" for f in feet), "friction", "added_base_mass", "base_height")
         self.state_names, self.term_names = ROOT_COORDS + joints, tuple(cfg.reward_scales)
         self.terrain = Terrain(cfg.terrain)
-        self.world = build_world(cfg, num_envs, d, self.terrain)
+        self.world, q_idx, qd_idx, self.feet = build_world(cfg, num_envs, d, self.terrain)
+        """``self.feet``: each foot as a body and a point on it (:class:`horde.envs.robots.FootFrame`)."""
         dr = cfg.randomization
         self.randomization = apply_startup(self.world, dr, seed=seed)
         self.world.warm_up()
@@ -465,6 +503,7 @@ class VelocityEnv(WarpTaskEnv):
         t.depth_n, t.depth_w = (cam.height * cam.width, cam.width) if cam.enabled else (0, 1)
         t.squash = int(cfg.action_squash == "tanh")
         t.clock_n, t.gait_period = (len(CLOCK_OBS) if cfg.gait_clock else 0), cfg.gait_period
+        t.q_index, t.qd_index = wp.array(q_idx, dtype=int, device=d), wp.array(qd_idx, dtype=int, device=d)
         self._depth = self.camera.image if self.camera is not None else wp.zeros((1, 1, 1), dtype=float, device=d)
         self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
         self.scan_points = points
@@ -472,7 +511,6 @@ class VelocityEnv(WarpTaskEnv):
         ``height_scan_<k>`` observations; empty when the scan is off."""
         nj, na, nf = len(joints), len(acting), len(self.robot.feet)
         w = self.world
-        names = [lbl.split("/")[-1] for lbl in w.model.body_label[:w.bodies]]
         with wp.ScopedDevice(d):
             self._command = wp.zeros((num_envs, 3), dtype=float)
             self._air_time = wp.zeros((num_envs, nf), dtype=float)
@@ -496,7 +534,9 @@ class VelocityEnv(WarpTaskEnv):
             self._origin = wp.from_torch(w.spawn_origin, dtype=wp.vec3)
             self._contact = wp.from_torch(w.contact_forces, dtype=wp.vec3)
             deviation = wp.array(list(self.robot.deviation_weight or [0.0] * nj), dtype=float)
-            feet_body = wp.array([names.index(f) for f in self.robot.feet], dtype=int)
+            feet_body = wp.array([f.index for f in self.feet], dtype=int)
+            self._feet_offset = wp.array([f.offset for f in self.feet], dtype=wp.vec3)
+            self._feet_arm = wp.array([f.arm for f in self.feet], dtype=wp.vec3)
         self.command = wp.to_torch(self._command)
         """Commanded base velocity [num_envs, 3]: vx [m/s], vy [m/s], yaw rate [rad/s] (writable)."""
         self.vx_range = wp.to_torch(t.vx_range)
@@ -529,7 +569,8 @@ class VelocityEnv(WarpTaskEnv):
         x.cos_max_tilt, x.feet_min_distance = float(np.cos(cfg.max_tilt)), cfg.feet_min_distance
         x.n_feet, x.n_undesired = len(self.robot.feet), len(self.robot.undesired_contacts)
         x.actions, x.last_actions, x.default_q = self._actions, self._last_actions, a.default_joint_q
-        x.deviation, x.feet_body = deviation, feet_body
+        x.deviation, x.feet_body, x.q_index = deviation, feet_body, self._task.q_index
+        x.feet_offset, x.feet_arm = self._feet_offset, self._feet_arm
         x.joint_q, x.joint_qd, x.joint_f, x.body_q, x.body_qd = a.joint_q, a.joint_qd, a.joint_f, a.body_q, a.body_qd
         x.imu_gyro, x.depth = a.imu_gyro, self._depth
         x.root_vel_base, x.contact, x.unstable, x.failed = a.root_vel_base, self._contact, a.unstable, self._failed
@@ -561,6 +602,16 @@ class VelocityEnv(WarpTaskEnv):
                  "quantity": "forward (z) depth, clipped to max_depth; no return reads max_depth",
                  "max_depth": cam.max_depth, "fov_vertical": cam.fov, "body": cam.body or "root",
                  "position": list(cam.position), "pitch": cam.pitch}]
+
+    @property
+    def obs_units(self) -> list[str]:
+        """``policy.json``'s unit of each observation column ("1": dimensionless)."""
+        return [obs_unit_frame(n, self.cfg)[0] for n in self.obs_names]
+
+    @property
+    def obs_frames(self) -> list[str | None]:
+        """``policy.json``'s frame of each observation column (None: not a vector quantity)."""
+        return [obs_unit_frame(n, self.cfg)[1] for n in self.obs_names]
 
     def action_scale(self) -> list[float]:
         return self._per_action(_gains(self.cfg, self.robot)[0])

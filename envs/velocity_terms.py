@@ -10,7 +10,7 @@ import warp as wp
 from horde.envs.terms import TermSet, clipped_action_rate
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMS", "Legged", "advance", "failure",
-           "clock_phase", "foot_phase", "obs_names", "velocity_term"]
+           "clock_phase", "foot_phase", "foot_position", "foot_velocity", "obs_names", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
@@ -71,8 +71,15 @@ class Legged:
     """Default coordinates [coords] (one env)."""
     deviation: wp.array(dtype=float)
     """joint_deviation weight per actuated joint [num_actions] (one env)."""
+    q_index: wp.array(dtype=int)
+    """Coordinate index in ``joint_q`` of each actuated joint, in the robot config's joint order (one env)."""
     feet_body: wp.array(dtype=int)
     """Body index of each foot [n_feet]."""
+    feet_offset: wp.array(dtype=wp.vec3)
+    """Each foot's point in its body's frame [m] [n_feet] (zeros: the body's origin)."""
+    feet_arm: wp.array(dtype=wp.vec3)
+    """From the velocity's reference point of each foot's body (``body_qd``'s) to the foot point, body frame [m]
+    [n_feet] (zeros: that point's velocity is the foot's)."""
     joint_q: wp.array2d(dtype=float)
     joint_qd: wp.array2d(dtype=float)
     joint_f: wp.array2d(dtype=float)
@@ -128,6 +135,20 @@ def advance(x: Legged, i: int):
         x.air_time[i, f] = wp.where(x.contact[i, f][2] > x.contact_threshold, 0.0, at + x.dt)
     for k in range(x.actions.shape[1]):
         x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
+
+
+@wp.func
+def foot_position(x: Legged, i: int, f: int) -> wp.vec3:
+    """World position of foot ``f`` [m]: its body's origin, or the geom or site that names it."""
+    return wp.transform_point(x.body_q[i, x.feet_body[f]], x.feet_offset[f])
+
+
+@wp.func
+def foot_velocity(x: Legged, i: int, f: int) -> wp.vec3:
+    """World linear velocity of foot ``f`` [m/s] (its body's, moved to the foot point by ``feet_arm``)."""
+    twist = x.body_qd[i, x.feet_body[f]]
+    arm = wp.quat_rotate(wp.transform_get_rotation(x.body_q[i, x.feet_body[f]]), x.feet_arm[f])
+    return wp.spatial_top(twist) + wp.cross(wp.spatial_bottom(twist), arm)
 
 
 @wp.func
@@ -229,7 +250,8 @@ def joint_deviation(x: Legged, i: int) -> float:
     """sum w_j |q_j - default_j| with the robot's per-joint weights (hips' roll and yaw, waist, arms)."""
     dev = float(0.0)
     for k in range(x.deviation.shape[0]):
-        dev += x.deviation[k] * wp.abs(x.joint_q[i, 7 + k] - x.default_q[7 + k])
+        c = x.q_index[k]
+        dev += x.deviation[k] * wp.abs(x.joint_q[i, c] - x.default_q[c])
     return wp.where(x.unstable[i], 0.0, dev)
 
 
@@ -238,7 +260,7 @@ def feet_slip(x: Legged, i: int) -> float:
     """sum over feet in contact of the foot's horizontal speed squared [m^2/s^2]."""
     slip = float(0.0)
     for f in range(x.n_feet):
-        v = wp.spatial_top(x.body_qd[i, x.feet_body[f]])
+        v = foot_velocity(x, i, f)
         if x.contact[i, f][2] > x.contact_threshold:
             slip += v[0] * v[0] + v[1] * v[1]
     return wp.where(x.unstable[i], 0.0, slip)
@@ -249,8 +271,8 @@ def feet_distance(x: Legged, i: int) -> float:
     """How much closer than ``feet_min_distance`` the first two feet are (xy) [m]; 0 with fewer feet."""
     out = float(0.0)
     if x.n_feet >= 2:
-        a = wp.transform_get_translation(x.body_q[i, x.feet_body[0]])
-        b = wp.transform_get_translation(x.body_q[i, x.feet_body[1]])
+        a = foot_position(x, i, 0)
+        b = foot_position(x, i, 1)
         d = wp.length(wp.vec2(a[0] - b[0], a[1] - b[1]))
         out = wp.max(x.feet_min_distance - d, 0.0)
     return wp.where(x.unstable[i], 0.0, out)
@@ -275,10 +297,10 @@ def feet_swing_height(x: Legged, i: int) -> float:
     ``feet_swing_height`` with the lowest foot, not the world plane, as the ground: it holds on rough terrain)."""
     lowest = float(1.0e9)
     for f in range(x.n_feet):
-        lowest = wp.min(lowest, wp.transform_get_translation(x.body_q[i, x.feet_body[f]])[2])
+        lowest = wp.min(lowest, foot_position(x, i, f)[2])
     err = float(0.0)
     for f in range(x.n_feet):
         if x.contact[i, f][2] <= x.contact_threshold:
-            h = wp.transform_get_translation(x.body_q[i, x.feet_body[f]])[2] - lowest - x.swing_height
+            h = foot_position(x, i, f)[2] - lowest - x.swing_height
             err += h * h
     return wp.where(x.unstable[i], 0.0, err)

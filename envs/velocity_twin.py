@@ -32,6 +32,22 @@ def twin_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
     return velocity_twin_step
 
 
+def mujoco_foot(model, name: str) -> tuple[int, tuple[float, float, float]]:
+    """A foot of a MuJoCo model (a body, geom or site name, as :class:`horde.envs.robots.LeggedRobot` takes it):
+    its body id and its point in that body's frame [m] (zeros for a body)."""
+    try:
+        return model.body(name).id, (0.0, 0.0, 0.0)
+    except KeyError:
+        pass
+    for kind, pos in (("site", model.site_pos), ("geom", model.geom_pos)):
+        try:
+            element = getattr(model, kind)(name)
+        except KeyError:
+            continue
+        return int(np.asarray(element.bodyid).ravel()[0]), tuple(float(v) for v in pos[element.id])
+    raise ValueError(f"foot '{name}' is not a body, geom or site of the model")
+
+
 class VelocityTwin:
     """The velocity task in MuJoCo's C engine: commands drawn per episode and every ``command_resample_s``; contact
     forces of the robot's contact bodies from ``mj_contactForce``. MuJoCo's state is copied into a one-env
@@ -76,7 +92,8 @@ class VelocityTwin:
         self.robot = robot = resolve_robot(cfg.get("robot", "quad12"))
         self.base = model.body(robot.base).id if robot.base else 1
         self.com = model.body_ipos[self.base].copy()  # horde's linear velocity is the base COM's
-        bodies = (*robot.feet, *robot.undesired_contacts, *robot.failure_contacts)
+        feet = [mujoco_foot(model, f) for f in robot.feet]  # (body id, point in the body's frame)
+        bodies = (*(model.body(b).name for b, _ in feet), *robot.undesired_contacts, *robot.failure_contacts)
         self.row = np.full(model.nbody, -1)
         for r, name in enumerate(bodies):
             self.row[model.body(name).id] = r
@@ -94,7 +111,11 @@ class VelocityTwin:
             x.actions, x.last_actions = wp.zeros((1, nj), dtype=float), wp.zeros((1, nj), dtype=float)
             x.default_q = wp.array([0.0] * 7 + list(robot.default_joint_pos), dtype=float)
             x.deviation = wp.array(list(robot.deviation_weight or [0.0] * nj), dtype=float)
-            x.feet_body = wp.array([model.body(f).id - 1 for f in robot.feet], dtype=int)
+            x.feet_body = wp.array([b - 1 for b, _ in feet], dtype=int)
+            # the twin's body_qd is the velocity of the body's origin: the arm to the foot is its offset
+            x.feet_offset = wp.array([p for _, p in feet], dtype=wp.vec3)
+            x.feet_arm = wp.array([p for _, p in feet], dtype=wp.vec3)
+            x.q_index = wp.array([7 + k for k in range(nj)], dtype=int)  # joint_q holds the joints in config order
             x.joint_q, x.joint_qd = wp.zeros((1, 7 + nj), dtype=float), wp.zeros((1, 6 + nj), dtype=float)
             x.joint_f = wp.zeros((1, 6 + nj), dtype=float)
             x.body_q = wp.zeros((1, nb), dtype=wp.transform)
