@@ -11,14 +11,20 @@
 
 The bundle is assembled in a staging directory and moved into place only after the ladder
 (:mod:`horde.deploy.verify`) and the runner's self-test pass; a failing export (an fp16 graph that drifts, say)
-writes no bundle, only ``<name>.rejected.json`` with the figures, and raises :class:`ExportError`.
+writes no bundle, only ``<name>.rejected.json`` with the figures, and raises :class:`ExportError`. The staging
+directory (``.<name>.staging-<pid>-<random>``) goes on the way out, on an error, Ctrl-C or SIGTERM; one left by a
+process killed outright (SIGKILL, out of memory) is removed by the next export into the same folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +39,7 @@ from horde.deploy.robot import build_engine as _build_engine_module
 from horde.deploy.robot import deploy_unitree as _deploy_unitree_module
 from horde.deploy.robot import run_policy as _run_policy_module
 from horde.deploy.spec import policy_json
+from horde.sim.fields import FieldError, check_writable_dir
 from horde.train.checkpoint import sha256
 
 ROBOT_FILES = {"run_policy.py": _run_policy_module, "build_engine.py": _build_engine_module,
@@ -109,6 +116,54 @@ def default_precision(run: str | Path) -> str:
     return "fp16" if algo.get("rollout_precision") == "fp16" else "fp32"
 
 
+def check_bundle_name(name: str) -> None:
+    """``name=`` is one folder name: no path separator, not ``.`` or ``..`` (a bundle stays under
+    ``<run>/exported/``; ``out=`` puts one elsewhere), not hidden (the staging folders are); a one-line
+    :class:`FieldError` otherwise."""
+    bad = (not name or name in (".", "..") or name.startswith(".") or "/" in name or "\\" in name
+           or os.sep in name or Path(name).is_absolute() or "\0" in name)
+    if bad:
+        raise FieldError(f"name={name}: a bundle name is one folder name under <run>/exported/ (no '/', not '.' or "
+                         f"'..', not starting with '.'); use out=<dir> for another place")
+
+
+_STAGING = re.compile(r"\.(?P<name>.+)\.staging-(?P<pid>\d+)-[^/]+")
+
+
+def remove_stale_staging(folder: str | Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` whose export process is gone (killed outright: SIGKILL, the OOM
+    killer); returns them. A live process's staging folder stays."""
+    from horde.train.session import _alive
+
+    removed = []
+    for p in Path(folder).glob(".*.staging-*"):
+        m = _STAGING.fullmatch(p.name)
+        if p.is_dir() and not p.is_symlink() and (m is None or not _alive(int(m["pid"]))):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+@contextlib.contextmanager
+def _sigterm_exits():
+    """SIGTERM raises SystemExit in the main thread while the block runs, so ``finally`` clauses (the staging
+    folder's removal) run before the process ends; elsewhere, and after the block, signals are left alone."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum, frame):  # noqa: ARG001
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str | None = None,
                precision: str | None = None, parity_envs: int = 16, parity_steps: int = 200, episodes: int = 64,
                tolerance: float | None = None, sim2sim_episodes: int = verify.SIM2SIM_EPISODES) -> ExportReport:
@@ -117,29 +172,56 @@ def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str 
     The bundle goes to ``out_dir`` when given, else ``<run dir>/exported/<name>``. ``tolerance`` overrides rung
     1's limit (fp32: max abs error; fp16: error relative to action std). ``sim2sim_episodes`` is rung 3's MuJoCo
     episode count (0 skips it). Raises :class:`ExportError` and writes no bundle when rung 1, rung 2 or the
-    runner's self-test fails (rung 3 is advisory). ``precision`` defaults to :func:`default_precision`.
+    runner's self-test fails (rung 3 is advisory). ``precision`` defaults to :func:`default_precision`. A ``name``
+    that would leave ``<run>/exported/`` or an ``out_dir`` that cannot be a folder raise :class:`FieldError`.
     """
-    from horde.envs import make
-
+    if name is not None:
+        check_bundle_name(name)
+    if out_dir is not None:
+        if Path(out_dir).exists() and not Path(out_dir).is_dir():
+            raise FieldError(f"out={out_dir}: is a file, not a folder")
+        check_writable_dir("out", out_dir, Path(out_dir).parent)
     precision = precision or default_precision(run)
 
     if parity_steps < 200 or episodes < 64:
         raise ExportError(f"the ladder needs >= 200 parity steps and >= 64 closed-loop episodes, got "
                           f"{parity_steps} and {episodes}")
     reference, ckpt, cfg, ckpt_path = load_policy(run)  # fp32 torch: the reference for every rung
+    from horde.train.memory import check_fits, estimate
+
+    check_fits(estimate(cfg, ckpt["task"], num_envs=max(episodes, parity_envs), device="cpu", training=False),
+               what="episodes")  # rung 2 steps one env per episode
     graph_policy = reference if precision == "fp32" else load_policy(ckpt_path, precision=precision)[0]
     task, iteration = ckpt["task"], int(ckpt["iteration"])
     name = name or default_name(task, iteration, precision)
     final = Path(out_dir) if out_dir else ckpt_path.parent / "exported" / name
+    if out_dir is None:
+        check_writable_dir("exported", final.parent)  # <run>/exported may be a file, or the run read-only
+        if final.exists() and not final.is_dir():
+            raise FieldError(f"name={name}: {final} is a file, not a bundle folder")
     if final.exists() and any(final.iterdir()) and not (final / "policy.json").is_file():
         raise ExportError(f"{final}: exists and is not a policy bundle; choose another out= or name=")
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(final.parent)
+    with _sigterm_exits():
+        return _export(final, name, precision, reference, graph_policy, ckpt, cfg, ckpt_path, parity_envs=parity_envs,
+                       parity_steps=parity_steps, episodes=episodes, tolerance=tolerance,
+                       sim2sim_episodes=sim2sim_episodes)
+
+
+def _export(final: Path, name: str, precision: str, reference, graph_policy, ckpt: dict, cfg, ckpt_path: Path, *,
+            parity_envs: int, parity_steps: int, episodes: int, tolerance: float | None,
+            sim2sim_episodes: int) -> ExportReport:
+    """Stage, verify and move the bundle into ``final`` (:func:`export_run` checked its arguments)."""
+    from horde.envs import make
+
+    task, iteration = ckpt["task"], int(ckpt["iteration"])
     env = make(task, num_envs=1, device="cpu", config=cfg.task)
     layout = env.describe()
     ckpt_sha = sha256(ckpt_path)
     io = io_spec(graph_policy, len(layout["action_names"]))
 
-    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-", dir=final.parent))
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-{os.getpid()}-", dir=final.parent))
     try:
         onnx_path = stage / "policy.onnx"
         export_onnx(graph_policy, onnx_path, io, _metadata(task, precision, layout, graph_policy, ckpt, ckpt_sha))

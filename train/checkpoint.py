@@ -17,11 +17,17 @@ class CheckpointError(RuntimeError):
     """A missing, truncated, corrupt or incompatible checkpoint; the message is one line naming the file."""
 
 
+TEMP_GLOB = ".*.pt.*"
+"""Names of the temporary files :func:`save_checkpoint` writes before the rename (``.model_50.pt.<random>.tmp``):
+what a process killed mid-write leaves behind, removed by :func:`remove_temporaries`."""
+
+
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
-    """Write ``payload`` to ``path`` atomically: a crash mid-write never leaves a truncated checkpoint behind."""
+    """Write ``payload`` to ``path`` atomically: a crash mid-write never leaves a truncated checkpoint behind (a
+    kill leaves at most a temporary file, which the next run on the directory removes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save({"schema_version": SCHEMA_VERSION, **payload}, f)
@@ -32,6 +38,17 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def remove_temporaries(run_dir: str | Path) -> list[Path]:
+    """Delete the temporary checkpoint files a killed process left in ``run_dir``; returns them. Call it only while
+    holding the directory's lock (:class:`horde.train.session.RunLock`): a live writer's file would go too."""
+    removed = []
+    for p in Path(run_dir).glob(TEMP_GLOB):
+        if p.is_file() and not p.is_symlink():
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
 
 
 def migrate(data: dict, path: Path) -> dict:

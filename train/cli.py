@@ -166,9 +166,14 @@ def cmd_train(args: list[str]) -> dict:
     from horde.train.shac import SHACConfig, SHACTrainer
 
     cfg, task, raw = compose(args)
+    from horde.train.memory import check_run
+    from horde.train.session import run_directory, writable_run_dir
+
+    check_run(cfg, task)  # before any env is built: a run that will not fit is refused in one line
     if cfg.lib != "horde":
         from horde.train.libs import train_with_library
 
+        writable_run_dir("run_root", cfg.run_root, Path(cfg.run_root) / task)
         return train_with_library(cfg, task, raw)
     from horde.train.config import DistillationConfig
     from horde.train.distill import DistillationTrainer
@@ -177,7 +182,9 @@ def cmd_train(args: list[str]) -> dict:
 
     trainer_cls = (SHACTrainer if isinstance(cfg.algo, SHACConfig)
                    else DistillationTrainer if isinstance(cfg.algo, DistillationConfig) else PPOTrainer)
-    summary = trainer_cls(cfg, task, raw).learn()
+    main_rank = not cfg.distributed or int(os.environ.get("RANK", "0")) == 0
+    with run_directory(cfg.run_root, task, resume=cfg.resume, main=main_rank) as run_dir:  # locked while written
+        summary = trainer_cls(cfg, task, raw, run_dir=run_dir).learn()
     teardown_distributed()  # every rank leaves gloo/NCCL together (left to exit, a rank aborted once under load)
     return summary
 
@@ -189,7 +196,9 @@ def cmd_play(args: list[str]) -> dict:
     kv = _kv(args, KEYS["play"], "play")
     if "run" not in kv:
         raise UsageError("play needs run=<run dir or checkpoint>")
+    _positive(kv, "episodes")
     policy, ckpt, cfg, path = load_policy(kv["run"])
+    _envs_fit(cfg, ckpt["task"], kv.get("episodes", 100), kv.get("device", "cpu"), "episodes")  # one env each
     res = evaluate(policy, ckpt["task"], cfg.task, episodes=kv.get("episodes", 100),
                    device=kv.get("device", "cpu"), seed=kv.get("seed", 12345)).summary()
     print(f"{ckpt['task']} {path.name} over {res['episodes']} deterministic episodes: "
@@ -206,6 +215,11 @@ def cmd_export(args: list[str]) -> dict:
         raise UsageError("export needs run=<run dir or checkpoint>")
     if kv.get("precision", "fp32") not in ("fp32", "fp16"):
         raise UsageError(f"precision={kv['precision']}: valid values: fp32, fp16")
+    if kv.get("episodes", 64) < 64:
+        raise UsageError(f"episodes={kv['episodes']}: the closed-loop rung needs at least 64")
+    _at_least(kv, 0, "sim2sim_episodes")
+    if kv.get("tolerance", 1.0) <= 0:
+        raise UsageError(f"tolerance={kv['tolerance']}: must be > 0")
     report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision"),
                         tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64),
                         **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
@@ -222,6 +236,9 @@ def cmd_verify(args: list[str]) -> dict:
     kv = _kv(args, KEYS["verify"], "verify")
     if "run" not in kv:
         raise UsageError("verify needs run=<run dir, or one bundle dir under <run>/exported/>")
+    _existing(kv, "run", "checkpoint")
+    _positive(kv, "episodes")
+    _at_least(kv, 0, "sim2sim_episodes")
     results, failed = {}, []
     for bundle in find_bundles(kv["run"]):
         rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"),
@@ -244,6 +261,8 @@ def cmd_sim2sim(args: list[str]) -> dict:
     kv = _kv(args, KEYS["sim2sim"], "sim2sim")
     if "run" not in kv:
         raise UsageError("sim2sim needs run=<run dir, or one bundle dir under <run>/exported/>")
+    _existing(kv, "run")
+    _positive(kv, "episodes")
     results = {}
     for bundle in find_bundles(kv["run"]):
         r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0))
@@ -265,6 +284,7 @@ def cmd_video(args: list[str]) -> dict:
     if "run" not in kv:
         raise UsageError("video needs run=<run dir or checkpoint>")
     _positive(kv, "envs", "steps", "episodes")
+    _output_file(kv, "out")
     episodes = kv.get("episodes", None if "steps" in kv else 1)
     bar = Progress("rendering")
 
@@ -283,9 +303,35 @@ def cmd_video(args: list[str]) -> dict:
 
 
 def _positive(kv: dict, *keys: str) -> None:
+    _at_least(kv, 1, *keys)
+
+
+def _at_least(kv: dict, least: int, *keys: str) -> None:
     for key in keys:
-        if key in kv and kv[key] < 1:
-            raise UsageError(f"{key}={kv[key]}: must be at least 1")
+        if key in kv and kv[key] < least:
+            raise UsageError(f"{key}={kv[key]}: must be at least {least}")
+
+
+def _existing(kv: dict, *keys: str) -> None:
+    """Each of ``keys`` given names a file or folder that exists."""
+    for key in keys:
+        if key in kv and not Path(kv[key]).expanduser().exists():
+            raise UsageError(f"{key}={kv[key]}: no such file or directory")
+
+
+def _output_file(kv: dict, key: str) -> None:
+    """``key=`` (when given) can be written as a file: not a folder, in a writable folder."""
+    from horde.sim.fields import check_output_file
+
+    if key in kv:
+        check_output_file(key, kv[key])
+
+
+def _envs_fit(cfg, task: str, num_envs: int, device: str, what: str) -> None:
+    """``num_envs`` envs of ``task`` fit in ``device``'s memory (:mod:`horde.train.memory`), or one line."""
+    from horde.train.memory import check_fits, estimate
+
+    check_fits(estimate(cfg, task, num_envs=num_envs, device=device, training=False), what=what)
 
 
 def cmd_viewer(args: list[str]) -> dict:
@@ -295,6 +341,7 @@ def cmd_viewer(args: list[str]) -> dict:
     if "run" not in kv:
         raise UsageError("viewer needs run=<run dir or checkpoint>")
     _positive(kv, "envs", "steps")
+    _output_file(kv, "out")
     if kv.get("serve") and kv["viewer"] not in ("rerun", "viser"):
         raise UsageError(f"serve=true serves rerun or viser, not {kv['viewer']}")
     path, frames = record_3d(kv["run"], viewer=kv["viewer"], envs=kv.get("envs", 4), steps=kv.get("steps"),
@@ -342,6 +389,7 @@ def cmd_plot(args: list[str]) -> dict:
         raise UsageError("plot needs run=<run dir>")
     if not Path(kv["run"]).is_dir():
         raise CheckpointError(f"{kv['run']}: no such run directory")
+    _output_file(kv, "out")
     try:
         path, panels = plot_run(kv["run"], kv.get("out"))
     except FileNotFoundError as exc:
@@ -387,8 +435,9 @@ def cmd_actuator_net(args: list[str]) -> dict:
         raise UsageError("actuator-net needs data=<motor log>.npz (or data=pd-demo) and out=<net>.onnx")
     if kv.get("epochs", 1) < 1:
         raise UsageError(f"epochs={kv['epochs']}: at least 1")
-    if any(h < 1 for h in kv.get("hidden", (1,))):
-        raise UsageError(f"hidden={','.join(map(str, kv['hidden']))}: layer widths >= 1 expected")
+    if not all(1 <= h <= 8192 for h in kv.get("hidden", (1,))) or len(kv.get("hidden", (1,))) > 16:
+        raise UsageError(f"hidden={','.join(map(str, kv['hidden']))}: 1 to 16 layer widths, each 1 to 8192 expected")
+    _output_file(kv, "out")
     if kv["data"] == "pd-demo":  # a motor whose answer is known: PD, clipped, 2 physics steps of delay
         log = pd_motor_log(stiffness=25.0, damping=0.5, effort_limit=23.7, delay=2, seed=kv.get("seed", 0))
     else:
@@ -424,10 +473,11 @@ def _user_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
     from horde.train.compile_cuda import CudaCompileError
     from horde.train.config import ConfigError
     from horde.train.demo import DemoError
+    from horde.train.session import RunDirError
     from horde.train.viewer import ViewerError
 
     return ((ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-             RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError),
+             RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError, RunDirError),
             (ExportError, DemoError, CudaCompileError))
 
 

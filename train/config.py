@@ -153,12 +153,15 @@ class TrainConfig:
     """Data-parallel over torch.distributed (launch with torchrun); each rank steps num_envs / world_size envs."""
     dist_backend: str | None = choice((None, "gloo", "nccl", "mpi"))
     """torch.distributed backend; None picks nccl on CUDA and gloo on CPU."""
+    memory_check: bool = True
+    """Refuse a run whose estimated memory (:mod:`horde.train.memory`: its envs, rollouts and update) exceeds what
+    its device has available, in one line, before building anything; false skips the estimate."""
     lib: str = choice(("horde", "rsl-rl", "skrl", "sb3", "rl-games"))
     """Who trains: horde's own PPO/SHAC loop, or another library's PPO on the same env (horde.train.libs; the
     library's own settings, ``num_envs``, ``seed``, ``device`` and ``max_iterations`` from here)."""
 
 
-RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "resume")
+RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "memory_check", "resume")
 """Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 

@@ -1,12 +1,18 @@
-"""What every learner's run needs around its loop: seeding, determinism, torch.distributed, preemption signals."""
+"""What every learner's run needs around its loop: seeding, determinism, torch.distributed, preemption signals, and
+the run directory's lock."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import random
 import signal
+import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -139,3 +145,170 @@ class PreemptionGuard:
         for s, handler in self._previous.items():
             signal.signal(s, handler)
         self._previous.clear()
+
+
+# --- the run directory's lock ----------------------------------------------------------------------------------------
+LOCK_NAME = ".horde.lock"
+"""The lock file in a run directory while a process writes it: ``<pid> <host>``."""
+
+
+class RunDirError(RuntimeError):
+    """A run directory that cannot be written: held by another process, or not a writable folder; one line."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+class RunLock:
+    """An exclusive lock on a run directory (``flock`` on ``<run>/.horde.lock``) held while a process writes it.
+
+    The kernel drops a ``flock`` when its process dies, however it dies, so a lock file left by a killed run is stale
+    by construction and the next process takes it over. Where the file system has no ``flock`` (some network file
+    systems), the PID written in the file decides: a live process on this host holds it, a dead one does not.
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def holder(self) -> tuple[int, str] | None:
+        """(pid, host) written in the lock file, or None."""
+        try:
+            pid, host = self.path.read_text().split()[:2]
+            return int(pid), host
+        except (OSError, ValueError):
+            return None
+
+    def _refuse(self) -> RunDirError:
+        pid, host = self.holder() or (0, "?")
+        who = f"process {pid}" + ("" if host == socket.gethostname() else f" on {host}")
+        return RunDirError(f"{self.run_dir}: in use by {who} (another horde train is writing it); wait for it to "
+                           f"end or stop it (kill {pid}), then retry")
+
+    def acquire(self) -> RunLock:
+        """Take the lock or raise :class:`RunDirError` naming the process that holds it."""
+        import fcntl
+
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._refuse() from None
+            except OSError as exc:  # no flock here: fall back on the PID in the file
+                if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                    os.close(fd)
+                    raise
+                held = self.holder()
+                if held and held[0] != os.getpid() and (held[1] != socket.gethostname() or _alive(held[0])):
+                    os.close(fd)
+                    raise self._refuse() from None
+            try:  # the holder before us may have removed the file between our open and our lock: lock the new one
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (no-op when not held)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def writable_run_dir(label: str, value: str | Path, path: str | Path) -> None:
+    """``path`` (where ``label=value`` leads) is a folder this process can write, or can create: a one-line
+    :class:`RunDirError` names the part that is a file or is read-only."""
+    from horde.sim.fields import FieldError, check_writable_dir
+
+    try:
+        check_writable_dir(label, value, path)
+    except FieldError as exc:
+        raise RunDirError(str(exc)) from None
+
+
+def sweep_temporaries(task_dir: str | Path) -> int:
+    """Remove the temporary checkpoint files that killed runs left in the run directories under ``task_dir``
+    (``<run_root>/<task>``), skipping directories a live process holds; returns how many went."""
+    from horde.train.checkpoint import TEMP_GLOB, remove_temporaries
+
+    count = 0
+    for run in Path(task_dir).glob(f"*/{TEMP_GLOB}"):
+        lock = RunLock(run.parent)
+        try:
+            lock.acquire()
+        except (RunDirError, OSError):
+            continue
+        try:
+            count += len(remove_temporaries(run.parent))
+        finally:
+            lock.release()
+    return count
+
+
+@contextlib.contextmanager
+def run_directory(run_root: str | Path, task: str, *, resume: str | Path | None = None,
+                  main: bool = True) -> Iterator[Path | None]:
+    """The run directory ``horde train`` writes, locked for this process while the block runs.
+
+    A resumed run's directory (the checkpoint's folder), or a new ``<run_root>/<task>/<stamp>/``; a run directory
+    another process holds is refused in one line (:class:`RunDirError`), and so is a run root that is a file or
+    read-only. Temporary checkpoint files a killed run left are removed. A new directory that the block leaves
+    empty (the run failed before writing anything) is removed again, with the folders above it that it created. On ranks other than 0 (``main=False``) it
+    yields None: rank 0 names the directory.
+    """
+    if not main:
+        yield None
+        return
+    from horde.train.checkpoint import remove_temporaries, resolve_checkpoint
+    from horde.train.ppo import new_run_dir
+
+    new_parents: list[Path] = []  # folders above a new run directory that this call creates (deepest first)
+    if resume is not None:
+        run_dir, created = resolve_checkpoint(resume).parent, False
+        writable_run_dir("resume", resume, run_dir)
+    else:
+        task_dir = Path(run_root) / task
+        writable_run_dir("run_root", run_root, task_dir)
+        new_parents = [p for p in (task_dir, *task_dir.parents) if not p.exists()]
+        sweep_temporaries(task_dir)
+        for _ in range(100):  # two runs that start in the same second race for one name: the loser takes the next
+            try:
+                run_dir, created = new_run_dir(run_root, task), True
+                break
+            except FileExistsError:
+                continue
+    lock = RunLock(run_dir).acquire()
+    try:
+        remove_temporaries(run_dir)
+        yield run_dir
+    finally:
+        lock.release()
+        if created:
+            with contextlib.suppress(OSError):  # rmdir removes only an empty folder: stop at the first that is not
+                for p in (run_dir, *new_parents):
+                    p.rmdir()
