@@ -230,7 +230,8 @@ def _export(final: Path, name: str, precision: str, reference, graph_policy, ckp
         info = policy_json(
             name=name, task=task, precision=precision, env=env, layout=layout, policy=graph_policy, io=io,
             onnx_info={"file": onnx_path.name, "sha256": sha256(onnx_path), "opset": OPSET, "ir_version": IR_VERSION},
-            checkpoint={"file": str(ckpt_path.resolve()), "iteration": iteration, "sha256": ckpt_sha},
+            checkpoint={"file": str(ckpt_path.resolve()), "iteration": iteration, "sha256": ckpt_sha,
+                        "imports": list(getattr(cfg, "imports", None) or [])},
             golden={"file": "golden_io.npz", "steps": parity_steps, "envs": parity_envs,
                     **verify.golden_tolerances(golden, io, precision)},
         )

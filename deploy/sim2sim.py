@@ -115,12 +115,16 @@ class Sim2SimSetup:
 
 
 def _import_run_modules(spec: dict) -> None:
-    """Import the modules the bundle's run was trained with (``imports=[...]``, in its checkpoint's config), so that
-    a plugin's task, robot or terms are known; nothing when the checkpoint is no longer there."""
+    """Import the modules the bundle's run was trained with (``imports=[...]``: in ``policy.json``'s checkpoint entry,
+    or for older bundles in the checkpoint's config), so that a plugin's task, robot or terms are known."""
     from horde.train.checkpoint import load_checkpoint
     from horde.train.config import import_user_modules
 
-    ckpt = Path((spec.get("checkpoint") or {}).get("file") or "")
+    entry = spec.get("checkpoint") or {}
+    if "imports" in entry:
+        import_user_modules(entry["imports"] or None)
+        return
+    ckpt = Path(entry.get("file") or "")
     if ckpt.is_file():
         import_user_modules(load_checkpoint(ckpt)["config"].get("imports"))
 

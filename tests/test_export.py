@@ -80,6 +80,7 @@ def test_policy_json_layout(exported):
     assert info["control"]["dt"] == pytest.approx(0.02) and info["control"]["decimation"] == 2
     assert info["recurrent"] is None
     assert info["checkpoint"]["iteration"] == 3 and len(info["checkpoint"]["sha256"]) == 64
+    assert info["checkpoint"]["imports"] == []  # a plugin run lists its modules: sim2sim imports them
     assert len(info["onnx"]["sha256"]) == 64 and info["onnx"]["opset"] == 18 and info["onnx"]["ir_version"] == 9
     assert {"horde", "torch", "onnx"} <= set(info["versions"])
     assert info["golden"]["action_tolerance"] == [1e-5]

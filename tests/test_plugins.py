@@ -92,3 +92,17 @@ def test_a_plugin_whose_own_import_fails_is_named_with_the_cause(tmp_path, monke
     with pytest.raises(ConfigError, match=r"^imports: importing 'my_broken_plugin' failed: ModuleNotFoundError: "
                                           r"No module named 'no_such_dependency_of_the_plugin'$"):
         import_user_modules(["my_broken_plugin"])
+
+
+def test_sim2sim_imports_a_bundles_plugins_from_policy_json_without_its_checkpoint():
+    """A bundle names its run's ``imports`` in policy.json, so sim2sim knows a plugin's robot or task even when the
+    checkpoint is no longer beside it; a module that is not importable fails in one line."""
+    import sys
+
+    from horde.deploy.sim2sim import _import_run_modules
+    from horde.train.config import ConfigError
+
+    _import_run_modules({"checkpoint": {"file": "/nonexistent/model_3.pt", "imports": ["json"]}})
+    assert "json" in sys.modules
+    with pytest.raises(ConfigError, match="imports: cannot import 'horde_no_such_plugin'.*must be importable"):
+        _import_run_modules({"checkpoint": {"file": "/nonexistent/model_3.pt", "imports": ["horde_no_such_plugin"]}})
