@@ -150,6 +150,8 @@ def _legged(phase: list[float], down: list[tuple[bool, bool]], command: list[lis
         x.command = wp.array(command, dtype=float)
         x.unstable = wp.array(unstable or [False] * n, dtype=wp.bool)
         x.feet_body = wp.array([0, 1], dtype=int)
+        x.feet_offset = wp.zeros(2, dtype=wp.vec3)  # feet at their bodies' origins
+        x.feet_arm = wp.zeros(2, dtype=wp.vec3)
         z = heights or [(0.03, 0.03)] * n
         x.body_q = wp.array([[wp.transform((0.0, 0.0, h), wp.quat_identity()) for h in row] for row in z],
                             dtype=wp.transform)
