@@ -85,7 +85,7 @@ def scripted_grasp(env, *, record: list | None = None) -> torch.Tensor:
 def test_a_scripted_grasp_through_the_actions_lifts_the_cube_in_nearly_every_env():
     """Issue 29's check of the action interface: a scripted grasp (IK deltas and the one gripper action) lifts the
     cube at least 5 cm in at least 95% of 64 envs of the real reset distribution (cube yaw +-45 degrees). Measured:
-    64 of 64 at seeds 0-7 (2026-11-26)."""
+    64 of 64 at seeds 0-7 (2026-11-26, `python benchmarks/lift_scripted_grasp.py`)."""
     env = make("lift", num_envs=64, seed=3)
     h = scripted_grasp(env)
     assert (h[0].abs() < 0.005).all()  # the open gripper came down around the cube without knocking it away
