@@ -2,6 +2,8 @@
 # The learning scoreboard on one GPU within 10 minutes of device time: benchmarks/learning_suite.py --device cuda:0,
 # every task of its GPU list at 4096 envs (g1-velocity 1.25 min, quadruped 1.25, lift 0.75, ant 0.5, reach 0.5,
 # pendulum 0.3, cartpole 0.2: 4.75 min of training, the rest is process start, CUDA compilation and evaluations).
+# Measured 2026-11-26 (H200, run 5): the four robots took 507 s (45-100 s per task beyond training), so reach,
+# pendulum and cartpole were cut by the deadline; give it 720 s for the whole list.
 # A session that is lent a GPU runs this first:
 #   bash benchmarks/results/gpu/learning_gpu.sh [SECONDS]   (default 540; no task starts with under a minute left)
 # Python: the one on PATH when it imports horde's stack; otherwise the py3.12 stack that device_session.sh unpacks
