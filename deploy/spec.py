@@ -14,54 +14,34 @@ import horde
 from horde.deploy.robot.run_policy import BUNDLE_SCHEMA
 
 
-def _per_column(env, attr: str, default, n: int) -> list:
-    """An optional per-column env attribute (units, scales, clips, gains), ``default`` where a task declares none.
-
-    Classic-control tasks declare none of these; articulated tasks are expected to (they are constants per robot).
-    """
-    value = getattr(env, attr, None)  # optional declarations; grep `obs_units` etc. for the tasks that set them
-    if value is None:
-        return [default] * n
-    value = value() if callable(value) else value
-    if len(value) != n:
-        raise ValueError(f"{type(env).__name__}.{attr} has {len(value)} entries, expected {n}")
-    return list(value)
-
-
 def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
-    """Observation terms in column order. The value fed to the graph is ``clip((raw - offset) * scale)``, where
-    ``raw`` is the physical quantity the term names (``offset`` 0.0, ``scale`` 1.0 and ``clip`` null: horde's
-    classic tasks feed raw values; the normalizer is inside the graph)."""
+    """The observation from the task's terms (``env.observation_terms()``, :mod:`horde.envs.observations`):
+    ``sources``, one block per term (the raw quantity it reads, its columns' slice, offset, scale and clip; what
+    :func:`horde.deploy.robot.observations.build_observation` reads), and ``terms``, the same per column. The value
+    fed to the graph is ``clip((raw - offset) * scale, -clip, clip)``; the normalizer is inside the graph."""
+    from horde.envs.observations import columns_of, raw_term, term_slices
+
     names = layout["obs_names"]
-    n = len(names)
-    units = _per_column(env, "obs_units", None, n)
-    frames = _per_column(env, "obs_frames", None, n)  # "base", "joint", "world", "imu"; None: not a frame quantity
-    scales = _per_column(env, "obs_scales", 1.0, n)
-    clips = _per_column(env, "obs_clip", None, n)
-    offsets = _per_column(env, "obs_offsets", None, n)
-    if offsets == [None] * n:
-        offsets = _joint_obs_offsets(layout)
-    terms = [{"name": name, "slice": [i, i + 1], "offset": offsets[i], "scale": scales[i], "clip": clips[i],
-              "unit": units[i], "frame": frames[i]} for i, name in enumerate(names)]
+    declared = getattr(env, "observation_terms", None)  # an env that is no WarpTaskEnv: each column as it is
+    terms = declared() if callable(declared) else tuple(raw_term(n) for n in names)
+    if list(columns_of(terms)) != list(names):
+        raise ValueError(f"{type(env).__name__}: observation terms name columns {list(columns_of(terms))[:6]}..., "
+                         f"the env's obs_names {list(names)[:6]}...")
+    blocks, columns = [], []
+    for t, lo, hi in term_slices(terms):
+        offsets, scales = t.per_column("offset"), t.per_column("scale")
+        blocks.append({"term": t.name, "source": t.source, "slice": [lo, hi], "columns": list(t.columns),
+                       "offset": offsets, "scale": scales, "clip": t.clip, "unit": t.units(), "frame": t.frame})
+        columns += [{"name": c, "slice": [lo + k, lo + k + 1], "term": t.name, "source": t.source,
+                     "offset": offsets[k], "scale": scales[k], "clip": t.clip, "unit": t.units()[k], "frame": t.frame}
+                    for k, c in enumerate(t.columns)]
     norm = None if normalizer is None else {**normalizer, "formula": "(obs - mean) / (std + eps)", "in_graph": True}
-    out = {"dim": n, "terms": terms, "formula": "obs = clip((raw - offset) * scale, clip)", "normalizer": norm}
+    out = {"dim": len(names), "sources": blocks, "terms": columns,
+           "formula": "obs = clip((raw - offset) * scale, -clip, clip)", "normalizer": norm}
     images = list(getattr(env, "obs_images", ()) or ())
     if images:  # images travel flattened in the observation vector; this says how to lay them out
         out["images"] = images
     return out
-
-
-def _joint_obs_offsets(layout: dict) -> list[float]:
-    """Per-column offsets when the env declares none: the default pose under ``pos_<joint>`` of tasks whose
-    ``TaskSpec.relative_joint_obs`` is set, 0.0 elsewhere."""
-    from horde.envs import TASKS
-
-    names = layout["obs_names"]
-    spec = TASKS.get(layout.get("task"))
-    if spec is None or not spec.relative_joint_obs:
-        return [0.0] * len(names)
-    default = dict(zip(layout["action_names"], actuation(layout)[DEFAULT_POS]))
-    return [float(default.get(name[len("pos_"):], 0.0)) if name.startswith("pos_") else 0.0 for name in names]
 
 
 # Articulated tasks (horde.sim.actuation.Actuation) name their actuation in the task config with these fields;

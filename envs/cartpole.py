@@ -29,6 +29,7 @@ from horde.envs.episode import (
     weighted_reward,
 )
 from horde.envs import render
+from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.classic import (
     CARTPOLE_STATE,
@@ -421,6 +422,16 @@ class CartpoleEnv(BlockStepEnv):
     term_names = TERMS
     action_type = "force"
     action_unit = "N"
+
+    def observation_terms(self):
+        """The state variables as they are, the pole angle as its cos and sin."""
+        return (raw_term("cart_pos", "m"), raw_term("cart_vel", "m/s"), raw_term("pole_cos", "1"),
+                raw_term("pole_sin", "1"), raw_term("pole_vel", "rad/s"))
+
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        s = self.state
+        return {"cart_pos": s[:, 0:1], "cart_vel": s[:, 1:2], "pole_cos": torch.cos(s[:, 2:3]),
+                "pole_sin": torch.sin(s[:, 2:3]), "pole_vel": s[:, 3:4]}
 
     def __init__(self, cfg: CartpoleConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         self.physics = physics_params(cfg)

@@ -26,6 +26,7 @@ import torch
 import warp as wp
 
 from horde.envs import episode
+from horde.envs.observations import ObsTerm, raw_term
 from horde.sim import StepGraph, resolve_device
 from horde.sim.fields import bounded
 
@@ -168,6 +169,18 @@ class WarpTaskEnv:
     def num_actions(self) -> int:
         """Action width."""
         return len(self.action_names)
+
+    # --- what the observation is ------------------------------------------------------------------------------
+    def observation_terms(self) -> tuple[ObsTerm, ...]:
+        """The observation's terms in column order (:mod:`horde.envs.observations`): ``policy.json``'s observation
+        comes from them. This default, for tasks that declare none, feeds each column's own raw value."""
+        return tuple(raw_term(n) for n in self.obs_names)
+
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        """Each raw source the observation terms read, ``[num_envs, width]``, computed from the world's state now
+        (not from the observation buffer): with the terms' offsets, scales and clips it rebuilds ``obs`` (the
+        observation contract test; noise off). Tasks that declare terms implement it."""
+        raise NotImplementedError(f"{type(self).__name__} does not read its observation sources")
 
     # --- the hot path ------------------------------------------------------------------------------------------
     def step(self, actions: torch.Tensor) -> StepResult:

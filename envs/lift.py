@@ -41,6 +41,7 @@ import warp as wp
 from horde.envs import render
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs.observations import ObsTerm, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.lift_terms import LIFT_TERMS, Manip, cube_pos, ee_pos
 from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command
@@ -71,16 +72,6 @@ def obs_names_of(action_names: tuple[str, ...]) -> tuple[str, ...]:
             "cube_y", "cube_z", "cube_ee_x", "cube_ee_y", "cube_ee_z", "target_x", "target_y", "target_z",
             "target_cube_x", "target_cube_y", "target_cube_z", "cube_yaw_sin4", "cube_yaw_cos4", "ee_cmd_dx",
             "ee_cmd_dy", "ee_cmd_dz", "gripper_cmd", *(f"last_action_{a}" for a in action_names))
-
-
-def obs_unit_frame_of(name: str) -> tuple[str, str | None]:
-    """Unit and frame of the lift's observation column ``name``."""
-    if name.startswith(("pos_", "vel_")):
-        unit = "m" if name.split("_", 1)[1] in FINGERS else "rad"
-        return (unit if name.startswith("pos_") else unit + "/s"), "joint"
-    if name.startswith(("ee_", "cube_", "target_")) and not name.startswith("cube_yaw_"):
-        return "m", "world"
-    return "1", None  # the cube's yaw as sin and cos, the gripper command, the last actions
 
 
 def action_names_of(arm: str, gripper: str) -> tuple[str, ...]:
@@ -468,21 +459,49 @@ class LiftEnv(WarpTaskEnv):
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self.manip.actions = self._actions  # created by the core
 
-    @property
-    def obs_units(self) -> list[str]:
-        """``policy.json``'s unit of each observation column ("1": dimensionless; the fingers are slides)."""
-        return [obs_unit_frame_of(n)[0] for n in self.obs_names]
+    def observation_terms(self) -> tuple[ObsTerm, ...]:
+        """The observation's terms in column order (:mod:`horde.envs.observations`); the names of the columns are
+        :func:`obs_names_of`'s."""
+        cols = obs_names_of(self.action_names)
+        nj = len(JOINTS)
+        joint_units = tuple("m" if j in FINGERS else "rad" for j in JOINTS)
 
-    @property
-    def obs_frames(self) -> list[str | None]:
-        """``policy.json``'s frame of each observation column: "joint", "world" (positions), None (unitless)."""
-        return [obs_unit_frame_of(n)[1] for n in self.obs_names]
+        def block(name, source, start, width, **kw):
+            return ObsTerm(name, source=source, columns=cols[start:start + width], **kw)
 
-    @property
-    def obs_offsets(self) -> list[float]:
-        """What ``policy.json`` subtracts from each raw observation: the default pose from the joint positions."""
-        default = dict(zip(JOINTS, self.cfg.default_joint_pos))
-        return [float(default.get(n[len("pos_"):], 0.0)) if n.startswith("pos_") else 0.0 for n in self.obs_names]
+        c = 2 * nj
+        return (block("joint_pos", "joint_pos", 0, nj, unit=joint_units, frame="joint",
+                      offset=tuple(float(v) for v in self.cfg.default_joint_pos)),
+                block("joint_vel", "joint_vel", nj, nj, unit=tuple(u + "/s" for u in joint_units), frame="joint"),
+                block("ee_pos", "ee_pos", c, 3, unit="m", frame="world"),
+                block("cube_pos", "object_pos", c + 3, 3, unit="m", frame="world"),
+                block("cube_rel_ee", "object_rel_ee", c + 6, 3, unit="m", frame="world"),
+                block("target_pos", "goal_pos", c + 9, 3, unit="m", frame="world"),
+                block("target_rel_cube", "goal_rel_object", c + 12, 3, unit="m", frame="world"),
+                block("cube_yaw", "object_yaw_sincos4", c + 15, 2, unit="1"),
+                block("ik_lead", "ik_lead", c + 17, 3, unit="m", frame="world"),
+                block("gripper_command", "gripper_command", c + 20, 1, unit="1"),
+                block("last_action", "last_action", c + 21, len(self.action_names), unit="1"))
+
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        a = self.world.arrays
+        body_q = wp.to_torch(a.body_q)
+        ee_body, ee_offset = self._ee
+        hand, cube = body_q[:, ee_body], body_q[:, self.manip.cube_body]
+        offset = torch.tensor(ee_offset, dtype=hand.dtype, device=hand.device).expand(self.num_envs, 3)
+        ee = hand[:, :3] + quat_rotate(hand[:, 3:7], offset)
+        c = cube[:, :3]
+        x_axis = torch.tensor((1.0, 0.0, 0.0), device=hand.device).expand(self.num_envs, 3)
+        cube_x, hand_x = quat_rotate(cube[:, 3:7], x_axis), quat_rotate(hand[:, 3:7], x_axis)
+        yaw = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
+        lead = self.ee_target - ee if self.cfg.arm == "ee_delta" else torch.zeros_like(ee)
+        nj = len(JOINTS)
+        return {"joint_pos": wp.to_torch(a.joint_q)[:, :nj], "joint_vel": wp.to_torch(a.joint_qd)[:, :nj],
+                "ee_pos": ee, "object_pos": c, "object_rel_ee": c - ee, "goal_pos": self.target,
+                "goal_rel_object": self.target - c,
+                "object_yaw_sincos4": torch.stack((torch.sin(4 * yaw), torch.cos(4 * yaw)), dim=-1),
+                "ik_lead": lead, "gripper_command": wp.to_torch(self._command.grip)[:, None],
+                "last_action": wp.to_torch(self._last_actions)}
 
     def command_spec(self) -> dict:
         """How the actions become the actuated joints' PD targets, for ``policy.json``: the arm mode, the gripper law

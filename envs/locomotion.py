@@ -26,6 +26,7 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs.observations import ObsTerm, quat_rotate_inverse
 from horde.envs.terms import TermSet
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
@@ -275,6 +276,29 @@ class LocomotionEnv(WarpTaskEnv):
 
     def action_scale(self) -> list[float]:
         return list(self.cfg.action_scale)
+
+    def observation_terms(self) -> tuple[ObsTerm, ...]:
+        """Torso height, gravity in the torso frame, base velocities, joint angles (absolute) and rates, the last
+        actions (:func:`obs_names`)."""
+        c, nj = self.obs_names, len(self.joints)
+        return (ObsTerm("base_height", source="base_height", columns=c[0:1], unit="m", frame="world"),
+                ObsTerm("projected_gravity", source="projected_gravity", columns=c[1:4], unit="1", frame="base"),
+                ObsTerm("base_lin_vel", source="base_lin_vel", columns=c[4:7], unit="m/s", frame="base"),
+                ObsTerm("base_ang_vel", source="base_ang_vel", columns=c[7:10], unit="rad/s", frame="base"),
+                ObsTerm("joint_pos", source="joint_pos", columns=c[10:10 + nj], unit="rad", frame="joint"),
+                ObsTerm("joint_vel", source="joint_vel", columns=c[10 + nj:10 + 2 * nj], unit="rad/s", frame="joint"),
+                ObsTerm("last_action", source="last_action", columns=c[10 + 2 * nj:], unit="1"))
+
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        a, t, nj = self.world.arrays, self._task, len(self.joints)
+        root = wp.to_torch(a.body_q)[:, t.root]
+        vel = wp.to_torch(a.root_vel_base)
+        down = torch.tensor((0.0, 0.0, -1.0), device=root.device).expand(self.num_envs, 3)
+        return {"base_height": root[:, 2:3], "projected_gravity": quat_rotate_inverse(root[:, 3:7], down),
+                "base_lin_vel": vel[:, 0:3], "base_ang_vel": vel[:, 3:6],
+                "joint_pos": wp.to_torch(a.joint_q)[:, t.q0:t.q0 + nj],
+                "joint_vel": wp.to_torch(a.joint_qd)[:, t.qd0:t.qd0 + nj],
+                "last_action": wp.to_torch(self._last_actions)}
 
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp

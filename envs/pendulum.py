@@ -14,6 +14,7 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs import render
+from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 
@@ -130,6 +131,14 @@ class PendulumEnv(WarpTaskEnv):
     term_names = TERMS
     action_type = "torque"
     action_unit = "N m"
+
+    def observation_terms(self):
+        """The angle as its cos and sin, the rate as it is."""
+        return raw_term("cos_angle", "1"), raw_term("sin_angle", "1"), raw_term("angular_vel", "rad/s")
+
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        s = self.state
+        return {"cos_angle": torch.cos(s[:, 0:1]), "sin_angle": torch.sin(s[:, 0:1]), "angular_vel": s[:, 1:2]}
 
     def __init__(self, cfg: PendulumConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         self.physics = physics_params(cfg)

@@ -20,6 +20,7 @@ import warp as wp
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs.observations import ObsTerm
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, clipped_action_rate
@@ -317,6 +318,23 @@ class ReachEnv(WarpTaskEnv):
 
     def action_scale(self) -> list[float]:
         return list(self.cfg.action_scale)
+
+    def observation_terms(self) -> tuple[ObsTerm, ...]:
+        """Joint angles (absolute) and rates, end effector, target and their difference, the last actions."""
+        nj, c = len(JOINTS), OBS_NAMES
+        return (ObsTerm("joint_pos", source="joint_pos", columns=c[:nj], unit="rad", frame="joint"),
+                ObsTerm("joint_vel", source="joint_vel", columns=c[nj:2 * nj], unit="rad/s", frame="joint"),
+                ObsTerm("ee_pos", source="ee_pos", columns=c[2 * nj:2 * nj + 3], unit="m", frame="world"),
+                ObsTerm("target_pos", source="goal_pos", columns=c[2 * nj + 3:2 * nj + 6], unit="m", frame="world"),
+                ObsTerm("target_rel_ee", source="goal_rel_ee", columns=c[2 * nj + 6:2 * nj + 9], unit="m",
+                        frame="world"),
+                ObsTerm("last_action", source="last_action", columns=c[2 * nj + 9:], unit="1"))
+
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        a, nj, ee = self.world.arrays, len(JOINTS), self.ee_position()
+        return {"joint_pos": wp.to_torch(a.joint_q)[:, :nj], "joint_vel": wp.to_torch(a.joint_qd)[:, :nj],
+                "ee_pos": ee, "goal_pos": self.target, "goal_rel_ee": self.target - ee,
+                "last_action": wp.to_torch(self._last_actions)}
 
     def ee_position(self) -> torch.Tensor:
         """End-effector positions [num_envs, 3] [m] (a new tensor; host-side helper for evaluation)."""

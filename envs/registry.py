@@ -37,9 +37,6 @@ class TaskSpec:
     """The task's MuJoCo sim-to-sim twin (rung 3 of the export ladder, :mod:`horde.deploy.sim2sim`): a class with
     ``load_model(task_config) -> MjModel``, ``quantities``, ``per_second``, and per episode ``reset``, ``values``,
     ``terms`` and ``metrics``; None for a task without one."""
-    relative_joint_obs: bool = False
-    """Its ``pos_<joint>`` observations are angles relative to the default pose (legged_gym's convention); the
-    exported ``policy.json`` then carries the default pose as their offsets."""
 
     @property
     def differentiable(self) -> bool:

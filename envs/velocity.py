@@ -35,6 +35,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from horde.envs import velocity_obs
 from horde.envs.core import WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
@@ -418,30 +419,6 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
     return world, list(q_idx), list(qd_idx), feet
 
 
-def obs_unit_frame(name: str, cfg: VelocityConfig) -> tuple[str, str | None]:
-    """Unit and frame of the observation column ``name``: "base" (the base body's frame; with ``imu`` the angular
-    velocity and gravity are the IMU site's, "imu"), "base_yaw" (the base's heading, z up: a yaw-aligned
-    height scan), "joint" (joint coordinates), "camera", or None (actions, the gait clock)."""
-    imu = "imu" if cfg.imu else "base"
-    if name.startswith("pos_"):
-        return "rad", "joint"
-    if name.startswith("vel_"):
-        return "rad/s", "joint"
-    if name.startswith("height_scan_"):
-        return "m", "base_yaw" if cfg.height_scan.yaw_aligned else "base"
-    if name.startswith("depth_"):
-        return "m", "camera"
-    if name.startswith(("last_action_", "gait_phase_")):
-        return "1", None
-    if name.startswith("lin_vel_"):
-        return "m/s", "base"
-    if name.startswith("ang_vel_"):
-        return "rad/s", imu
-    if name.startswith("gravity_"):
-        return "1", imu
-    return {"cmd_vx": ("m/s", "base"), "cmd_vy": ("m/s", "base"), "cmd_yaw_rate": ("rad/s", "base")}[name]
-
-
 class VelocityEnv(WarpTaskEnv):
     """Batched velocity tracking for a legged robot on Newton (MuJoCo-Warp), flat or rough terrain."""
 
@@ -603,15 +580,12 @@ class VelocityEnv(WarpTaskEnv):
                  "max_depth": cam.max_depth, "fov_vertical": cam.fov, "body": cam.body or "root",
                  "position": list(cam.position), "pitch": cam.pitch}]
 
-    @property
-    def obs_units(self) -> list[str]:
-        """``policy.json``'s unit of each observation column ("1": dimensionless)."""
-        return [obs_unit_frame(n, self.cfg)[0] for n in self.obs_names]
+    def observation_terms(self) -> tuple:
+        """The observation's terms (:mod:`horde.envs.velocity_obs`)."""
+        return velocity_obs.observation_terms(self)
 
-    @property
-    def obs_frames(self) -> list[str | None]:
-        """``policy.json``'s frame of each observation column (None: not a vector quantity)."""
-        return [obs_unit_frame(n, self.cfg)[1] for n in self.obs_names]
+    def observation_sources(self) -> dict[str, torch.Tensor]:
+        return velocity_obs.observation_sources(self)
 
     def action_scale(self) -> list[float]:
         return self._per_action(_gains(self.cfg, self.robot)[0])
@@ -620,13 +594,6 @@ class VelocityEnv(WarpTaskEnv):
         """One value per action column, from one per robot joint."""
         joints = self.robot.joints
         return [float(values[joints.index(j)]) for j in self.action_names]
-
-    @property
-    def obs_offsets(self) -> list[float]:
-        """``policy.json``'s offset of each observation column: the default angle under ``pos_<joint>`` (the
-        observation is the angle relative to it), 0 elsewhere."""
-        default = dict(zip(self.robot.joints, self.robot.default_joint_pos))
-        return [float(default.get(n[len("pos_"):], 0.0)) if n.startswith("pos_") else 0.0 for n in self.obs_names]
 
     def pd_targets(self) -> torch.Tensor:
         """Every joint's PD target [rad] under the last step's actions, [num_envs, joints] in the robot's joint order

@@ -15,7 +15,7 @@ from horde.sim.terrain import HeightScanConfig, TerrainConfig
 def _register(name: str, config: VelocityConfig, description: str, twin: type | None = None) -> None:
     """A velocity task: the legged side view, joint observations relative to the default pose."""
     register_task(name, TaskSpec(env_cls=VelocityEnv, config=config, description=description,
-                                 renderer=render.draw_legged, twin=twin, relative_joint_obs=True))
+                                 renderer=render.draw_legged, twin=twin))
 
 
 def _rough(**kw) -> VelocityConfig:

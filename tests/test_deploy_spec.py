@@ -29,11 +29,20 @@ def test_torque_actions_have_no_offset_and_no_gains():
 
 
 def test_observation_terms_take_declared_units_else_null():
-    class Declares:
-        obs_units = ("rad", "rad", "rad/s")
+    from horde.envs.observations import ObsTerm
 
-    terms = observation_spec(Declares(), _layout(), None)["terms"]
+    names = tuple(_layout()["obs_names"])
+
+    class Declares:
+        def observation_terms(self):
+            return (ObsTerm("joint_pos", source="joint_pos", columns=names[:2], unit="rad", offset=(0.5, 0.0)),
+                    ObsTerm("joint_vel", source="joint_vel", columns=names[2:], unit="rad/s", scale=0.1, clip=5.0))
+
+    spec = observation_spec(Declares(), _layout(), None)
+    terms = spec["terms"]
     assert [t["unit"] for t in terms] == ["rad", "rad", "rad/s"] and terms[2]["slice"] == [2, 3]
+    assert [t["offset"] for t in terms] == [0.5, 0.0, 0.0] and (terms[2]["scale"], terms[2]["clip"]) == (0.1, 5.0)
+    assert [(b["source"], b["slice"]) for b in spec["sources"]] == [("joint_pos", [0, 2]), ("joint_vel", [2, 3])]
     terms = observation_spec(object(), _layout(), {"mean": [0.0] * 3, "std": [1.0] * 3, "eps": 0.01})["terms"]
     assert [t["unit"] for t in terms] == [None] * 3 and all(t["scale"] == 1.0 and t["clip"] is None for t in terms)
 

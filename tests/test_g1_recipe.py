@@ -62,8 +62,8 @@ def test_legs_only_actions_and_their_layout(env):
     assert names[12 + 2 * nj:12 + 2 * nj + 12] == tuple(f"last_action_{j}" for j in env.action_names)
     assert names[-2:] == ("gait_phase_sin", "gait_phase_cos") and env.obs_dim == 12 + 2 * nj + 12 + 2
     assert len(env.action_scale()) == 12
-    offsets = env.obs_offsets
-    assert offsets[names.index("pos_left_elbow_joint")] == pytest.approx(0.6)  # the default angle: obs are relative
+    offsets = {c: o for t in env.observation_terms() for c, o in zip(t.columns, t.per_column("offset"))}
+    assert offsets["pos_left_elbow_joint"] == pytest.approx(0.6)  # the default angle: obs are relative
 
 
 def test_held_joints_keep_their_default_targets_whatever_the_actions(env):

@@ -122,9 +122,10 @@ def test_policy_json_observation_terms_carry_units_and_frames(go1_env):
 
 
 def test_lift_observation_units_and_frames():
-    from horde.envs.lift import action_names_of, obs_names_of, obs_unit_frame_of
+    from horde.envs import make
 
-    got = {n: obs_unit_frame_of(n) for n in obs_names_of(action_names_of("ee_delta", "binary"))}
+    env = make("lift", num_envs=1)
+    got = {c: (u, t.frame) for t in env.observation_terms() for c, u in zip(t.columns, t.units())}
     assert got["pos_elbow"] == ("rad", "joint") and got["vel_left_finger"] == ("m/s", "joint")
     assert got["ee_x"] == got["cube_ee_z"] == got["target_cube_y"] == got["ee_cmd_dx"] == ("m", "world")
     assert got["cube_yaw_sin4"] == got["gripper_cmd"] == got["last_action_ee_dx"] == ("1", None)

@@ -1,0 +1,135 @@
+"""Observation terms: what each block of a task's observation vector is, declared once.
+
+A task lists its observation as :class:`ObsTerm` s in column order (``env.observation_terms()``). Each term reads
+one *raw source*, a physical quantity a robot (or the simulator) provides, named by ``source`` and documented in
+:data:`SOURCES`, and the policy sees ``clip((raw - offset) * scale, -clip, clip)`` of it. From the terms come the
+observation's column names, ``policy.json``'s observation section (:func:`horde.deploy.spec.observation_spec`, read
+on the robot by :mod:`horde.deploy.robot.observations`), and the contract that every task's observation vector can
+be rebuilt from raw state and ``policy.json`` alone (``tests/test_observation_contract.py``, through
+``env.observation_sources()``, each task's reading of its raw sources from the world's state)::
+
+    ObsTerm("joint_pos", source="joint_pos", columns=tuple(f"pos_{j}" for j in joints), unit="rad", frame="joint",
+            offset=default_pose)   # the policy sees the angle relative to the default pose
+
+The step kernels write the observation vector themselves (fused, one launch); the terms describe it, and the
+contract test holds the two together for every registered task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["SOURCES", "ObsTerm", "columns_of", "quat_rotate", "quat_rotate_inverse", "raw_term", "term_slices"]
+
+SOURCES: dict[str, str] = {
+    # floating-base robots
+    "base_lin_vel": "base linear velocity in the base frame [m/s] (x forward, y left, z up)",
+    "base_ang_vel": "base angular velocity in the base frame [rad/s]",
+    "imu_gyro": "the IMU's angular velocity in the IMU site's frame [rad/s]",
+    "projected_gravity": "unit gravity direction (0, 0, -1) of the world in the base frame",
+    "imu_projected_gravity": "unit gravity direction of the world in the IMU site's frame",
+    "base_height": "height of the base (root body) origin above the world's z = 0 [m]",
+    "velocity_command": "commanded base velocity: vx [m/s], vy [m/s] (base frame), yaw rate [rad/s]",
+    "gait_clock": "sin and cos of 2 pi x the gait clock's phase in [0, 1)",
+    "height_scan": "height of the base above the terrain under each scan point [m]",
+    "depth_image": "forward depth of each pixel [m], row-major, row 0 at the top",
+    # every articulated robot
+    "joint_pos": "joint positions [rad or m] in the listed order",
+    "joint_vel": "joint velocities [rad/s or m/s] in the listed order",
+    "last_action": "the policy's previous action, clipped to [-1, 1] (zeros at an episode's start)",
+    # manipulation (world frame: the robot's base stands at the origin)
+    "ee_pos": "end-effector (grasp site) position in the world frame [m]",
+    "object_pos": "the object's (cube's) position in the world frame [m]",
+    "object_rel_ee": "object position minus end-effector position, world frame [m]",
+    "goal_pos": "goal position in the world frame [m]",
+    "goal_rel_object": "goal position minus object position, world frame [m]",
+    "goal_rel_ee": "goal position minus end-effector position, world frame [m]",
+    "object_yaw_sincos4": "sin and cos of 4 x the object's yaw relative to the hand's (a cube repeats every 90 deg)",
+    "ik_lead": "the IK command's end-effector target minus the end-effector position, world frame [m]",
+    "gripper_command": "the gripper law's opening command, 1 open, 0 closed (policy.json's action.command)",
+}
+"""The raw quantities observation terms read; a task may add its own names (classic-control state variables)."""
+
+
+@dataclass(frozen=True)
+class ObsTerm:
+    """One block of consecutive observation columns read from one raw source."""
+
+    name: str
+    """Term name (unique in the task)."""
+    source: str
+    """The raw quantity it reads (:data:`SOURCES`, or a task's own state variable)."""
+    columns: tuple[str, ...]
+    """Column names, in order; the term's width is their count."""
+    unit: str | tuple[str, ...] | None = None
+    """Unit of the raw quantity, one or one per column ("1": dimensionless; None: not declared)."""
+    frame: str | None = None
+    """Frame of a vector quantity: "base", "base_yaw", "imu", "joint", "world", "camera"; None otherwise."""
+    offset: float | tuple[float, ...] = 0.0
+    """Subtracted from the raw value (one value or one per column), e.g. the default pose of joint angles."""
+    scale: float | tuple[float, ...] = 1.0
+    """Multiplies ``raw - offset``."""
+    clip: float | None = None
+    """The result is clipped to [-clip, clip] (None: not clipped)."""
+    noise: float = 0.0
+    """Half-width of the uniform noise added in training (not on the robot); 0: none."""
+
+    def __post_init__(self) -> None:
+        for attr in ("offset", "scale", "unit"):
+            v = getattr(self, attr)
+            if isinstance(v, tuple) and len(v) != len(self.columns):
+                raise ValueError(f"observation term '{self.name}': {attr} has {len(v)} values for "
+                                 f"{len(self.columns)} columns")
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+    def units(self) -> list[str | None]:
+        """``unit`` per column."""
+        return list(self.unit) if isinstance(self.unit, tuple) else [self.unit] * self.width
+
+    def per_column(self, attr: str) -> list[float]:
+        """``offset`` or ``scale`` as one float per column."""
+        v = getattr(self, attr)
+        return [float(v)] * self.width if isinstance(v, (int, float)) else [float(x) for x in v]
+
+
+def raw_term(name: str, unit: str | None = None) -> ObsTerm:
+    """A one-column term that feeds its source as is (classic-control state variables: source = name)."""
+    return ObsTerm(name, source=name, columns=(name,), unit=unit)
+
+
+def columns_of(terms: Sequence[ObsTerm]) -> tuple[str, ...]:
+    """The observation's column names, in order; a duplicated term or column name raises."""
+    names = [t.name for t in terms]
+    if len(set(names)) != len(names):
+        raise ValueError(f"observation term names repeat: {names}")
+    cols = tuple(c for t in terms for c in t.columns)
+    if len(set(cols)) != len(cols):
+        raise ValueError("observation column names repeat")
+    return cols
+
+
+def term_slices(terms: Sequence[ObsTerm]) -> list[tuple[ObsTerm, int, int]]:
+    """Each term with its column range [start, stop)."""
+    out, c = [], 0
+    for t in terms:
+        out.append((t, c, c + t.width))
+        c += t.width
+    return out
+
+
+def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``v`` [..., 3] in the frame of unit quaternions ``q`` [..., 4] (x, y, z, w): R(q)^T v (raw sources)."""
+    xyz, w = q[..., :3], q[..., 3:4]
+    t = 2.0 * torch.cross(xyz, v.expand_as(xyz), dim=-1)
+    return v - w * t + torch.cross(xyz, t, dim=-1)
+
+
+def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``v`` [..., 3] rotated by unit quaternions ``q`` [..., 4] (x, y, z, w): R(q) v."""
+    return quat_rotate_inverse(torch.cat((-q[..., :3], q[..., 3:4]), dim=-1), v)

@@ -1,0 +1,69 @@
+"""The observation contract: for every registered task, the policy's observation vector is rebuilt from
+``policy.json``'s observation blocks and raw state alone (``env.observation_sources()``, read from the world's
+state, not from the observation buffer), with the robot side's numpy builder, and equals the env's to float
+precision. A task whose exported offsets, scales, clips or column order differ from what its kernels write fails
+here: the lift's joint offsets before 2026-11-26 (0 instead of the default pose) and the rough tasks' height scan
+(offset 0 instead of the scan offset) did."""
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from horde.deploy.robot.observations import ObservationError, build_observation, required_sources
+from horde.deploy.spec import observation_spec
+from horde.envs import get_task, make, task_names
+from horde.envs.observations import SOURCES, ObsTerm, columns_of
+
+N = 4
+
+
+def _quiet(task: str):
+    """The task's config with observation noise off (noise is training's, not the robot's)."""
+    cfg = copy.deepcopy(get_task(task).config)
+    dr = getattr(cfg, "randomization", None)
+    if dr is not None and hasattr(dr, "obs_noise_scale"):
+        cfg.randomization = dataclasses.replace(dr, obs_noise_scale=0.0)
+    if hasattr(cfg, "height_scan") and hasattr(cfg.height_scan, "noise"):
+        cfg.height_scan = dataclasses.replace(cfg.height_scan, noise=0.0)
+    return cfg
+
+
+@pytest.mark.parametrize("task", task_names())
+def test_observation_rebuilds_from_policy_json_and_raw_state(task):
+    env = make(task, num_envs=N, config=_quiet(task))
+    spec = observation_spec(env, env.describe(), None)
+    assert [b["source"] for b in spec["sources"]] == [t.source for t in env.observation_terms()]
+    g = torch.Generator().manual_seed(0)
+    for step in range(6):
+        raw = {k: v.detach().cpu().numpy() for k, v in env.observation_sources().items()}
+        rebuilt = build_observation(spec, raw)
+        np.testing.assert_allclose(rebuilt, env.obs.cpu().numpy(), rtol=1e-5, atol=2e-5,
+                                   err_msg=f"{task} step {step}: obs differs from policy.json(raw state)")
+        env.step(torch.rand(N, env.num_actions, generator=g) * 2 - 1)
+
+
+def test_every_term_names_a_documented_source_or_its_own_column():
+    """A term's source is a documented raw quantity (SOURCES), or, for a one-column term, the column itself (a
+    classic task's state variable)."""
+    for task in task_names():
+        env = make(task, num_envs=1)
+        for t in env.observation_terms():
+            assert t.source in SOURCES or t.columns == (t.source,), (task, t.name, t.source)
+
+
+def test_builder_names_what_is_missing_or_misshapen():
+    terms = [ObsTerm("joint_pos", source="joint_pos", columns=("pos_a", "pos_b"), offset=(0.5, -0.5), clip=1.0)]
+    spec = {"dim": 2, "sources": [{"term": "joint_pos", "source": "joint_pos", "slice": [0, 2], "offset": [0.5, -0.5],
+                                   "scale": [1.0, 1.0], "clip": 1.0}]}
+    assert list(columns_of(terms)) == ["pos_a", "pos_b"]
+    assert required_sources(spec) == {"joint_pos": 2}
+    np.testing.assert_allclose(build_observation(spec, {"joint_pos": np.array([3.0, 0.0])}), [[1.0, 0.5]])
+    with pytest.raises(ObservationError, match="lacks source.*joint_pos"):
+        build_observation(spec, {"joint_vel": np.zeros(2)})
+    with pytest.raises(ObservationError, match="3 columns"):
+        build_observation(spec, {"joint_pos": np.zeros(3)})
+    with pytest.raises(ValueError, match="offset has 1 values for 2 columns"):
+        ObsTerm("bad", source="joint_pos", columns=("a", "b"), offset=(0.0,))
