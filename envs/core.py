@@ -87,6 +87,9 @@ class WarpTaskEnv:
     """Name of each action column, in order; actions are normalized to [-1, 1]."""
     state_names: ClassVar[tuple[str, ...]]
     """Name of each physical state column, in order."""
+    termination_names: tuple[str, ...] = ()
+    """Name of each termination term whose firings the step counts in ``_causes`` (tasks with termination terms);
+    ``pop_episode_stats`` reports each as ``termination/<name>``, the share of finished episodes it ended."""
     term_names: ClassVar[tuple[str, ...]]
     """Name of each reward term, in order; ``cfg.reward_scales`` must have exactly these keys."""
     step_kernels: ClassVar[tuple]
@@ -129,6 +132,7 @@ class WarpTaskEnv:
             self._episode_sums = wp.zeros((t, n), dtype=float)
             self._stats = wp.zeros(episode.STATS_TERMS + t, dtype=wp.float64)
             self._rng = wp.zeros(n, dtype=wp.uint32)
+            self._causes = wp.zeros(max(len(self.termination_names), 1), dtype=wp.float64)
             self._reward_scales = wp.array([cfg.reward_scales[k] for k in self.term_names], dtype=float)
 
         # Zero-copy torch views, created once (outside any inference mode).
@@ -268,6 +272,9 @@ class WarpTaskEnv:
         self._fold_stats()
         s = self._stats.numpy().astype(np.float64)
         self._stats.zero_()
+        causes = self._causes.numpy()[:len(self.termination_names)].copy() if self.termination_names else ()
+        if self.termination_names:
+            self._causes.zero_()
         n = s[episode.STATS_EPISODES]
         out = {"episodes": float(n)}
         if n > 0:
@@ -279,6 +286,8 @@ class WarpTaskEnv:
             out["termination_rate"] = float(s[episode.STATS_TERMINATIONS] / n)
             for k, name in enumerate(self.term_names):
                 out[f"reward/{name}"] = float(s[episode.STATS_TERMS + k] / n)
+            for name, count in zip(self.termination_names, causes):
+                out[f"termination/{name}"] = float(count / n)
         return out
 
     def describe(self) -> dict:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import warp as wp
 
-__all__ = ["TermSet", "UnknownTermError", "clipped_action_rate"]
+__all__ = ["TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate"]
 
 
 class UnknownTermError(ValueError):
@@ -62,6 +62,37 @@ class TermSet:
                                    f"{', '.join(missing)}; valid terms: {', '.join(self._terms)}")
         return tuple(self._terms[n] for n in names)
 
+
+
+class TerminationSet(TermSet):
+    """Termination terms of one task family: Warp functions ``(x: Context, i: int) -> bool``, each a *failure*
+    (the episode fails: ``terminated``) or a *time-out* (it ends as ``truncated``, bootstrapped like the time
+    limit; Isaac Lab's ``time_out=True``). A task config lists the ones it uses (``task.terminations``); the step
+    kernel fuses them with ``wp.static`` and counts, per finished episode, which of them fired
+    (``termination/<name>`` in the episode statistics)::
+
+        @VELOCITY_TERMINATIONS.term
+        def base_too_low(x: Legged, i: int) -> bool:
+            return wp.transform_get_translation(x.body_q[i, x.root])[2] < 0.2
+    """
+
+    def __init__(self, family: str, context: type) -> None:
+        super().__init__(family, context)
+        self._time_out: dict[str, bool] = {}
+
+    def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
+             time_out: bool = False):
+        """Decorator: register ``func`` as a failure (default) or, with ``time_out=True``, a time-out."""
+        def register(f: Callable) -> wp.Function:
+            wf = TermSet.term(self, f, name=name, replace=replace)
+            self._time_out[name or f.__name__] = bool(time_out)
+            return wf
+
+        return register(func) if func is not None else register
+
+    def time_outs(self, names: Sequence[str]) -> tuple[bool, ...]:
+        """Whether each of ``names`` is a time-out (after :meth:`resolve` checked them)."""
+        return tuple(self._time_out[n] for n in names)
 
 @wp.func
 def clipped_action_rate(actions: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),

@@ -39,8 +39,9 @@ from horde.envs import velocity_obs
 from horde.envs.core import WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
-from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMS, Legged, advance,
-                                       clock_phase, failure, obs_names, velocity_term)
+from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMINATIONS, VELOCITY_TERMS,
+                                       Legged, advance,
+                                       clock_phase, obs_names, velocity_term)
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
 from horde.envs.velocity_twin import VelocityTwin
@@ -199,8 +200,10 @@ def velocity_pre_step(
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The step's second kernel for this list of reward terms (fused with ``wp.static``: one launch for all)."""
+def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ...] = (),
+                     time_outs: tuple[bool, ...] = ()) -> wp.Kernel:
+    """The step's second kernel for these reward terms and termination terms (``ends``, each a failure or, where
+    ``time_outs`` says so, a time-out), fused with ``wp.static``: one launch for all."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def velocity_post_step(
@@ -213,6 +216,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         kd0: wp.array(dtype=float),
         centre_z: wp.array(dtype=float),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
         rng: wp.array(dtype=wp.uint32),
         level: wp.array(dtype=wp.int32),
         origin: wp.array(dtype=wp.vec3),
@@ -230,7 +234,16 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         steps = ep.length[i] + 1
         if t.clock_n > 0:
             x.gait_phase[i] = clock_phase(steps, t.dt, t.gait_period)
-        failed = failure(x, i)
+        failed = x.unstable[i]
+        timed_out = bool(False)
+        hits = int(0)
+        for k in range(wp.static(len(ends))):
+            if wp.static(ends[k])(x, i):
+                hits = hits | (1 << k)
+                if wp.static(time_outs[k]):
+                    timed_out = True
+                else:
+                    failed = True
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
@@ -241,8 +254,11 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
             s = _sample_command(t, i, s, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
                        x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, obs)
-        done = close_step(ep, i, r, failed, t.max_episode_length)
+        done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
+            for k in range(wp.static(len(ends))):
+                if hits & (1 << k) != 0:
+                    wp.atomic_add(causes, k, wp.float64(1.0))
             for k in range(obs.shape[1]):
                 final_obs[i, k] = obs[i, k]
             if t.rough == 1:
@@ -425,6 +441,8 @@ class VelocityEnv(WarpTaskEnv):
     step_kernels = (velocity_pre_step, velocity_observe)
     term_set = VELOCITY_TERMS
     """Where ``reward_scales``' keys are looked up."""
+    termination_set = VELOCITY_TERMINATIONS
+    """Where ``terminations``' names are looked up."""
     action_type = "position_target"
     action_unit = "rad"
 
@@ -432,6 +450,8 @@ class VelocityEnv(WarpTaskEnv):
         d = resolve_device(device).warp
         self.robot = resolve_robot(cfg.robot)
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
+        ends = VELOCITY_TERMINATIONS.resolve(list(cfg.terminations))
+        self.termination_names = tuple(cfg.terminations)
         check_options(cfg)
         joints = self.robot.joints
         acting = action_joints(cfg, self.robot)
@@ -522,7 +542,7 @@ class VelocityEnv(WarpTaskEnv):
         """Phase of each env's gait clock in [0, 1) [num_envs] (zeros without ``gait_clock``)."""
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
-        self._post_step = post_step_kernel(terms)
+        self._post_step = post_step_kernel(terms, ends, VELOCITY_TERMINATIONS.time_outs(cfg.terminations))
         self.step_kernels = ((velocity_pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
                              + (self.camera.kernels if self.camera is not None else ()))
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
@@ -657,7 +677,7 @@ class VelocityEnv(WarpTaskEnv):
             self.camera.update(rng=self._rng)
         wp.launch(self._post_step, n, device=d, inputs=[
             self._task, self.legged, self._grid, self._scan, self._ranges, w.arrays.nominal_stiffness,
-            w.arrays.nominal_damping, self._centre_z, self.episodes()], outputs=[
+            w.arrays.nominal_damping, self._centre_z, self.episodes(), self._causes], outputs=[
             self._rng, self._level, self._origin, self._delay, w.arrays.stiffness, w.arrays.damping,
             w.arrays.motor_strength, self._state, self._obs, self._final_obs])
         w.reset(self._dones, self._rng)

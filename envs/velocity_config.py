@@ -126,6 +126,9 @@ class VelocityConfig(TaskConfig):
     """Observation noise levels of lin vel, ang vel, gravity, joint angles, joint rates (x randomization scale)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
     """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""
+    terminations: list[str] = field(default_factory=lambda: ["body_contact", "tilt"])
+    """Termination terms of VELOCITY_TERMINATIONS (failures or time-outs; unstable physics always fails an
+    episode); the share of finished episodes each ended is logged as ``termination/<name>``."""
     action_joints: str = choice(("all", "legs"))
     """Which joints the actions drive: all the robot's joints, or its leg joints (``LeggedRobot.legs``: the G1's 12;
     every joint of a quadruped); the other joints are held by PD at their default positions."""

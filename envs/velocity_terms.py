@@ -7,10 +7,10 @@ into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state.
 # no `from __future__ import annotations`: Warp reads the annotations of the functions below
 import warp as wp
 
-from horde.envs.terms import TermSet, clipped_action_rate
+from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
 
-__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMS", "Legged", "advance", "failure",
-           "clock_phase", "foot_phase", "foot_position", "foot_velocity", "obs_names", "velocity_term"]
+__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMINATIONS", "VELOCITY_TERMS", "Legged",
+           "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity", "obs_names", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
@@ -116,15 +116,25 @@ VELOCITY_TERMS = TermSet("velocity", Legged)
 velocity_term = VELOCITY_TERMS.term
 
 
-@wp.func
-def failure(x: Legged, i: int) -> bool:
-    """Unstable physics, a failure body touching the ground, or a tilt past the limit."""
-    rot = wp.transform_get_rotation(x.body_q[i, x.root])
-    up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
-    body_touch = bool(False)
+VELOCITY_TERMINATIONS = TerminationSet("velocity termination", Legged)
+"""Termination terms of the velocity task: Warp functions ``(x: Legged, i: int) -> bool`` (``task.terminations``
+lists the ones a config uses; unstable physics always ends an episode as a failure)."""
+
+
+@VELOCITY_TERMINATIONS.term
+def body_contact(x: Legged, i: int) -> bool:
+    """A failure-contact body (trunk, head, pelvis, ...) pushes on something harder than the contact threshold."""
+    touch = bool(False)
     for c in range(x.n_feet + x.n_undesired, x.contact.shape[1]):
-        body_touch = body_touch or wp.length(x.contact[i, c]) > x.contact_threshold
-    return x.unstable[i] or body_touch or up_z < x.cos_max_tilt
+        touch = touch or wp.length(x.contact[i, c]) > x.contact_threshold
+    return touch
+
+
+@VELOCITY_TERMINATIONS.term
+def tilt(x: Legged, i: int) -> bool:
+    """The base's up axis is more than ``task.max_tilt`` from the world's."""
+    rot = wp.transform_get_rotation(x.body_q[i, x.root])
+    return 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1]) < x.cos_max_tilt
 
 
 @wp.func

@@ -312,16 +312,19 @@ def import_user_modules(modules: Any) -> None:
 
 
 def check_terms(task_cfg: Any, task_name: str) -> None:
-    """The reward terms a task config names exist in its env's term set (tasks whose env has one), as one line."""
+    """The reward and termination terms a task config names exist in its env's term sets (tasks whose env has
+    them), as one line."""
     from horde.envs import get_task
     from horde.envs.terms import UnknownTermError
 
-    term_set = getattr(get_task(task_name).env_cls, "term_set", None)
-    if term_set is not None:
-        try:
-            term_set.resolve(list(task_cfg.reward_scales))
-        except UnknownTermError as exc:
-            raise ConfigError(f"task.reward_scales: {exc}") from None
+    env_cls = get_task(task_name).env_cls
+    for attr, field in (("term_set", "reward_scales"), ("termination_set", "terminations")):
+        term_set = getattr(env_cls, attr, None)
+        if term_set is not None:
+            try:
+                term_set.resolve(list(getattr(task_cfg, field)))
+            except UnknownTermError as exc:
+                raise ConfigError(f"task.{field}: {exc}") from None
 
 
 def validate(cfg: TrainConfig) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 def iteration_scalars(*, stats: dict, losses: dict, split: dict, steps: int, iter_s: float, learning_rate: float,
                       noise_std: float) -> dict[str, float]:
     """Losses, learning rate, exploration noise, throughput, the wall-time split, episode statistics, every reward
-    term, every ``sim/*`` counter (e.g. ``sim/unstable_resets`` from the physics health check) and every
+    term, the share of episodes each termination term ended (``Termination/<name>``), every ``sim/*`` counter (e.g. ``sim/unstable_resets`` from the physics health check) and every
     ``curriculum/*`` level (terrain level, the vx command range), by tag."""
     out = {k if "/" in k else f"Loss/{k}": v for k, v in losses.items()}  # "Overlap/..." keeps its own tag
     out["Loss/learning_rate"] = learning_rate
@@ -20,6 +20,7 @@ def iteration_scalars(*, stats: dict, losses: dict, split: dict, steps: int, ite
         out["Train/mean_episode_length"] = stats["length_mean"]
         out["Train/termination_rate"] = stats["termination_rate"]
         out.update({f"Reward/{k[7:]}": v for k, v in stats.items() if k.startswith("reward/")})
+        out.update({f"Termination/{k[12:]}": v for k, v in stats.items() if k.startswith("termination/")})
     out.update({k: v for k, v in stats.items() if k.startswith(("sim/", "curriculum/"))})
     return out
 
