@@ -17,12 +17,14 @@ contract test holds the two together for every registered task.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+import warp as wp
 
-__all__ = ["SOURCES", "ObsTerm", "columns_of", "quat_rotate", "quat_rotate_inverse", "raw_term", "term_slices"]
+__all__ = ["MIRRORS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction", "columns_of", "quat_rotate",
+           "quat_rotate_inverse", "raw_term", "term_slices"]
 
 SOURCES: dict[str, str] = {
     # floating-base robots
@@ -96,6 +98,82 @@ class ObsTerm:
         """``offset`` or ``scale`` as one float per column."""
         v = getattr(self, attr)
         return [float(v)] * self.width if isinstance(v, (int, float)) else [float(x) for x in v]
+
+
+MIRRORS = ("even", "odd")
+"""How a user's observation term mirrors left-right (``algo.symmetry``): each column unchanged ("even": a height,
+a forward speed) or negated ("odd": a lateral offset, a yaw rate); None: no mirror image (symmetry then refuses
+the task in one line)."""
+
+
+@dataclass(frozen=True)
+class ObservationFunction:
+    """A user's observation term: a Warp function ``(x: Context, i: int, k: int) -> float`` giving column ``k`` of
+    env ``i``'s raw value, and how the policy sees it (one offset, scale and clip for every column)."""
+
+    name: str
+    func: wp.Function
+    width: int
+    unit: str | None
+    frame: str | None
+    offset: float
+    scale: float
+    clip: float | None
+    mirror: str | None
+
+    def term(self) -> ObsTerm:
+        """Its :class:`ObsTerm` (source: its own name; columns ``<name>`` or ``<name>_<k>``)."""
+        cols = (self.name,) if self.width == 1 else tuple(f"{self.name}_{k}" for k in range(self.width))
+        return ObsTerm(self.name, source=self.name, columns=cols, unit=self.unit, frame=self.frame,
+                       offset=self.offset, scale=self.scale, clip=self.clip)
+
+
+class ObsTermSet:
+    """Observation terms a user adds to a task family, by name: ``task.extra_observations`` lists the ones a config
+    appends after the task's own columns, and the step kernel fuses them (``wp.static``, one launch)::
+
+        @VELOCITY_OBSERVATIONS.term(width=1, unit="m", mirror="even")
+        def base_height(x: Legged, i: int, k: int) -> float:
+            return wp.transform_get_translation(x.body_q[i, x.root])[2]
+    """
+
+    def __init__(self, family: str, context: type) -> None:
+        self.family, self.context = family, context
+        self._terms: dict[str, ObservationFunction] = {}
+
+    def term(self, func: Callable | None = None, *, name: str | None = None, width: int = 1, unit: str | None = None,
+             frame: str | None = None, offset: float = 0.0, scale: float = 1.0, clip: float | None = None,
+             mirror: str | None = None, replace: bool = False):
+        """Decorator: compile ``func`` as a Warp function and register it with its layout."""
+        if mirror is not None and mirror not in MIRRORS:
+            raise ValueError(f"mirror must be one of {', '.join(MIRRORS)} or None, got {mirror!r}")
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive int, got {width!r}")
+
+        def register(f: Callable) -> wp.Function:
+            key = name or f.__name__
+            if key in self._terms and not replace:
+                raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
+            wf = f if isinstance(f, wp.Function) else wp.func(f)
+            self._terms[key] = ObservationFunction(key, wf, width, unit, frame, float(offset), float(scale),
+                                                   None if clip is None else float(clip), mirror)
+            return wf
+
+        return register(func) if func is not None else register
+
+    def names(self) -> list[str]:
+        return list(self._terms)
+
+    def resolve(self, names: Sequence[str]) -> tuple[ObservationFunction, ...]:
+        """The terms of ``names``, in that order; an unknown name raises one line listing the valid ones."""
+        from horde.envs.terms import UnknownTermError
+
+        missing = [n for n in names if n not in self._terms]
+        if missing:
+            valid = ", ".join(self._terms) or "none registered"
+            raise UnknownTermError(f"unknown {self.family} term{'s' if len(missing) > 1 else ''} "
+                                   f"{', '.join(missing)}; valid terms: {valid}")
+        return tuple(self._terms[n] for n in names)
 
 
 def raw_term(name: str, unit: str | None = None) -> ObsTerm:

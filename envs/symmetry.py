@@ -15,6 +15,8 @@ Nothing is written by hand per task. The map comes from the robot config and the
   gait clock (``gait_phase_sin``/``_cos``, the first foot's phase) by its value half a cycle on (the sign flips):
   mirroring swaps the feet, so the first foot's phase becomes its partner's, which the robot's ``gait_offsets``
   put half a cycle apart;
+* a user's observation terms (``task.extra_observations``) by the rule they declare: each column its own image,
+  unchanged (``mirror="even"``) or negated (``"odd"``);
 * the actions (the acting joints only, under ``task.action_joints=legs``) like the joints they drive.
 
 A name the mirror does not know fails with one line naming it.
@@ -106,8 +108,10 @@ def joint_mirror(robot) -> Mirror:
 
 
 def observation_mirror(names: Sequence[str], joints: Sequence[str], joint: Mirror, pairs: Sequence[tuple[str, str]],
-                       scan_points: np.ndarray | None = None) -> Mirror:
-    """The mirror of the observation vector ``names`` (see the module docstring for the rules)."""
+                       scan_points: np.ndarray | None = None, own: dict[str, float] | None = None) -> Mirror:
+    """The mirror of the observation vector ``names`` (see the module docstring for the rules); ``own`` gives the
+    sign of columns that are their own mirror image (a user's observation terms: +1 even, -1 odd)."""
+    own = own or {}
     index = {n: k for k, n in enumerate(names)}
     jindex = {j: k for k, j in enumerate(joints)}
     scan_partner = None
@@ -119,7 +123,9 @@ def observation_mirror(names: Sequence[str], joints: Sequence[str], joint: Mirro
             raise ValueError("the height-scan grid is not symmetric about the base's x axis")
     perm, sign = np.zeros(len(names), dtype=np.int64), np.ones(len(names))
     for k, name in enumerate(names):
-        if name in BASE_SIGNS:
+        if name in own:
+            perm[k], sign[k] = k, own[name]
+        elif name in BASE_SIGNS:
             perm[k], sign[k] = k, BASE_SIGNS[name]
         elif name in SCALARS:
             perm[k] = k
@@ -194,9 +200,15 @@ def task_mirror(core, task: str = "") -> TaskMirror:
     if any(name in HALF_CYCLE for name in core.obs_names):
         _check_gait_offsets(robot)
     scan = getattr(core, "scan_points", None)
-    groups = {"policy": observation_mirror(core.obs_names, robot.joints, joint, robot.mirror_names, scan)}
+    own = {}
+    for e in getattr(core, "extras", ()):  # the user's observation terms, by their declared mirror rule
+        if e.mirror is None:
+            raise ValueError(f"observation term '{e.name}' declares no mirror (mirror='even' or 'odd' in its "
+                             "registration): symmetry needs one")
+        own.update({c: 1.0 if e.mirror == "even" else -1.0 for c in e.term().columns})
+    groups = {"policy": observation_mirror(core.obs_names, robot.joints, joint, robot.mirror_names, scan, own)}
     if core.critic_names:
-        groups["critic"] = observation_mirror(core.critic_names, robot.joints, joint, robot.mirror_names, scan)
+        groups["critic"] = observation_mirror(core.critic_names, robot.joints, joint, robot.mirror_names, scan, own)
     actions = (joint if tuple(core.action_names) == tuple(robot.joints)
                else subset_mirror(joint, robot.joints, core.action_names))
     return TaskMirror(groups, actions)

@@ -39,8 +39,8 @@ from horde.envs import velocity_obs
 from horde.envs.core import WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
-from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_TERMINATIONS, VELOCITY_TERMS,
-                                       Legged, advance,
+from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_OBSERVATIONS,
+                                       VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged, advance,
                                        clock_phase, obs_names, velocity_term)
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
@@ -97,6 +97,8 @@ class VelocityTask:
     clock_n: int
     """Gait-clock observation columns: 2 with the clock, else 0."""
     gait_period: float
+    extra_n: int
+    """Columns of the user's observation terms (``task.extra_observations``), after the task's own."""
     q_index: wp.array(dtype=int)
     """Coordinate index in ``joint_q`` of each actuated joint, in the robot config's joint order."""
     qd_index: wp.array(dtype=int)
@@ -201,9 +203,10 @@ def velocity_pre_step(
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ...] = (),
-                     time_outs: tuple[bool, ...] = ()) -> wp.Kernel:
-    """The step's second kernel for these reward terms and termination terms (``ends``, each a failure or, where
-    ``time_outs`` says so, a time-out), fused with ``wp.static``: one launch for all."""
+                     time_outs: tuple[bool, ...] = (), extras: tuple = ()) -> wp.Kernel:
+    """The step's second kernel for these reward terms, termination terms (``ends``, each a failure or, where
+    ``time_outs`` says so, a time-out) and user observation terms (``extras``: :func:`velocity_obs.extra_spec`),
+    fused with ``wp.static``: one launch for all."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def velocity_post_step(
@@ -254,6 +257,14 @@ def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ..
             s = _sample_command(t, i, s, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
                        x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, obs)
+        c = obs.shape[1] - t.extra_n
+        for e in range(wp.static(len(extras))):  # the user's observation terms (velocity_obs.extras_kernel's loop)
+            for j in range(wp.static(extras[e][1])):
+                v = (wp.static(extras[e][0])(x, i, j) - wp.static(extras[e][2])) * wp.static(extras[e][3])
+                if wp.static(extras[e][4] > 0.0):
+                    v = wp.clamp(v, -wp.static(extras[e][4]), wp.static(extras[e][4]))
+                obs[i, c + j] = wp.where(ok, v, 0.0)
+            c = c + wp.static(extras[e][1])
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
             for k in range(wp.static(len(ends))):
@@ -301,7 +312,7 @@ def velocity_critic(
     _write_obs(clean, i, ok, wp.uint32(0), x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
                x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, critic)
     nj = strength.shape[1]
-    c = 12 + 2 * nj + x.last_actions.shape[1] + clean.clock_n + clean.scan_n + clean.depth_n
+    c = 12 + 2 * nj + x.last_actions.shape[1] + clean.clock_n + clean.scan_n + clean.depth_n + clean.extra_n
     for k in range(nj):
         critic[i, c + k] = strength[i, k]
         critic[i, c + nj + k] = kp[i, k] / wp.max(kp0[k], 1.0e-6)
@@ -443,6 +454,8 @@ class VelocityEnv(WarpTaskEnv):
     """Where ``reward_scales``' keys are looked up."""
     termination_set = VELOCITY_TERMINATIONS
     """Where ``terminations``' names are looked up."""
+    observation_set = VELOCITY_OBSERVATIONS
+    """Where ``extra_observations``' names are looked up."""
     action_type = "position_target"
     action_unit = "rad"
 
@@ -459,8 +472,11 @@ class VelocityEnv(WarpTaskEnv):
         cam = cfg.depth_camera
         depth_names = (tuple(f"depth_{r}_{c}" for r in range(cam.height) for c in range(cam.width)) if cam.enabled
                        else ())
+        self.extras = VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations))
+        """The user's observation terms (:class:`horde.envs.observations.ObservationFunction`), after the rest."""
         self.obs_names = (obs_names(joints, acting, cfg.gait_clock)
-                          + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names)
+                          + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names
+                          + tuple(c for e in self.extras for c in e.term().columns))
         self.action_names = acting
         feet = self.robot.feet
         if cfg.privileged_critic:
@@ -500,6 +516,7 @@ class VelocityEnv(WarpTaskEnv):
         t.depth_n, t.depth_w = (cam.height * cam.width, cam.width) if cam.enabled else (0, 1)
         t.squash = int(cfg.action_squash == "tanh")
         t.clock_n, t.gait_period = (len(CLOCK_OBS) if cfg.gait_clock else 0), cfg.gait_period
+        t.extra_n = sum(e.width for e in self.extras)
         t.q_index, t.qd_index = wp.array(q_idx, dtype=int, device=d), wp.array(qd_idx, dtype=int, device=d)
         self._depth = self.camera.image if self.camera is not None else wp.zeros((1, 1, 1), dtype=float, device=d)
         self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
@@ -542,9 +559,12 @@ class VelocityEnv(WarpTaskEnv):
         """Phase of each env's gait clock in [0, 1) [num_envs] (zeros without ``gait_clock``)."""
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
-        self._post_step = post_step_kernel(terms, ends, VELOCITY_TERMINATIONS.time_outs(cfg.terminations))
+        self._post_step = post_step_kernel(terms, ends, VELOCITY_TERMINATIONS.time_outs(cfg.terminations),
+                                           velocity_obs.extra_spec(self.extras))
+        self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self.step_kernels = ((velocity_pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
-                             + (self.camera.kernels if self.camera is not None else ()))
+                             + (self.camera.kernels if self.camera is not None else ())
+                             + ((self._extras,) if self._extras is not None else ()))
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
         for name in VelocityTask.vars:
             setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
@@ -554,6 +574,7 @@ class VelocityEnv(WarpTaskEnv):
         """The reward terms' view of the state (:class:`Legged`)."""
         if self.critic_names:  # the noise-free observations open the critic group
             self.teacher_obs = self.critic_obs[:, :self.obs_dim]
+        self._observe_extras(self._reset_mask, 0, self._obs)
         self._write_critic()
         # reward scales are per second
         wp.to_torch(self._reward_scales).mul_(control_dt)
@@ -665,6 +686,7 @@ class VelocityEnv(WarpTaskEnv):
             self._clean, self.legged, self._grid, self._scan, w.arrays.stiffness, w.arrays.damping,
             w.arrays.nominal_stiffness, w.arrays.nominal_damping, w.arrays.motor_strength, self._physics],
             outputs=[self._state, self._critic_obs])
+        self._observe_extras(self._reset_mask, 0, self._critic_obs)
 
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp
@@ -693,6 +715,14 @@ class VelocityEnv(WarpTaskEnv):
             w.arrays.root_vel_base, self._command, self._last_actions, self._grid, self._scan],
             outputs=[self._history, self._rng, w.arrays.imu_gyro, self._depth, self._gait_phase, self._state,
                      self._obs])
+        self._observe_extras(mask, 1, self._obs)
+
+    def _observe_extras(self, mask: wp.array, masked: int, out: wp.array) -> None:
+        """The user's observation terms into ``out``'s columns after the task's own (envs in ``mask`` if
+        ``masked``). Not before ``self.legged`` exists: ``__init__`` writes every env's once it does."""
+        if self._extras is not None and self.legged is not None:
+            wp.launch(self._extras, self.num_envs, device=self.dev.warp,
+                      inputs=[self.legged, mask, masked, self.obs_dim - self._task.extra_n, 0], outputs=[out])
 
     def _launch_reset(self) -> None:
         w = self.world

@@ -126,6 +126,9 @@ class VelocityConfig(TaskConfig):
     """Observation noise levels of lin vel, ang vel, gravity, joint angles, joint rates (x randomization scale)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
     """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""
+    extra_observations: list[str] = field(default_factory=list)
+    """Observation terms of VELOCITY_OBSERVATIONS appended after the task's own columns (policy and critic groups),
+    in this order; ``policy.json``, the observation contract and the symmetry map follow them."""
     terminations: list[str] = field(default_factory=lambda: ["body_contact", "tilt"])
     """Termination terms of VELOCITY_TERMINATIONS (failures or time-outs; unstable physics always fails an
     episode); the share of finished episodes each ended is logged as ``termination/<name>``."""

@@ -8,14 +8,16 @@ clipped) and the depth image (``task.depth_camera``).
 """
 
 # no `from __future__ import annotations`: Warp reads the kernel's annotations
+import functools
+
 import torch
 import warp as wp
 
 from horde.envs.observations import ObsTerm, quat_rotate_inverse
-from horde.envs.velocity_terms import BASE_OBS, CLOCK_OBS
+from horde.envs.velocity_terms import BASE_OBS, CLOCK_OBS, Legged
 from horde.sim.terrain import TerrainGrid, height_scan
 
-__all__ = ["observation_sources", "observation_terms"]
+__all__ = ["extra_spec", "extras_kernel", "observation_sources", "observation_terms"]
 
 DOWN = (0.0, 0.0, -1.0)
 
@@ -54,7 +56,40 @@ def observation_terms(env) -> tuple:
         terms.append(ObsTerm("depth_image", source="depth_image", columns=tuple(f"depth_{r}_{c}" for r in range(h)
                                                                                 for c in range(w)),
                              unit="m", frame="camera"))
+    terms += [e.term() for e in env.extras]
     return tuple(terms)
+
+
+def extra_spec(extras) -> tuple:
+    """The user's observation terms as the kernels take them: ``(function, width, offset, scale, clip or 0)``."""
+    return tuple((e.func, e.width, e.offset, e.scale, e.clip or 0.0) for e in extras)
+
+
+@functools.lru_cache(maxsize=None)
+def extras_kernel(extras: tuple) -> wp.Kernel:
+    """Writes the user's observation terms (:func:`extra_spec`) into ``out[:, base:]`` of the envs in ``mask`` (every
+    env unless ``masked``); ``raw`` writes the functions' values without offset, scale and clip (the raw sources).
+    The step's own kernel runs the same loop for the envs it steps."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_extra_obs(x: Legged, mask: wp.array(dtype=wp.bool), masked: int, base: int, raw: int,
+                           out: wp.array2d(dtype=float)):
+        i = wp.tid()
+        if masked == 0 or mask[i]:
+            ok = not x.unstable[i]
+            c = base
+            for e in range(wp.static(len(extras))):
+                for j in range(wp.static(extras[e][1])):
+                    v = wp.static(extras[e][0])(x, i, j)
+                    if raw == 0:
+                        v = (v - wp.static(extras[e][2])) * wp.static(extras[e][3])
+                        if wp.static(extras[e][4] > 0.0):
+                            v = wp.clamp(v, -wp.static(extras[e][4]), wp.static(extras[e][4]))
+                        v = wp.where(ok, v, 0.0)
+                    out[i, c + j] = v
+                c = c + wp.static(extras[e][1])
+
+    return velocity_extra_obs
 
 
 @wp.kernel(enable_backward=False)
@@ -92,4 +127,12 @@ def observation_sources(env) -> dict[str, torch.Tensor]:
         out["height_scan"] = wp.to_torch(heights)
     if env.camera is not None:
         out["depth_image"] = wp.to_torch(env.camera.image).reshape(env.num_envs, -1)
+    if env.extras:
+        raw = wp.zeros((env.num_envs, t.extra_n), dtype=float, device=env.dev.warp)
+        wp.launch(env._extras, env.num_envs, device=env.dev.warp, inputs=[env.legged, env._reset_mask, 0, 0, 1],
+                  outputs=[raw])
+        c = 0
+        for e in env.extras:
+            out[e.name] = wp.to_torch(raw)[:, c:c + e.width]
+            c += e.width
     return out

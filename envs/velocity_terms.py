@@ -7,10 +7,12 @@ into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state.
 # no `from __future__ import annotations`: Warp reads the annotations of the functions below
 import warp as wp
 
+from horde.envs.observations import ObsTermSet
 from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
 
-__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_TERMINATIONS", "VELOCITY_TERMS", "Legged",
-           "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity", "obs_names", "velocity_term"]
+__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_OBSERVATIONS", "VELOCITY_TERMINATIONS",
+           "VELOCITY_TERMS", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
+           "obs_names", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
@@ -115,6 +117,10 @@ VELOCITY_TERMS = TermSet("velocity", Legged)
 """Reward terms of the velocity-tracking task: Warp functions ``(x: Legged, i: int) -> float``."""
 velocity_term = VELOCITY_TERMS.term
 
+
+VELOCITY_OBSERVATIONS = ObsTermSet("velocity observation", Legged)
+"""Observation terms a user adds to the velocity task: Warp functions ``(x: Legged, i: int, k: int) -> float``
+(column ``k`` of env ``i``); ``task.extra_observations`` appends them after the task's own columns."""
 
 VELOCITY_TERMINATIONS = TerminationSet("velocity termination", Legged)
 """Termination terms of the velocity task: Warp functions ``(x: Legged, i: int) -> bool`` (``task.terminations``

@@ -318,7 +318,8 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
     from horde.envs.terms import UnknownTermError
 
     env_cls = get_task(task_name).env_cls
-    for attr, field in (("term_set", "reward_scales"), ("termination_set", "terminations")):
+    for attr, field in (("term_set", "reward_scales"), ("termination_set", "terminations"),
+                        ("observation_set", "extra_observations")):
         term_set = getattr(env_cls, attr, None)
         if term_set is not None:
             try:

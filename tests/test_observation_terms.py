@@ -1,0 +1,93 @@
+"""An observation term from a user's side: one Warp function and one config line, and the observation vector, the
+critic group, ``policy.json``, the observation contract and the symmetry map pick it up with no other edit."""
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+from horde.deploy.robot.observations import build_observation
+from horde.deploy.spec import observation_spec
+from horde.envs import get_task, make
+from horde.envs.terms import UnknownTermError
+from horde.envs.velocity import Legged
+from horde.envs.velocity_terms import VELOCITY_OBSERVATIONS
+
+
+# --- what a user writes (each block is the whole addition) ----------------------------------------------------------
+@VELOCITY_OBSERVATIONS.term(unit="m", offset=0.3, scale=2.0, clip=1.0, mirror="even")
+def base_height(x: Legged, i: int, k: int) -> float:
+    """Base height above z = 0 [m], seen as clip(2 (h - 0.3), -1, 1)."""
+    return wp.transform_get_translation(x.body_q[i, x.root])[2]
+
+
+@VELOCITY_OBSERVATIONS.term(width=2, unit="rad/s", mirror="odd")
+def yaw_rate_and_error(x: Legged, i: int, k: int) -> float:
+    """Column 0: the base's yaw rate; column 1: the command's minus it (both flip sign in the mirror)."""
+    w = x.root_vel_base[i, 5]
+    return wp.where(k == 0, w, x.command[i, 2] - w)
+
+
+@VELOCITY_OBSERVATIONS.term
+def no_mirror(x: Legged, i: int, k: int) -> float:
+    return x.root_vel_base[i, 0]
+# -------------------------------------------------------------------------------------------------------------------
+
+
+def _cfg(task="quadruped", extra=("base_height", "yaw_rate_and_error"), quiet=False):
+    cfg = copy.deepcopy(get_task(task).config)
+    cfg.extra_observations = list(extra)
+    if quiet:
+        cfg.randomization = dataclasses.replace(cfg.randomization, obs_noise_scale=0.0)
+        cfg.height_scan = dataclasses.replace(cfg.height_scan, noise=0.0)
+    return cfg
+
+
+def test_a_term_is_one_function_and_one_config_line():
+    env = make("quadruped", num_envs=4, seed=0, config=_cfg())
+    assert env.obs_names[-3:] == ("base_height", "yaw_rate_and_error_0", "yaw_rate_and_error_1")
+    g = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        env.step(torch.rand(4, 12, generator=g) * 2 - 1)
+        z = env.world.root_pose[:, 2]
+        np.testing.assert_allclose(env.obs[:, -3].numpy(), torch.clamp(2 * (z - 0.3), -1, 1).numpy(), atol=1e-6)
+        w = env.world.arrays.root_vel_base.numpy()[:, 5]
+        np.testing.assert_allclose(env.obs[:, -2].numpy(), w, atol=1e-6)
+        np.testing.assert_allclose(env.obs[:, -1].numpy(), env.command[:, 2].numpy() - w, atol=1e-6)
+    assert env.final_obs.shape[1] == env.obs_dim
+
+
+def test_policy_json_and_the_contract_follow_it():
+    env = make("quadruped", num_envs=4, seed=0, config=_cfg())
+    spec = observation_spec(env, env.describe(), None)
+    block = spec["sources"][-2]
+    assert (block["source"], block["offset"], block["scale"], block["clip"], block["unit"]) == (
+        "base_height", [0.3], [2.0], 1.0, ["m"])
+    for _ in range(3):
+        raw = {k: v.numpy() for k, v in env.observation_sources().items()}
+        np.testing.assert_allclose(build_observation(spec, raw), env.obs.numpy(), rtol=1e-5, atol=2e-5)
+        env.step(torch.zeros(4, 12))
+
+
+def test_the_critic_group_and_the_mirror_take_it_too():
+    from horde.envs.symmetry import task_mirror
+
+    env = make("quadruped-rough-perceptive", num_envs=4, seed=0, config=_cfg("quadruped-rough-perceptive", quiet=True))
+    env.step(torch.zeros(4, 12))
+    n = env.obs_dim
+    np.testing.assert_allclose(env.critic_obs[:, n - 3:n].numpy(), env.obs[:, n - 3:].numpy(), atol=1e-6)
+    assert env.critic_names[:n] == env.obs_names
+    m = task_mirror(env, "quadruped-rough-perceptive").groups["policy"]
+    assert list(m.perm[n - 3:]) == [n - 3, n - 2, n - 1] and list(m.sign[n - 3:]) == [1.0, -1.0, -1.0]
+    bad = make("quadruped", num_envs=2, config=_cfg(extra=("no_mirror",)))
+    with pytest.raises(ValueError, match=r"^observation term 'no_mirror' declares no mirror"):
+        task_mirror(bad, "quadruped")
+
+
+def test_unknown_observation_term_lists_the_valid_ones():
+    with pytest.raises(UnknownTermError, match=r"^unknown velocity observation term height; valid terms: "
+                                               r"base_height, yaw_rate_and_error"):
+        make("quadruped", num_envs=2, config=_cfg(extra=("height",)))
