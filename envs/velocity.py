@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import warnings
 
+import newton
 import numpy as np
 import torch
 import warp as wp
@@ -140,7 +141,7 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
         obs[i, 3 + k] = wp.where(ok, w, root_vel_base[i, 3 + k]) + wp.randf(s, -1.0, 1.0) * t.noise_ang
         obs[i, 6 + k] = wp.where(ok, g[k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_grav
         obs[i, 9 + k] = command[i, k]
-    nj = joint_qd.shape[1] - 6
+    nj = t.q_index.shape[0]
     na = last_actions.shape[1]
     for k in range(nj):
         c = t.q_index[k]
@@ -415,12 +416,15 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
             max_constraints=max(cfg.sim.max_constraints, robot_def.max_constraints, 6 * robot_def.max_contacts)))
     robot = load_mjcf(robot_def.mjcf_path(), contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver,
                       self_collisions=False, meshes=False)
-    nj = len(robot_def.joints)
     set_joint_positions(robot, robot_def.joints, robot_def.default_joint_pos)
     q_idx, qd_idx = joint_dof_layout(robot, robot_def.joints)
-    if robot.joint_coord_count != len(ROOT_COORDS) + nj or sorted(q_idx) != list(range(7, 7 + nj)):
-        raise ValueError(f"robot '{cfg.robot}': the velocity task needs a floating base followed by exactly its "
-                         f"{nj} actuated hinges ({robot.joint_coord_count} coordinates found)")
+    if robot.joint_type[0] != newton.JointType.FREE or min(q_idx) < len(ROOT_COORDS):
+        raise ValueError(f"robot '{cfg.robot}': the velocity task needs a floating base (a free joint first in the "
+                         "MJCF)")
+    # joints the config does not list (a passive tail, a spring toe) stay unactuated: PD and observations skip them
+    q_noise = [0.0] * robot.joint_coord_count
+    for c in q_idx:
+        q_noise[c] = cfg.init_joint_pos_range
     feet = foot_frames(robot, robot_def.feet)
     if robot_def.armature is not None:
         for d, a in zip(qd_idx, robot_def.armature):
@@ -440,8 +444,8 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
         world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
                            substeps=cfg.decimation, ground=True, actuated_joints=robot_def.joints,
                            actuation=actuation, root_body=0,
-                           q_noise=[0.0] * len(ROOT_COORDS) + [cfg.init_joint_pos_range] * nj,
-                           qd_noise=[0.0] * (ROOT_DOFS + nj), terrain=terrain, contact_bodies=contact_bodies,
+                           q_noise=q_noise, qd_noise=[0.0] * robot.joint_dof_count, terrain=terrain,
+                           contact_bodies=contact_bodies,
                            yaw_range=cfg.init_yaw_range, imu_site=robot_def.imu_site if cfg.imu else None)
     return world, list(q_idx), list(qd_idx), feet
 
