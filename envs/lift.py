@@ -152,6 +152,8 @@ class LiftConfig(TaskConfig):
     """Range (lo, hi) of the cube's initial y [m]."""
     target_height: list[float] = field(default_factory=lambda: [0.1, 0.3])
     """Range of the target's height above the table [m]; the target is above the cube's initial spot."""
+    target_xy: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    """The target's x and y are the cube's initial ones + uniform in +- these [m] (0: right above the cube)."""
     lift_height: float = 0.04
     """The cube counts as lifted more than this above its resting height [m]."""
     lift_span: float = bounded(0.1, gt=0)
@@ -170,6 +172,8 @@ class LiftTask:
     table_z: float
     target_lo: float
     target_hi: float
+    target_dx: float
+    target_dy: float
     ee_mode: int
     """1: arm=ee_delta, 0: arm=joint."""
     gripper_mode: int
@@ -292,9 +296,12 @@ def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
 
 @wp.func
 def _new_target(t: LiftTask, x: Manip, i: int, s: wp.uint32) -> wp.uint32:
-    """Above the cube's (new) spot, at a random height over the table."""
+    """Above the cube's (new) spot (moved by up to ``target_xy``), at a random height over the table."""
     c = cube_pos(x, i)
     x.target[i] = wp.vec3(c[0], c[1], t.table_z + wp.randf(s, t.target_lo, t.target_hi))
+    if t.target_dx > 0.0 or t.target_dy > 0.0:  # no draw otherwise: the lift's random stream is unchanged
+        x.target[i] = x.target[i] + wp.vec3(wp.randf(s, -t.target_dx, t.target_dx),
+                                            wp.randf(s, -t.target_dy, t.target_dy), 0.0)
     return s
 
 
@@ -421,6 +428,7 @@ class LiftEnv(WarpTaskEnv):
         t = self._task = LiftTask()
         t.max_episode_length, t.table_z = cfg.episode_length, cfg.table_height
         t.target_lo, t.target_hi = cfg.target_height
+        t.target_dx, t.target_dy = cfg.target_xy
         t.ee_mode, t.gripper_mode, t.gripper_rate = int(cfg.arm == "ee_delta"), GRIPPER_MODES.index(cfg.gripper), \
             cfg.gripper_rate
         t.ee_step, t.ee_lead = cfg.ee_step, cfg.ee_lead

@@ -8,8 +8,8 @@ from horde.envs import GymVectorEnv, RslRlVecEnv, get_task, make, task_names
 
 N = 16
 SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-rough-student": "quadruped-rough",
-                "quadruped-rough-depth": "quadruped-rough"}
-"""Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
+                "quadruped-rough-depth": "quadruped-rough", "push": "lift"}
+"""Tasks that only add observations (or other targets and rewards) to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
 2 minutes on 2 cores for a rough-terrain task) already run on that task, so these get a fifth of the steps."""
 COMBINED = {"g1-velocity-rough": ("g1-velocity", "quadruped-rough")}
 """Tasks whose parts each get the long runs in another task: g1-velocity-rough is the G1 of g1-velocity on the
@@ -18,6 +18,8 @@ quarter of make test; it gets a fifth of the steps."""
 
 
 def _steps(task: str, steps: int) -> int:
+    if task == "push":  # the lift's physics; a third, so that its 250-step episodes end in the 1,000-step run
+        return steps // 3
     return steps // 5 if task in SAME_PHYSICS or task in COMBINED else steps
 
 
