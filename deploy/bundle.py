@@ -8,6 +8,7 @@
         run_policy.py        robot-side runner and self-test (numpy + onnxruntime or TensorRT only)
         build_engine.py      builds a TensorRT engine on the target (engines are never shipped)
         deploy_unitree.py    runs the policy on a Unitree Go2 or G1 over unitree_sdk2; --dry-run without a robot
+        observations.py      builds the observation vector from raw robot state and policy.json's sources
 
 The bundle is assembled in a staging directory and moved into place only after the ladder
 (:mod:`horde.deploy.verify`) and the runner's self-test pass; a failing export (an fp16 graph that drifts, say)
@@ -37,13 +38,14 @@ from horde.deploy import verify
 from horde.deploy.onnx_export import IR_VERSION, OPSET, ExportError, export_onnx, io_spec, load_policy
 from horde.deploy.robot import build_engine as _build_engine_module
 from horde.deploy.robot import deploy_unitree as _deploy_unitree_module
+from horde.deploy.robot import observations as _observations_module
 from horde.deploy.robot import run_policy as _run_policy_module
 from horde.deploy.spec import policy_json
 from horde.sim.fields import FieldError, check_writable_dir
 from horde.train.checkpoint import sha256
 
 ROBOT_FILES = {"run_policy.py": _run_policy_module, "build_engine.py": _build_engine_module,
-               "deploy_unitree.py": _deploy_unitree_module}
+               "deploy_unitree.py": _deploy_unitree_module, "observations.py": _observations_module}
 """Robot-side modules copied verbatim into every bundle."""
 
 

@@ -3,15 +3,16 @@ with observations rebuilt from ``policy.json`` alone: the digital-twin check bef
 
     horde sim2sim run=<bundle dir or run dir> [episodes=16] [seed=0]
 
-Everything the loop needs comes from the bundle: observation term names (mapped to MuJoCo quantities below),
-offsets, scales and clips, action names, type, scale, offset and clip, PD gains and effort limits, control period
+Everything the loop needs comes from the bundle: the observation's blocks (each a raw source, read from MuJoCo's
+state below, with its offset, scale and clip: the robot side's ``build_observation``), action names, type, scale, offset and clip, PD gains and effort limits, control period
 and substeps, episode length, reward scales, initial-state and command ranges (``task_config``). Only the MJCF
 comes from horde's assets. Reported: mean return in MuJoCo, horde's closed-loop mean return (rung 2 of the
 bundle's parity report), and their ratio.
 
 The loop is shared; a task brings its twin in its ``TaskSpec`` (``twin``): a small class that loads the task's MuJoCo
-model, draws an episode's initial state and commands, computes the task's own observation quantities (the joint
-angles, rates and last actions are common) and its reward terms and failure rule from MuJoCo state. The velocity
+model, draws an episode's initial state and commands, reads the task's own observation sources (``sources``,
+``raw(data)``; joint angles and rates by name and the last actions are common) and computes its reward terms and
+failure rule from MuJoCo state. The velocity
 task's twin (:class:`horde.envs.velocity.VelocityTwin`) runs the task's own Warp reward terms on MuJoCo's state.
 """
 
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from horde.deploy.robot.observations import build_observation, required_sources
 
 __all__ = ["MIN_RETURN_RATIO", "Sim2SimError", "Sim2SimSetup", "load_setup", "passes", "run_sim2sim",
            "summary_line"]
@@ -97,21 +100,23 @@ class Sim2SimSetup:
     model: object
     joints: Joints
     twin_cls: type
-    index: np.ndarray
-    """Position of each observation term in the raw vector ``[twin quantities, pos_*, vel_*, last_action_*]``."""
-    offset: np.ndarray
-    scale: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
+    joint_adr: dict
+    """qpos and qvel address of every joint the observation's joint blocks name."""
 
     def new_twin(self):
         ctl = self.spec["control"]
         return self.twin_cls(self.model, self.spec["task_config"], ctl["sim_dt"] * ctl["decimation"])
 
     def observe(self, data, twin, last: np.ndarray) -> np.ndarray:
-        """Observation vector [obs_dim] (float32) of ``data`` as ``policy.json`` lays it out."""
-        raw = np.concatenate([twin.values(data), self.joints.q(data), self.joints.qd(data), last])
-        return np.clip((raw[self.index] - self.offset) * self.scale, self.lo, self.hi).astype(np.float32)
+        """Observation vector [obs_dim] (float32) of ``data``: the twin's raw sources, the joints' and the last
+        action, through ``policy.json``'s blocks (the robot side's :func:`build_observation`)."""
+        raw = {**twin.raw(data), "last_action": last}
+        for b in self.spec["observation"]["sources"]:
+            if b["source"] in ("joint_pos", "joint_vel"):
+                k = 0 if b["source"] == "joint_pos" else 1
+                state = data.qpos if k == 0 else data.qvel
+                raw[b["source"]] = np.array([state[self.joint_adr[j][k]] for j in b["joints"]])
+        return build_observation(self.spec["observation"], raw)[0]
 
 
 def _import_run_modules(spec: dict) -> None:
@@ -149,18 +154,25 @@ def load_setup(spec: dict) -> Sim2SimSetup:
     model = twin_cls.load_model(cfg)
     model.opt.timestep = ctl["sim_dt"]
     joints = Joints(model, spec)
-    names = list(twin_cls.quantities)
-    for prefix in ("pos_", "vel_", "last_action_"):
-        names += [prefix + j for j in spec["action"]["names"]]
-    terms = spec["observation"]["terms"]
-    missing = [t["name"] for t in terms if t["name"] not in names]
+    obs = spec["observation"]
+    if not obs.get("sources"):
+        raise Sim2SimError("policy.json has no observation 'sources' (a bundle exported before 2026-11-26): "
+                           "re-export it with horde export")
+    provided = set(twin_cls.sources) | {"joint_pos", "joint_vel", "last_action"}
+    missing = [s for s in required_sources(obs) if s not in provided]
     if missing:
-        raise Sim2SimError(f"observation terms with no MuJoCo counterpart here: {', '.join(missing)}")
-    clip = [t.get("clip") or (-np.inf, np.inf) for t in terms]
-    return Sim2SimSetup(
-        task, spec, model, joints, twin_cls, np.array([names.index(t["name"]) for t in terms]),
-        np.array([t.get("offset") or 0.0 for t in terms]), np.array([t.get("scale", 1.0) for t in terms]),
-        np.array([c[0] for c in clip], dtype=np.float64), np.array([c[1] for c in clip], dtype=np.float64))
+        raise Sim2SimError(f"observation sources with no MuJoCo counterpart here: {', '.join(missing)}")
+    adr = {}
+    for b in obs["sources"]:
+        if b["source"] not in ("joint_pos", "joint_vel"):
+            continue
+        for j in b.get("joints") or ():
+            try:
+                jid = model.joint(j).id
+            except KeyError:
+                raise Sim2SimError(f"observed joint '{j}' is not in the MJCF") from None
+            adr[j] = (int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid]))
+    return Sim2SimSetup(task, spec, model, joints, twin_cls, adr)
 
 
 def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, episodes: int, seed: int) -> dict:

@@ -31,7 +31,8 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     for t, lo, hi in term_slices(terms):
         offsets, scales = t.per_column("offset"), t.per_column("scale")
         blocks.append({"term": t.name, "source": t.source, "slice": [lo, hi], "columns": list(t.columns),
-                       "offset": offsets, "scale": scales, "clip": t.clip, "unit": t.units(), "frame": t.frame})
+                       "offset": offsets, "scale": scales, "clip": t.clip, "unit": t.units(), "frame": t.frame,
+                       "joints": list(t.joints) or None})
         columns += [{"name": c, "slice": [lo + k, lo + k + 1], "term": t.name, "source": t.source,
                      "offset": offsets[k], "scale": scales[k], "clip": t.clip, "unit": t.units()[k], "frame": t.frame}
                     for k, c in enumerate(t.columns)]

@@ -479,8 +479,9 @@ class LiftEnv(WarpTaskEnv):
 
         c = 2 * nj
         return (block("joint_pos", "joint_pos", 0, nj, unit=joint_units, frame="joint",
-                      offset=tuple(float(v) for v in self.cfg.default_joint_pos)),
-                block("joint_vel", "joint_vel", nj, nj, unit=tuple(u + "/s" for u in joint_units), frame="joint"),
+                      offset=tuple(float(v) for v in self.cfg.default_joint_pos), joints=JOINTS),
+                block("joint_vel", "joint_vel", nj, nj, unit=tuple(u + "/s" for u in joint_units), frame="joint",
+                      joints=JOINTS),
                 block("ee_pos", "ee_pos", c, 3, unit="m", frame="world"),
                 block("cube_pos", "object_pos", c + 3, 3, unit="m", frame="world"),
                 block("cube_rel_ee", "object_rel_ee", c + 6, 3, unit="m", frame="world"),
@@ -489,7 +490,7 @@ class LiftEnv(WarpTaskEnv):
                 block("cube_yaw", "object_yaw_sincos4", c + 15, 2, unit="1"),
                 block("ik_lead", "ik_lead", c + 17, 3, unit="m", frame="world"),
                 block("gripper_command", "gripper_command", c + 20, 1, unit="1"),
-                block("last_action", "last_action", c + 21, len(self.action_names), unit="1"))
+                block("last_action", "last_action", c + 21, len(self.action_names), unit="1"))  # not joints
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         a = self.world.arrays

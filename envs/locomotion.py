@@ -285,9 +285,11 @@ class LocomotionEnv(WarpTaskEnv):
                 ObsTerm("projected_gravity", source="projected_gravity", columns=c[1:4], unit="1", frame="base"),
                 ObsTerm("base_lin_vel", source="base_lin_vel", columns=c[4:7], unit="m/s", frame="base"),
                 ObsTerm("base_ang_vel", source="base_ang_vel", columns=c[7:10], unit="rad/s", frame="base"),
-                ObsTerm("joint_pos", source="joint_pos", columns=c[10:10 + nj], unit="rad", frame="joint"),
-                ObsTerm("joint_vel", source="joint_vel", columns=c[10 + nj:10 + 2 * nj], unit="rad/s", frame="joint"),
-                ObsTerm("last_action", source="last_action", columns=c[10 + 2 * nj:], unit="1"))
+                ObsTerm("joint_pos", source="joint_pos", columns=c[10:10 + nj], unit="rad", frame="joint",
+                        joints=self.joints),
+                ObsTerm("joint_vel", source="joint_vel", columns=c[10 + nj:10 + 2 * nj], unit="rad/s", frame="joint",
+                        joints=self.joints),
+                ObsTerm("last_action", source="last_action", columns=c[10 + 2 * nj:], unit="1", joints=self.joints))
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         a, t, nj = self.world.arrays, self._task, len(self.joints)

@@ -78,6 +78,8 @@ class ObsTerm:
     """The result is clipped to [-clip, clip] (None: not clipped)."""
     noise: float = 0.0
     """Half-width of the uniform noise added in training (not on the robot); 0: none."""
+    joints: tuple[str, ...] = ()
+    """For a per-joint source (``joint_pos``, ``joint_vel``, ``last_action``): the joint of each column."""
 
     def __post_init__(self) -> None:
         for attr in ("offset", "scale", "unit"):

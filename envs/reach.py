@@ -322,13 +322,14 @@ class ReachEnv(WarpTaskEnv):
     def observation_terms(self) -> tuple[ObsTerm, ...]:
         """Joint angles (absolute) and rates, end effector, target and their difference, the last actions."""
         nj, c = len(JOINTS), OBS_NAMES
-        return (ObsTerm("joint_pos", source="joint_pos", columns=c[:nj], unit="rad", frame="joint"),
-                ObsTerm("joint_vel", source="joint_vel", columns=c[nj:2 * nj], unit="rad/s", frame="joint"),
+        return (ObsTerm("joint_pos", source="joint_pos", columns=c[:nj], unit="rad", frame="joint", joints=JOINTS),
+                ObsTerm("joint_vel", source="joint_vel", columns=c[nj:2 * nj], unit="rad/s", frame="joint",
+                        joints=JOINTS),
                 ObsTerm("ee_pos", source="ee_pos", columns=c[2 * nj:2 * nj + 3], unit="m", frame="world"),
                 ObsTerm("target_pos", source="goal_pos", columns=c[2 * nj + 3:2 * nj + 6], unit="m", frame="world"),
                 ObsTerm("target_rel_ee", source="goal_rel_ee", columns=c[2 * nj + 6:2 * nj + 9], unit="m",
                         frame="world"),
-                ObsTerm("last_action", source="last_action", columns=c[2 * nj + 9:], unit="1"))
+                ObsTerm("last_action", source="last_action", columns=c[2 * nj + 9:], unit="1", joints=JOINTS))
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         a, nj, ee = self.world.arrays, len(JOINTS), self.ee_position()
@@ -478,7 +479,8 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
 class ReachTwin:
     """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics."""
 
-    quantities = ("ee_x", "ee_y", "ee_z", "target_x", "target_y", "target_z", "error_x", "error_y", "error_z")
+    sources = ("ee_pos", "goal_pos", "goal_rel_ee")
+    """The observation sources it reads from MuJoCo (``raw``); joints and last actions come from the sim2sim loop."""
     per_second = False
     """Reward scales apply per control step as they are."""
 
@@ -498,9 +500,9 @@ class ReachTwin:
         joints.set_noisy_default(data, cfg["init_joint_pos_range"], cfg.get("init_joint_vel_range", 0.0), rng)
         self.target = rng.uniform(cfg["target_low"], cfg["target_high"])
 
-    def values(self, data) -> np.ndarray:
-        ee = data.site_xpos[self.site]
-        return np.concatenate([ee, self.target, self.target - ee])
+    def raw(self, data) -> dict[str, np.ndarray]:
+        ee = data.site_xpos[self.site].copy()
+        return {"ee_pos": ee, "goal_pos": self.target, "goal_rel_ee": self.target - ee}
 
     def terms(self, model, data, joints: "horde.deploy.sim2sim.Joints", a: np.ndarray, last: np.ndarray, tau: np.ndarray
               ) -> tuple[dict[str, float], bool]:

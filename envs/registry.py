@@ -35,8 +35,9 @@ class TaskSpec:
     """Draws env ``i`` of a state snapshot as an RGB tile for ``horde play video=true`` (horde.envs.render)."""
     twin: type | None = None
     """The task's MuJoCo sim-to-sim twin (rung 3 of the export ladder, :mod:`horde.deploy.sim2sim`): a class with
-    ``load_model(task_config) -> MjModel``, ``quantities``, ``per_second``, and per episode ``reset``, ``values``,
-    ``terms`` and ``metrics``; None for a task without one."""
+    ``load_model(task_config) -> MjModel``, ``sources`` (the observation sources it reads), ``per_second``, and per
+    episode ``reset``, ``raw`` (those sources of MuJoCo's state), ``terms`` and ``metrics``; None for a task without
+    one."""
 
     @property
     def differentiable(self) -> bool:

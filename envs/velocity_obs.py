@@ -38,10 +38,12 @@ def observation_terms(env) -> tuple:
         ObsTerm("velocity_command", source="velocity_command", columns=BASE_OBS[9:12],
                 unit=("m/s", "m/s", "rad/s"), frame="base"),
         ObsTerm("joint_pos", source="joint_pos", columns=tuple(f"pos_{j}" for j in joints), unit="rad",
-                frame="joint", offset=tuple(float(v) for v in robot.default_joint_pos), noise=t.noise_q),
+                frame="joint", offset=tuple(float(v) for v in robot.default_joint_pos), noise=t.noise_q,
+                joints=tuple(joints)),
         ObsTerm("joint_vel", source="joint_vel", columns=tuple(f"vel_{j}" for j in joints), unit="rad/s",
-                frame="joint", noise=t.noise_qd),
-        ObsTerm("last_action", source="last_action", columns=tuple(f"last_action_{j}" for j in acting), unit="1"),
+                frame="joint", noise=t.noise_qd, joints=tuple(joints)),
+        ObsTerm("last_action", source="last_action", columns=tuple(f"last_action_{j}" for j in acting), unit="1",
+                joints=tuple(acting)),
     ]
     if cfg.gait_clock:
         terms.append(ObsTerm("gait_clock", source="gait_clock", columns=CLOCK_OBS, unit="1"))

@@ -61,7 +61,10 @@ class VelocityTwin:
     and the failure: a term added to :data:`VELOCITY_TERMS` needs no edit here."""
 
     quantities = BASE_OBS + CLOCK_OBS
-    """The base observations, then the gait clock (unused by a bundle without one)."""
+    """The base observations, then the gait clock (unused by a bundle without one): :meth:`values`' columns."""
+    sources = ("base_lin_vel", "base_ang_vel", "projected_gravity", "velocity_command", "gait_clock")
+    """The observation sources it reads from MuJoCo (:meth:`raw`); joints and last actions come from the sim2sim
+    loop. A bundle that reads others (an IMU, a height scan, a user's term) is refused in one line."""
     per_second = True
     """Reward scales are per second: multiplied by the control period, as horde does."""
 
@@ -170,6 +173,12 @@ class VelocityTwin:
         """The gait clock's phase ``steps`` control steps into the episode (the env's ``clock_phase``)."""
         c = steps * self.dt / self.cfg.get("gait_period", 0.8)
         return c - math.floor(c)
+
+    def raw(self, data) -> dict[str, np.ndarray]:
+        """:attr:`sources` of ``data``, in the units and frames of :data:`horde.envs.observations.SOURCES`."""
+        v = self.values(data)
+        return {"base_lin_vel": v[0:3], "base_ang_vel": v[3:6], "projected_gravity": v[6:9],
+                "velocity_command": v[9:12], "gait_clock": v[12:14]}
 
     def values(self, data) -> np.ndarray:
         v, w = self.base_twist(data)

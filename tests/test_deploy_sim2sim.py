@@ -204,9 +204,11 @@ def test_unitree_builder_refuses_a_height_scan_and_a_changed_recording_fails_the
 
     du = importlib.import_module("horde.deploy.robot.deploy_unitree")
     spec = json.loads((Path(quad_export.bundle_dir) / "policy.json").read_text())
-    scan = {**spec, "observation": {**spec["observation"], "terms": [*spec["observation"]["terms"],
-            {"name": "height_scan_0", "slice": [48, 49], "offset": 0.0, "scale": 1.0, "clip": None, "unit": "m"}]}}
-    with pytest.raises(du.DeployError, match=r"reads height_scan_0, which Unitree's low-level state does not give"):
+    scan = {**spec, "observation": {**spec["observation"], "sources": [*spec["observation"]["sources"],
+            {"term": "height_scan", "source": "height_scan", "slice": [48, 49], "columns": ["height_scan_0"],
+             "offset": [0.5], "scale": [1.0], "clip": 1.0, "unit": ["m"], "frame": "base_yaw", "joints": None}]}}
+    with pytest.raises(du.DeployError, match=r"reads height_scan \(height_scan_0, \.\.\.\), which Unitree's "
+                                             r"low-level state does not give"):
         du.ObservationBuilder(scan, "go2")
     # the dry run compares with the recording: one recorded action moved by 0.01 fails it
     bundle = tmp_path / "bundle"

@@ -12,8 +12,8 @@ from clihelp import run_cli
 from horde.deploy import ExportError, export_run, load_policy, verify
 from horde.deploy.robot import run_policy
 
-BUNDLE_FILES = ["build_engine.py", "deploy_unitree.py", "golden_io.npz", "parity_report.json", "policy.json",
-                "policy.onnx", "run_policy.py"]
+BUNDLE_FILES = ["build_engine.py", "deploy_unitree.py", "golden_io.npz", "observations.py", "parity_report.json",
+                "policy.json", "policy.onnx", "run_policy.py"]
 
 
 @pytest.fixture(scope="module")

@@ -43,9 +43,11 @@ from types import SimpleNamespace
 import numpy as np
 
 try:  # inside horde: horde.deploy.robot.run_policy
+    from .observations import build_observation
     from .run_policy import BundleError, PolicyInputError, PolicyRunner, load_spec
 except ImportError:  # a script in the bundle directory, next to run_policy.py (also under python -I)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from observations import build_observation  # noqa: E402
     from run_policy import BundleError, PolicyInputError, PolicyRunner, load_spec  # noqa: E402
 
 _LEGS = ("FR", "FL", "RR", "RL")
@@ -61,8 +63,9 @@ MOTOR_ORDER = {
 """Unitree's motor index order of each robot (``motor_state[i]``/``motor_cmd[i]``), by horde's joint names."""
 MOTOR_SLOTS = {"go2": 20, "g1": 35}
 """Motor slots in the SDK's messages (unitree_go: 20, unitree_hg: 35)."""
-BASE = {"ang_vel_x", "ang_vel_y", "ang_vel_z", "gravity_x", "gravity_y", "gravity_z", "lin_vel_x", "lin_vel_y",
-        "lin_vel_z", "cmd_vx", "cmd_vy", "cmd_yaw_rate"}
+SDK_SOURCES = ("base_lin_vel", "base_ang_vel", "imu_gyro", "projected_gravity", "imu_projected_gravity",
+               "velocity_command", "joint_pos", "joint_vel", "last_action")
+"""Raw sources (horde.envs.observations.SOURCES) that Unitree's low-level state and the caller's command give."""
 
 
 class DeployError(RuntimeError):
@@ -111,73 +114,65 @@ def robot_of(spec: dict, robot: str | None) -> str:
 class ObservationBuilder:
     """The policy's observation vector from Unitree ``LowState`` messages, in ``policy.json``'s layout.
 
-    Raw quantities per term name: ``lin_vel_*`` (``lin_vel`` argument, base frame [m/s]), ``ang_vel_*``
-    (``imu_state.gyroscope`` [rad/s]), ``gravity_*`` (world down in the base frame, from ``imu_state.quaternion``),
-    ``cmd_*`` (``command``), ``pos_<joint>``/``vel_<joint>`` (``motor_state[i].q``/``.dq`` of the joint's motor),
-    ``last_action_<joint>`` (the policy's previous action, zero after :meth:`reset`). Each column is then
-    ``clip((raw - offset) * scale)`` with the term's ``offset``, ``scale`` and ``clip``.
+    ``policy.json``'s ``observation.sources`` names the raw quantity of each block; this reads them from the SDK:
+    ``base_lin_vel`` (the ``lin_vel`` argument, base frame [m/s]: a state estimator's), ``base_ang_vel`` and
+    ``imu_gyro`` (``imu_state.gyroscope`` [rad/s]), ``projected_gravity`` and ``imu_projected_gravity`` (world
+    down in the IMU's frame, from ``imu_state.quaternion``), ``velocity_command`` (``command``), ``joint_pos`` /
+    ``joint_vel`` (``motor_state[i].q`` / ``.dq`` of each listed joint's motor), ``last_action`` (the policy's
+    previous action, zero after :meth:`reset`). :func:`observations.build_observation` then applies each block's
+    offset, scale and clip.
     """
 
     spec: dict
     robot: str
     extra: dict = field(default_factory=dict)
-    """Raw values of terms the SDK does not give, by name (a perception stack's height scan, say)."""
+    """Raw values of sources the SDK does not give, by source name (a perception stack's ``height_scan``, say)."""
 
     def __post_init__(self) -> None:
-        terms = self.spec["observation"]["terms"]
-        self.names = [t["name"] for t in terms]
-        self.offset = np.array([t["offset"] or 0.0 for t in terms])
-        self.scale = np.array([t["scale"] if t["scale"] is not None else 1.0 for t in terms])
-        clips = [t["clip"] for t in terms]
-        self.lo = np.array([c[0] if c else -np.inf for c in clips])
-        self.hi = np.array([c[1] if c else np.inf for c in clips])
+        obs = self.spec["observation"]
+        if not obs.get("sources"):
+            raise DeployError("policy.json has no observation 'sources' (a bundle exported before 2026-11-26): "
+                              "re-export it with horde export")
+        self.blocks = obs["sources"]
+        self.names = [t["name"] for t in obs["terms"]]
+        self.offset = np.array([t["offset"] or 0.0 for t in obs["terms"]])
+        self.scale = np.array([t["scale"] if t["scale"] is not None else 1.0 for t in obs["terms"]])
         self.actions = list(self.spec["action"]["names"])
         order = MOTOR_ORDER[self.robot]
         self.motor = {j: order.index(j) for j in self.actions}
-        unknown = [n for n in self.names if not self._known(n)]
-        if unknown:
-            raise DeployError(f"the policy reads {unknown[0]}{' and others' if len(unknown) > 1 else ''}, which "
-                              "Unitree's low-level state does not give (a height scan or a depth image needs a perception stack "
-                              "that fills ObservationBuilder.extra)")
+        for b in self.blocks:
+            if b["source"] not in SDK_SOURCES and b["source"] not in self.extra:
+                raise DeployError(f"the policy reads {b['source']} ({b['columns'][0]}, ...), which Unitree's "
+                                  "low-level state does not give (a height scan or a depth image needs a perception "
+                                  "stack that fills ObservationBuilder.extra)")
+            if b["source"] in ("joint_pos", "joint_vel"):
+                missing = [j for j in b["joints"] if j not in order]
+                if missing:
+                    raise DeployError(f"the policy observes joints {missing}, which are not {self.robot} motors")
         self.last_action = np.zeros(len(self.actions))
-
-    def _known(self, name: str) -> bool:
-        if name in BASE or name in self.extra:
-            return True
-        for prefix in ("pos_", "vel_", "last_action_"):
-            if name.startswith(prefix) and name[len(prefix):] in self.motor:
-                return True
-        return False
 
     def reset(self) -> None:
         self.last_action[:] = 0.0
 
-    def raw(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> np.ndarray:
+    def raw(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> dict[str, np.ndarray]:
+        """Each raw source the bundle reads, from one ``LowState``."""
         imu = low_state.imu_state
+        gyro = np.asarray(imu.gyroscope, dtype=np.float64)
         gravity = quat_rotate_inverse(np.asarray(imu.quaternion, dtype=np.float64), np.array([0.0, 0.0, -1.0]))
-        base = {"lin_vel": lin_vel, "ang_vel": np.asarray(imu.gyroscope, dtype=np.float64), "gravity": gravity}
-        cmd = {"cmd_vx": command[0], "cmd_vy": command[1], "cmd_yaw_rate": command[2]}
-        out = np.empty(len(self.names))
-        for k, name in enumerate(self.names):
-            if name in cmd:
-                out[k] = cmd[name]
-            elif name in BASE:
-                group, axis = name.rsplit("_", 1)
-                out[k] = base[group]["xyz".index(axis)]
-            elif name.startswith("last_action_"):
-                out[k] = self.last_action[self.actions.index(name[len("last_action_"):])]
-            elif name.startswith("pos_"):
-                out[k] = low_state.motor_state[self.motor[name[4:]]].q
-            elif name.startswith("vel_"):
-                out[k] = low_state.motor_state[self.motor[name[4:]]].dq
-            else:
-                out[k] = self.extra[name]
-        return out
+        order = MOTOR_ORDER[self.robot]
+        out = {"base_lin_vel": np.asarray(lin_vel, dtype=np.float64), "base_ang_vel": gyro, "imu_gyro": gyro,
+               "projected_gravity": gravity, "imu_projected_gravity": gravity,
+               "velocity_command": np.asarray(command, dtype=np.float64), "last_action": self.last_action}
+        for b in self.blocks:
+            if b["source"] in ("joint_pos", "joint_vel"):
+                field_ = "q" if b["source"] == "joint_pos" else "dq"
+                out[b["source"]] = np.array([getattr(low_state.motor_state[order.index(j)], field_)
+                                             for j in b["joints"]])
+        return {**out, **{k: np.asarray(v, dtype=np.float64) for k, v in self.extra.items()}}
 
     def build(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> np.ndarray:
         """One observation row, float32 [1, obs_dim]."""
-        obs = np.clip((self.raw(low_state, lin_vel, command) - self.offset) * self.scale, self.lo, self.hi)
-        return obs.astype(np.float32)[None]
+        return build_observation(self.spec["observation"], self.raw(low_state, lin_vel, command))
 
 
 def write_low_cmd(cmd, spec: dict, robot: str, actions: np.ndarray, runner: PolicyRunner,
