@@ -258,7 +258,12 @@ class PPOTrainer:
         if self.overlap is not None:
             return self.overlap.iterate()
         self.rollout(self.alg, returns_phase="learn")
+        threads = self.cfg.update_threads or self.cfg.torch_threads
+        if threads != self.cfg.torch_threads:  # the physics' pool is idle: the update takes every core
+            torch.set_num_threads(threads)
         losses = self.alg.update()
+        if threads != self.cfg.torch_threads:
+            torch.set_num_threads(self.cfg.torch_threads)
         self.timer.mark("learn")
         self.iteration += 1
         return losses
