@@ -147,7 +147,7 @@ def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     """Through the CLI as a user would: train (1 iteration), then the export ladder with rung 3 in MuJoCo's C
     engine (the G1 twin runs the task's own Warp terms), then deploy_unitree's dry run. Every joint acts, nothing is
     randomized and there is no gait clock: what rung 3 and deploy_unitree run today (the recipe's own export, legs
-    only with the clock: tests/test_g1_recipe.py)."""
+    only with the clock: tests/integration/test_g1_recipe.py)."""
     import json
     from pathlib import Path
 

@@ -343,7 +343,7 @@ def test_the_benchmark_scores_standing_still_on_the_same_commands():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import learn_g1
 
     cfg = get_task("g1-velocity").config

@@ -169,7 +169,7 @@ def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "learn_quadruped.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "learn_quadruped.py"
     out = subprocess.run([sys.executable, str(script), "--quick", "--json", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -20,7 +20,7 @@ import pytest
 
 from horde.train.cli import main
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def fails_in_one_line(capsys, args: list[str], expected: str) -> str:
