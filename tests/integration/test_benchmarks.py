@@ -248,3 +248,22 @@ def test_learning_suite_flags_a_target_that_the_trivial_policy_meets():
     assert "standing still: lin_vel_error_mps 0.418, up_fraction 1; zero action: lin_vel_error_mps 0.3" in table
     assert "Defects (a target" in table
     assert "g1-velocity." in table.split("Defects", 1)[1]
+
+
+def test_memory_benchmark_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "memory_per_env.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert [r["task"] for r in rows] == ["cartpole"]
+    assert {"cpu_bytes_per_env", "cuda_bytes_per_env", "obs", "actions", "tape"} <= set(rows[0])
+    assert rows[0]["obs"] == 5 and rows[0]["actions"] == 1 and rows[0]["cuda_bytes_per_env"] > 0
+
+
+def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
+    out = subprocess.run([sys.executable, str(BENCH / "learn_quadruped.py"), "--quick", "--json", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["iterations"] == 2 and row["target_mps"] == 0.25
+    assert 0.0 < row["lin_vel_error_mps"] < 3.0 and 0.0 <= row["fell_fraction"] <= 1.0
