@@ -76,7 +76,10 @@ def test_the_sim2sim_twin_runs_a_new_term_with_no_edit():
     terms, failed = twin.terms(model, data, joints, np.zeros(12), np.zeros(12), np.zeros(12))
     assert list(terms) == list(cfg["reward_scales"])
     assert terms["base_height_error"] == pytest.approx((data.qpos[2] - 0.3) ** 2, rel=1e-4)
-    assert terms["lin_vel_z"] >= 0.0 and not failed
+    v6 = np.zeros(6)  # MuJoCo's own [angular, linear] velocity of the base, in its frame at its origin
+    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, twin.base, v6, 1)
+    v_com = v6[3:] + np.cross(v6[:3], model.body_ipos[twin.base])  # horde's linear velocity is the base COM's
+    assert terms["lin_vel_z"] == pytest.approx(v_com[2] ** 2, rel=1e-4, abs=1e-9) and not failed
 
 
 def test_a_robot_from_outside_is_one_config_entry():
