@@ -7,11 +7,12 @@ PIP := $(PY) -m pip --disable-pip-version-check
 TORCH_CPU_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: demo test bench bench-learn install clean help
+.PHONY: demo test test-fast bench bench-learn install clean help
 
 help:
 	@echo "make demo   - create .venv, train cartpole on CPU, evaluate, export to ONNX and verify"
 	@echo "make test   - create .venv with test extras and run the test suite"
+	@echo "make test-fast - the unit and contract tiers only (tests/unit, tests/contract; under 5 min on 2 cores)"
 	@echo "make bench  - run the benchmark scripts (DEVICE=cpu|cuda:0)"
 	@echo "make bench-learn - train every task with a learning target, one scoreboard (DEVICE=cpu|cuda:0, TASKS=...)"
 
@@ -55,6 +56,11 @@ $(VENV)/.installed-test: $(VENV)/.installed
 # worker uses the second core. TEST_WORKERS=0 runs in one process.
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -n $(or $(TEST_WORKERS),2)
+
+# The fast tiers (docs/layout_and_tests.md): pure functions, single-env builds and the interface contracts, without
+# the end-to-end runs, learning tests and CUDA compile of the other three.
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -n $(or $(TEST_WORKERS),2) tests/unit tests/contract
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PIP) install -q -e ".[test,bench]" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true

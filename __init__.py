@@ -18,8 +18,8 @@ _BUILTIN_TASKS = ("ant", "cartpole", "cartpole-swingup", "g1-velocity", "g1-velo
                   "pendulum", "quadruped", "quadruped-rough", "quadruped-rough-depth", "quadruped-rough-perceptive",
                   "quadruped-rough-student", "reach")
 """The tasks that ``import horde.envs`` registers, named here so that their gymnasium ids exist before the task
-modules (torch, Warp, Newton) are imported; ``tests/test_libraries.py`` checks it equals ``task_names()``. A task
-registered later with ``register_task`` gets its id then."""
+modules (torch, Warp, Newton) are imported; ``tests/integration/test_libraries.py`` checks it equals ``task_names()``. A
+task registered later with ``register_task`` gets its id then."""
 
 
 def _register_with_gymnasium(names=_BUILTIN_TASKS) -> None:

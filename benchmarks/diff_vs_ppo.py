@@ -144,7 +144,7 @@ def measure_memory(task: str, *, num_envs: int, steps: int) -> dict:
     """Bytes per env per step that a taped rollout holds until backward (counted, and measured as RSS growth)."""
     import gc
 
-    from horde.sim import make_diff_task
+    from horde.envs import make_diff_task
 
     model = make_diff_task(task)
     g = torch.Generator().manual_seed(0)

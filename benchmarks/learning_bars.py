@@ -25,8 +25,9 @@ TESTS_DIR = Path(__file__).resolve().parents[1] / "tests"
 
 
 def _test_module(name: str):
-    sys.path.insert(0, str(TESTS_DIR))
-    spec = importlib.util.spec_from_file_location(name, TESTS_DIR / f"{name}.py")
+    sys.path.insert(0, str(TESTS_DIR))  # clihelp
+    (path,) = TESTS_DIR.glob(f"*/{name}.py")  # the test's tier: tests/learning, tests/integration, ...
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -66,12 +67,12 @@ def _overlap_cartpole(seed: int, tmp: Path) -> dict:
 
 
 RUNS = {
-    "shac_pendulum": _shac("pendulum", 6144),        # tests/test_shac.py::test_shac_swings_up_the_pendulum_and_...
+    "shac_pendulum": _shac("pendulum", 6144),        # tests/learning/test_shac.py::test_shac_swings_up_...
     "shac_swingup": _shac("cartpole-swingup", 16384),
-    "shac_reach": _shac("reach", 16384, eval_every=2048),  # tests/test_shac.py::test_shac_reaches_with_the_arm
-    "ppo_pendulum": _ppo_pendulum,                   # tests/test_learning.py::test_ppo_swings_up_the_pendulum
-    "overlap_cartpole": _overlap_cartpole,           # tests/test_overlap.py::test_overlapped_ppo_balances_the_...
-    "gru": _gru,                                     # tests/test_policies_recurrent.py::test_gru_policy_trains_...
+    "shac_reach": _shac("reach", 16384, eval_every=2048),  # tests/learning/test_shac.py::test_shac_reaches_with_the_arm
+    "ppo_pendulum": _ppo_pendulum,                   # tests/learning/test_learning.py::test_ppo_swings_up_the_pendulum
+    "overlap_cartpole": _overlap_cartpole,           # tests/integration/test_overlap.py::test_overlapped_ppo_...
+    "gru": _gru,                                     # tests/learning/test_policies_recurrent.py::test_gru_...
 }
 
 

@@ -1,5 +1,5 @@
-"""The lift's scripted grasp (``tests/test_lift.py::scripted_grasp``: end-effector deltas above the cube, down around
-it, close the binary gripper, raise 15 cm; every action in [-1, 1]) over several seeds of 64 envs.
+"""The lift's scripted grasp (``tests/unit/test_lift.py::scripted_grasp``: end-effector deltas above the cube, down
+around it, close the binary gripper, raise 15 cm; every action in [-1, 1]) over several seeds of 64 envs.
 
     python benchmarks/lift_scripted_grasp.py [--seeds 0 1 2 3 4 5 6 7] [--num-envs 64]
 
@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "unit"))
 
 from test_lift import scripted_grasp  # noqa: E402
 

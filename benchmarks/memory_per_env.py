@@ -76,7 +76,7 @@ def _child(task: str, n: int, backend: str) -> dict:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     tape = 0
     if backend == "cpu" and env_is_differentiable(name):
-        from horde.sim import make_diff_task
+        from horde.envs import make_diff_task
 
         tape = int(make_diff_task(name).rollout.bytes_per_env_step)
     return {"task": task, "num_envs": n, "backend": backend, "cpu_rss": rss, "device_bytes": total, "obs": obs,

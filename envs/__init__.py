@@ -4,7 +4,16 @@ from horde.envs import cartpole, pendulum  # noqa: F401  (registers the built-in
 from horde.envs import ant, humanoid, lift, push, reach, velocity, velocity_tasks  # noqa: F401  (on Newton)
 from horde.envs.adapters import GymVectorEnv, RslRlVecEnv
 from horde.envs.core import StepResult, TaskConfig, WarpTaskEnv
-from horde.envs.registry import TASKS, TaskSpec, UnknownTaskError, get_task, make, register_task, task_names
+from horde.envs.registry import (
+    TASKS,
+    TaskSpec,
+    UnknownTaskError,
+    get_task,
+    make,
+    make_diff_task,
+    register_task,
+    task_names,
+)
 
 __all__ = [
     "TASKS",
@@ -17,6 +26,7 @@ __all__ = [
     "WarpTaskEnv",
     "get_task",
     "make",
+    "make_diff_task",
     "register_task",
     "task_names",
 ]

@@ -5,7 +5,7 @@ every other task, and every task on CUDA, runs the core's one-env-per-thread ker
 Why: Warp runs a CPU kernel's threads one after another in one OS thread, and clang vectorizes no loop over Warp
 arrays (their strides are run-time values), so a per-env kernel uses one SIMD lane. A block kernel steps ``LANES``
 envs per thread through raw pointers (see :mod:`horde.envs.cartpole` and :mod:`horde.sim.classic`), bit-identical to
-the per-env kernels (``tests/test_sim.py``). The envs after the last full block go through the per-env kernels on
+the per-env kernels (``tests/unit/test_sim.py``). The envs after the last full block go through the per-env kernels on
 env slices (``WarpTaskEnv._launch_post_step`` with ``start``).
 """
 

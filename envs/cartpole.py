@@ -190,7 +190,7 @@ def cartpole_post_step(
 # The C++ mirrors, statement for statement, ``sincos``, ``is_finite``, ``wrap_angle`` and ``cartpole_substep``
 # (horde.sim.classic), ``_evaluate``, ``_draw_state`` and ``_obs`` above, and ``weighted_reward``, ``close_step`` and
 # ``end_episode`` (horde.envs.episode), calling Warp's own ``wp::clamp``, ``wp::floor``, ``wp::abs`` and ``wp::randf``:
-# tests/test_sim.py pins this path to the one-env-per-thread kernels (which CUDA runs) bit for bit, NaN actions,
+# tests/unit/test_sim.py pins this path to the one-env-per-thread kernels (which CUDA runs) bit for bit, NaN actions,
 # infinite states, random streams and statistics included, so a change to that maths not mirrored here fails there.
 # The block kernel is launched, and so compiled, on CPU devices only (``block_kernels``, a module of its own).
 _CPP_PRELUDE = r"""

@@ -5,7 +5,7 @@ one *raw source*, a physical quantity a robot (or the simulator) provides, named
 :data:`SOURCES`, and the policy sees ``clip((raw - offset) * scale, -clip, clip)`` of it. From the terms come the
 observation's column names, ``policy.json``'s observation section (:func:`horde.deploy.spec.observation_spec`, read
 on the robot by :mod:`horde.deploy.robot.observations`), and the contract that every task's observation vector can
-be rebuilt from raw state and ``policy.json`` alone (``tests/test_observation_contract.py``, through
+be rebuilt from raw state and ``policy.json`` alone (``tests/contract/test_observation_contract.py``, through
 ``env.observation_sources()``, each task's reading of its raw sources from the world's state)::
 
     ObsTerm("joint_pos", source="joint_pos", columns=tuple(f"pos_{j}" for j in joints), unit="rad", frame="joint",

@@ -46,7 +46,7 @@ def _sim() -> SimConfig:
     # MuJoCo-Warp. Measured on CPU, N=64, 5 ms x 4 substeps, 300 steps of random PD targets (x3, clipped):
     # mujoco 10.6k env-steps/s, stable; featherstone 3.3k, stable; xpbd 18k but every world non-finite within ~2
     # steps (it ignores joint armature, so the explicit PD law is unstable on the light wrist links).
-    # auto: MuJoCo's C engine on the CPU (within 7e-6 of MuJoCo-Warp over 50 steps: tests/test_mujoco_batch.py),
+    # auto: MuJoCo's C engine on the CPU (within 7e-6 of MuJoCo-Warp over 50 steps: tests/unit/test_mujoco_batch.py),
     # MuJoCo-Warp on a GPU
     return SimConfig(solver="auto")
 
@@ -453,8 +453,8 @@ def sample_states(cfg: ReachConfig, rollout: ReachRollout, num_envs: int, genera
 
 def diff_task(cfg: ReachConfig, device: str = "cpu"):
     """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`): the arm on Featherstone, whose
-    gradients match finite differences (``tests/test_diff_reach.py``); MuJoCo-Warp, the env's default solver, gives none.
-    Train and evaluate with ``task.sim.solver=featherstone`` for the same dynamics."""
+    gradients match finite differences (``tests/unit/test_diff_reach.py``); MuJoCo-Warp, the env's default solver, gives
+    none. Train and evaluate with ``task.sim.solver=featherstone`` for the same dynamics."""
     from horde.sim.diff import DiffTask
     from horde.sim.diff_articulation import ArticulationDiffRollout
 

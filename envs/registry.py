@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.sim.diff import DiffTask, NotDifferentiableError
 from horde.sim.fields import check_fields
 
 
@@ -91,3 +92,20 @@ def make(
     env = spec.env_cls(cfg, num_envs=num_envs, device=device, seed=seed)
     env.task_name = name
     return env
+
+
+def make_diff_task(task: str, *, config: TaskConfig | None = None, device: str = "cpu") -> DiffTask:
+    """The differentiable model of registered task ``task`` (default config when ``config`` is None).
+
+    Raises :class:`NotDifferentiableError`, naming the differentiable tasks, for a task whose ``TaskSpec`` is not
+    marked ``differentiable`` or that has no builder.
+    """
+    spec = get_task(task)
+    if spec.diff_task is None:
+        valid = sorted(n for n, s in TASKS.items() if s.diff_task is not None)
+        raise NotDifferentiableError(
+            f"task '{task}' has no differentiable rollout; differentiable tasks: {', '.join(valid)}")
+    cfg = copy.deepcopy(spec.config) if config is None else config
+    if not isinstance(cfg, type(spec.config)):
+        raise TypeError(f"task '{task}' takes a {type(spec.config).__name__}, got {type(cfg).__name__}")
+    return spec.diff_task(cfg, device)

@@ -7,7 +7,6 @@ from horde.sim.diff import (
     DiffTask,
     NotDifferentiableError,
     ZeroGradientError,
-    make_diff_task,
 )
 from horde.sim.graph import StepGraph
 
@@ -18,6 +17,5 @@ __all__ = [
     "NotDifferentiableError",
     "StepGraph",
     "ZeroGradientError",
-    "make_diff_task",
     "resolve_device",
 ]

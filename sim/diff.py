@@ -236,24 +236,3 @@ class DiffTask:
         """Reward [N] = sum of scale x term, as the env's post-step kernel computes it."""
         terms = self.reward_terms(next_state, actions)
         return sum(self.reward_scales[k] * v for k, v in terms.items())
-
-
-def make_diff_task(task: str, *, config=None, device: str = "cpu") -> DiffTask:
-    """The differentiable model of registered task ``task`` (default config when ``config`` is None).
-
-    Raises :class:`NotDifferentiableError`, naming the differentiable tasks, for a task whose ``TaskSpec`` is not
-    marked ``differentiable`` or that has no builder.
-    """
-    import copy
-
-    from horde.envs import TASKS, get_task
-
-    spec = get_task(task)
-    if spec.diff_task is None:
-        valid = sorted(n for n, s in TASKS.items() if s.diff_task is not None)
-        raise NotDifferentiableError(
-            f"task '{task}' has no differentiable rollout; differentiable tasks: {', '.join(valid)}")
-    cfg = copy.deepcopy(spec.config) if config is None else config
-    if not isinstance(cfg, type(spec.config)):
-        raise TypeError(f"task '{task}' takes a {type(spec.config).__name__}, got {type(cfg).__name__}")
-    return spec.diff_task(cfg, device)

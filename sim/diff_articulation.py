@@ -7,7 +7,7 @@ state is ``[joint_q (C), joint_qd (D), site positions (3 per site)]`` per env: j
 state are ignored. Each substep runs horde's actuation law (the PD law or torques of
 :func:`horde.sim.actuation.actuate_joints`, the same maths) and one Featherstone step into a fresh state.
 
-Two measured facts shape it (``tests/test_diff.py`` checks both against central finite differences):
+Two measured facts shape it (``tests/unit/test_diff.py`` checks both against central finite differences):
 
 - Featherstone keeps its Jacobian, mass matrix and Cholesky factor in buffers of the solver object, rewritten by
   every ``step``: under a tape, the backward pass of every substep but the last reads the last substep's matrices,

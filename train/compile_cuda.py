@@ -29,7 +29,7 @@ def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: in
     """Build ``name`` on the CPU and step it with random actions, so every kernel of its step is loaded; for a
     differentiable task also run its taped rollout forward and backward."""
     from horde.envs import get_task, make
-    from horde.sim import make_diff_task
+    from horde.envs import make_diff_task
     from horde.train.config import compose
 
     cfg = compose([f"task={name}", *(overrides or [])])[0].task

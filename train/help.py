@@ -4,8 +4,8 @@ The fields of a task's or a learner's config are listed from the dataclasses tha
 (and the value ``configs/tuned/<task>_<algo>.yaml`` sets instead), choices, bounds or file suffix
 (:mod:`horde.sim.fields` metadata) and the field's docstring, read from the source with :mod:`ast` (Python keeps no
 attribute docstrings at run time). Importing this module is cheap: the task list for ``horde tasks`` and
-``horde --help`` is a static table (``tests/test_cli_help.py`` checks it against the registry), so neither imports
-torch, Warp, Newton or a task module; only a task's or learner's field list imports its config.
+``horde --help`` is a static table (``tests/contract/test_cli_help.py`` checks it against the registry), so neither
+imports torch, Warp, Newton or a task module; only a task's or learner's field list imports its config.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ BUILTIN_TASKS: dict[str, tuple[str, bool]] = {
     "reach": ("horde's 7-DoF arm (assets/arm7.xml): bring the end effector to a random target in a box", True),
 }
 """Built-in task -> (description, differentiable), as ``import horde.envs`` registers them; read without importing
-the task modules (``tests/test_cli_help.py`` checks it equals the registry)."""
+the task modules (``tests/contract/test_cli_help.py`` checks it equals the registry)."""
 
 LEARNERS = ("ppo", "shac", "distillation")
 """The ``algo=`` group (``horde.train.config.ALGORITHMS``; checked equal by the test)."""

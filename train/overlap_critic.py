@@ -16,9 +16,9 @@ state is per parameter. Only the actor is needed to act. So an iteration here is
 
 Every number is the one synchronous PPO computes -- the actor's gradients do not depend on the value loss, nor the
 critic's on the surrogate, and Adam skips the parameters without a gradient -- so the same seed gives a
-bit-identical run (``tests/test_overlap.py`` compares them), ``deterministic=true`` is allowed, and a checkpoint
-(taken after the in-flight critic update has landed) resumes exactly. The staleness is 0: no correction is needed.
-What it hides is the critic's update and the rollout's per-step critic calls; ``algo.max_staleness=1``
+bit-identical run (``tests/integration/test_overlap.py`` compares them), ``deterministic=true`` is allowed, and a
+checkpoint (taken after the in-flight critic update has landed) resumes exactly. The staleness is 0: no correction is
+needed. What it hides is the critic's update and the rollout's per-step critic calls; ``algo.max_staleness=1``
 (:mod:`horde.train.overlap`) hides the whole update at the price of one update of lag.
 
 Feed-forward policies only (a recurrent critic needs each step's hidden state); not with RND or distributed runs.

@@ -151,7 +151,8 @@ class SHACTrainer:
     def __init__(self, cfg, task: str, raw_cfg, *, run_dir: str | Path | None = None, quiet: bool = False) -> None:
         from omegaconf import OmegaConf
 
-        from horde.sim import NotDifferentiableError, make_diff_task
+        from horde.envs import make_diff_task
+        from horde.sim import NotDifferentiableError
         from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
         from horde.train.config import ConfigError, to_container
         from horde.train.ppo import new_run_dir

@@ -13,8 +13,8 @@ Every viewer records to a file by default (no display, no GPU, no open port exce
 
 Newton 1.8's ``ViewerRerun(record_to_rrd=...)`` loses every frame when it also serves or spawns a viewer: that
 opens a gRPC sink which replaces the file sink. Here the viewer is built without a live sink (recording only) or
-the file sink is attached again after construction (``serve=true``); ``tests/test_viewers.py`` counts the frames in
-the file.
+the file sink is attached again after construction (``serve=true``); ``tests/integration/test_viewers.py`` counts the
+frames in the file.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ export PYTHONPATH=/tmp/hp:/tmp/site:$PWD/tests WARP_CACHE_PATH=/tmp/wc PYTHONFAU
 echo "== unpack $(( $(date +%s) - s ))s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nproc) cores; $(python -V)"
 G=benchmarks/results/gpu
 step mujoco_c 130 python $G/mujoco_c_check.py &
-step export_quadruped 170 python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "train_and_export and quadruped" &
+step export_quadruped 170 python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu.py -k "train_and_export and quadruped" &
 wait
 if [ "$PLAN" = run2 ]; then  # every task, throughput, overlap on the quadruped
   step cuda_tasks 200 python $G/cuda_tasks.py

@@ -21,7 +21,7 @@ from horde.train.shac import (
     td_lambda_targets,
 )
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def test_td_lambda_targets_by_hand():

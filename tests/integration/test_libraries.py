@@ -335,7 +335,7 @@ def _bench():
     import importlib.util as u
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "libraries.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "libraries.py"
     spec = u.spec_from_file_location("horde_bench_libraries", path)
     mod = u.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "policy_latency.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "policy_latency.py"
 
 
 def test_policy_latency_quick_json():

@@ -1,7 +1,7 @@
 """The G1 recipe's parts (issue 29), each an option of the velocity task for any legged robot: legs-only actions
 (the other joints held by PD at the default pose), tanh-squashed targets, the gait clock and its contact reward,
-the vx command curriculum; and the export of a legs-only run. One G1 env is shared (its build is slow), with
-domain randomization off so that actions reach the joints undelayed."""
+the vx command curriculum; the export of a legs-only run, and of a full-body run through rung 3 in MuJoCo. One G1
+env is shared (its build is slow), with domain randomization off so that actions reach the joints undelayed."""
 
 import copy
 import math
@@ -343,7 +343,7 @@ def test_the_benchmark_scores_standing_still_on_the_same_commands():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import learn_g1
 
     cfg = get_task("g1-velocity").config
@@ -358,3 +358,36 @@ def test_the_benchmark_scores_standing_still_on_the_same_commands():
     assert not learn_g1.reached({**point, "lin_vel_error_mps": 0.21})  # not half of standing still's
     assert not learn_g1.reached({**point, "up_fraction": 0.94})  # falls too often
     assert not learn_g1.reached({"standing_still_error_mps": 0.4, "up_fraction": 1.0, "lin_vel_error_mps": 0.4})
+
+
+def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
+    """Through the CLI as a user would: train (1 iteration), then the export ladder with rung 3 in MuJoCo's C
+    engine (the G1 twin runs the task's own Warp terms), then deploy_unitree's dry run. Every joint acts, nothing is
+    randomized and there is no gait clock: what rung 3 and deploy_unitree run today (the recipe's own export, legs
+    only with the clock: test_a_tiny_legs_only_run_exports_and_verifies)."""
+    import json
+    from pathlib import Path
+
+    from clihelp import run_cli
+
+    from horde.deploy import export_run
+
+    proc = run_cli("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
+                   "task.action_joints=all", "task.randomization.enabled=false", "task.gait_clock=false",
+                   "task.reward_scales.gait_contact=0", f"run_root={tmp_path}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run,) = (tmp_path / "g1-velocity").iterdir()
+    report = export_run(run, sim2sim_episodes=4)
+    rung3 = report.ladder["sim_to_sim"]
+    assert report.passed and rung3 is not None, report.lines
+    assert rung3["episodes"] == 4 and np.isfinite(rung3["mujoco_mean_return"])
+    spec = json.loads(Path(report.json_path).read_text())
+    assert spec["action"]["names"] == list(resolve_robot("g1").joints)
+    assert spec["pd_gains"]["kp"] == pytest.approx(list(resolve_robot("g1").stiffness))
+    assert set(spec["task_config"]["reward_scales"]) >= {"feet_swing_height", "feet_slip", "terminated"}
+    import subprocess
+    import sys
+
+    dry = subprocess.run([sys.executable, "-I", "-B", "deploy_unitree.py", "--dry-run"], capture_output=True,
+                         text=True, cwd=report.bundle_dir, timeout=300)  # G1 motor order, unitree_hg slots
+    assert dry.returncode == 0 and dry.stdout.startswith("dry run (g1, "), dry.stdout + dry.stderr

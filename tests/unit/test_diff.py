@@ -8,7 +8,8 @@ import torch
 import warp as wp
 
 from horde.envs import get_task, make
-from horde.sim import DiffRollout, NotDifferentiableError, ZeroGradientError, classic, make_diff_task
+from horde.envs import make_diff_task
+from horde.sim import DiffRollout, NotDifferentiableError, ZeroGradientError, classic
 
 DIFF_TASKS = ["pendulum", "cartpole-swingup"]
 STEPS = 8

@@ -8,7 +8,7 @@ import torch
 
 from horde.envs import get_task, make
 from horde.envs.reach import DIFF_STATE, JOINTS
-from horde.sim import make_diff_task
+from horde.envs import make_diff_task
 
 STEPS = 4
 NUM_ENVS = 3

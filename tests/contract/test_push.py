@@ -11,7 +11,7 @@ from horde.envs.push import PUSHED, on_target
 
 
 def test_the_task_is_one_file_of_at_most_150_lines():
-    lines = (Path(__file__).resolve().parent.parent / "envs" / "push.py").read_text().splitlines()
+    lines = (Path(__file__).resolve().parents[2] / "envs" / "push.py").read_text().splitlines()
     assert len(lines) <= 150
     assert get_task("push").config.reward_scales.keys() >= {"push_tracking", "push_fine"}
 

@@ -135,7 +135,7 @@ def test_a_foot_that_is_no_body_geom_or_site_fails_in_one_line():
     from horde.envs.robots import foot_frames
     from horde.sim.newton_build import load_mjcf
 
-    builder = load_mjcf(str(Path(__file__).resolve().parent.parent / "assets" / "quad12.xml"), contact_ke=1e4,
+    builder = load_mjcf(str(Path(__file__).resolve().parents[2] / "assets" / "quad12.xml"), contact_ke=1e4,
                         solver="mujoco-c", self_collisions=False, meshes=False)
     assert foot_frames(builder, ("FL_foot",))[0].offset == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match=r"^foot 'FL_toe' is not a body, geom or site of the model; bodies: "):

@@ -15,7 +15,7 @@ from horde.envs import get_task, make
 from horde.envs.robots import register_robot, resolve_robot
 from horde.envs.symmetry import task_mirror
 
-QUAD12 = Path(__file__).resolve().parent.parent / "assets" / "quad12.xml"
+QUAD12 = Path(__file__).resolve().parents[2] / "assets" / "quad12.xml"
 SIDES = {"FL": "LF", "FR": "RF", "RL": "LH", "RR": "RH"}
 TAIL = ('<body name="tail" pos="-0.2 0 0"><joint name="tail_joint" axis="0 1 0" range="-0.5 0.5" damping="0.1"/>'
         '<geom type="capsule" size="0.01" fromto="0 0 0 -0.1 0 0" mass="0.1"/></body>')

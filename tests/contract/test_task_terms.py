@@ -76,7 +76,10 @@ def test_the_sim2sim_twin_runs_a_new_term_with_no_edit():
     terms, failed = twin.terms(model, data, joints, np.zeros(12), np.zeros(12), np.zeros(12))
     assert list(terms) == list(cfg["reward_scales"])
     assert terms["base_height_error"] == pytest.approx((data.qpos[2] - 0.3) ** 2, rel=1e-4)
-    assert terms["lin_vel_z"] >= 0.0 and not failed
+    v6 = np.zeros(6)  # MuJoCo's own [angular, linear] velocity of the base, in its frame at its origin
+    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, twin.base, v6, 1)
+    v_com = v6[3:] + np.cross(v6[:3], model.body_ipos[twin.base])  # horde's linear velocity is the base COM's
+    assert terms["lin_vel_z"] == pytest.approx(v_com[2] ** 2, rel=1e-4, abs=1e-9) and not failed
 
 
 def test_a_robot_from_outside_is_one_config_entry():
@@ -141,36 +144,3 @@ def test_imports_bring_a_users_terms_and_robots_to_the_command_line(tmp_path, mo
     assert cfg.imports == ["my_horde_terms"] and cfg.task.reward_scales["feet_up"] == 0.1
     with pytest.raises(ConfigError, match=r"^imports: cannot import 'no_such_module': "):
         compose(["imports=[no_such_module]", "task=quadruped"])
-
-
-def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
-    """Through the CLI as a user would: train (1 iteration), then the export ladder with rung 3 in MuJoCo's C
-    engine (the G1 twin runs the task's own Warp terms), then deploy_unitree's dry run. Every joint acts, nothing is
-    randomized and there is no gait clock: what rung 3 and deploy_unitree run today (the recipe's own export, legs
-    only with the clock: tests/test_g1_recipe.py)."""
-    import json
-    from pathlib import Path
-
-    from clihelp import run_cli
-
-    from horde.deploy import export_run
-
-    proc = run_cli("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
-                   "task.action_joints=all", "task.randomization.enabled=false", "task.gait_clock=false",
-                   "task.reward_scales.gait_contact=0", f"run_root={tmp_path}", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (run,) = (tmp_path / "g1-velocity").iterdir()
-    report = export_run(run, sim2sim_episodes=4)
-    rung3 = report.ladder["sim_to_sim"]
-    assert report.passed and rung3 is not None, report.lines
-    assert rung3["episodes"] == 4 and np.isfinite(rung3["mujoco_mean_return"])
-    spec = json.loads(Path(report.json_path).read_text())
-    assert spec["action"]["names"] == list(resolve_robot("g1").joints)
-    assert spec["pd_gains"]["kp"] == pytest.approx(list(resolve_robot("g1").stiffness))
-    assert set(spec["task_config"]["reward_scales"]) >= {"feet_swing_height", "feet_slip", "terminated"}
-    import subprocess
-    import sys
-
-    dry = subprocess.run([sys.executable, "-I", "-B", "deploy_unitree.py", "--dry-run"], capture_output=True,
-                         text=True, cwd=report.bundle_dir, timeout=300)  # G1 motor order, unitree_hg slots
-    assert dry.returncode == 0 and dry.stdout.startswith("dry run (g1, "), dry.stdout + dry.stderr

@@ -5,7 +5,6 @@ leaves behind is cleaned up. In this process through the CLI's entry point (``ma
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 import shutil
@@ -19,8 +18,6 @@ from pathlib import Path
 import pytest
 
 from horde.train.cli import main
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def fails_in_one_line(capsys, args: list[str], expected: str) -> str:
@@ -218,16 +215,6 @@ def test_available_memory_without_psutil_and_without_cuda(monkeypatch):
     est = memory.MemoryEstimate(num_envs=10, device="cuda:1", envs=5_000_000_000, learner=0)
     with pytest.raises(memory.InsufficientMemoryError, match="cuda:1 has 3.0 GB available"):
         memory.check_fits(est)
-
-
-def test_memory_benchmark_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "memory_per_env.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    assert [r["task"] for r in rows] == ["cartpole"]
-    assert {"cpu_bytes_per_env", "cuda_bytes_per_env", "obs", "actions", "tape"} <= set(rows[0])
-    assert rows[0]["obs"] == 5 and rows[0]["actions"] == 1 and rows[0]["cuda_bytes_per_env"] > 0
 
 
 # --- the run directory's lock ----------------------------------------------------------------------------------------

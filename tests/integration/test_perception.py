@@ -185,7 +185,7 @@ def test_blind_vs_perceptive_benchmark_quick(tmp_path):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "perceptive.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "perceptive.py"
     proc = subprocess.run([sys.executable, str(script), "--quick", "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -204,7 +204,7 @@ def test_blind_vs_perceptive_replot_compares_at_equal_iterations(tmp_path, capsy
     import json
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "perceptive.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "perceptive.py"
     spec = importlib.util.spec_from_file_location("perceptive_bench", script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
