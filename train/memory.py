@@ -61,6 +61,7 @@ TASK_MEMORY: dict[str, TaskMemory] = {
     "g1-velocity-rough": TaskMemory(cpu=97_632, cuda=24_125_622, obs=99, actions=29),
     "humanoid": TaskMemory(cpu=49_328, cuda=240_292, obs=73, actions=21),
     "lift": TaskMemory(cpu=23_240, cuda=203_814, obs=43, actions=4),
+    "push": TaskMemory(cpu=42_016, cuda=203_782, obs=43, actions=4),  # the lift's world; its RSS growth is noisy
     "pendulum": TaskMemory(cpu=536, cuda=80, obs=3, actions=1, tape=28),
     "quadruped": TaskMemory(cpu=26_384, cuda=102_384, obs=48, actions=12),
     "quadruped-rough": TaskMemory(cpu=47_304, cuda=12_422_128, obs=48, actions=12),

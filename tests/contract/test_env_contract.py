@@ -8,9 +8,12 @@ from horde.envs import GymVectorEnv, RslRlVecEnv, get_task, make, task_names
 
 N = 16
 SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-rough-student": "quadruped-rough",
-                "quadruped-rough-depth": "quadruped-rough", "push": "lift"}
-"""Tasks that only add observations (or other targets and rewards) to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
+                "quadruped-rough-depth": "quadruped-rough"}
+"""Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
 2 minutes on 2 cores for a rough-terrain task) already run on that task, so these get a fifth of the steps."""
+SAME_SCENE = {"push": "lift"}
+"""Tasks on another task's scene and physics with targets and rewards of their own: a third of the long runs (the
+push's 250-step episodes must end in the 1,000-step one), and no backend runs of their own."""
 COMBINED = {"g1-velocity-rough": ("g1-velocity", "quadruped-rough")}
 """Tasks whose parts each get the long runs in another task: g1-velocity-rough is the G1 of g1-velocity on the
 terrain (and its curriculum and randomization) of quadruped-rough. Its long runs took 6 minutes on 2 cores, a
@@ -18,7 +21,7 @@ quarter of make test; it gets a fifth of the steps."""
 
 
 def _steps(task: str, steps: int) -> int:
-    if task == "push":  # the lift's physics; a third, so that its 250-step episodes end in the 1,000-step run
+    if task in SAME_SCENE:
         return steps // 3
     return steps // 5 if task in SAME_PHYSICS or task in COMBINED else steps
 
@@ -168,7 +171,7 @@ def test_combined_tasks_are_their_parts():
 
 
 WARP_TASKS = [t for t in task_names() if hasattr(get_task(t).config, "sim") and t not in SAME_PHYSICS
-              and t not in COMBINED]
+              and t not in COMBINED and t not in SAME_SCENE]
 """Articulated tasks with physics of their own. Their CPU default is MuJoCo's C engine (``solver=auto``), which the
 tests above run; MuJoCo-Warp, the solver a GPU runs, keeps the contract too (shorter runs: it is 4-9x slower here)."""
 
