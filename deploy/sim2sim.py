@@ -4,16 +4,16 @@ with observations rebuilt from ``policy.json`` alone: the digital-twin check bef
     horde sim2sim run=<bundle dir or run dir> [episodes=16] [seed=0]
 
 Everything the loop needs comes from the bundle: the observation's blocks (each a raw source, read from MuJoCo's
-state below, with its offset, scale and clip: the robot side's ``build_observation``), action names, type, scale, offset and clip, PD gains and effort limits, control period
-and substeps, episode length, reward scales, initial-state and command ranges (``task_config``). Only the MJCF
-comes from horde's assets. Reported: mean return in MuJoCo, horde's closed-loop mean return (rung 2 of the
-bundle's parity report), and their ratio.
+state below, with its offset, scale and clip: the robot side's ``build_observation``), action names, type, scale,
+offset and clip, PD gains and effort limits, control period and substeps, episode length, reward scales, initial-
+state and command ranges (``task_config``). Only the MJCF comes from horde's assets. Reported: mean return in
+MuJoCo, horde's closed-loop mean return (rung 2 of the bundle's parity report), and their ratio.
 
-The loop is shared; a task brings its twin in its ``TaskSpec`` (``twin``): a small class that loads the task's MuJoCo
-model, draws an episode's initial state and commands, reads the task's own observation sources (``sources``,
+The loop is shared; a task brings its twin in its ``TaskSpec`` (``twin``): a small class that loads the task's
+MuJoCo model, draws an episode's initial state and commands, reads the task's own observation sources (``sources``,
 ``raw(data)``; joint angles and rates by name and the last actions are common) and computes its reward terms and
-failure rule from MuJoCo state. The velocity
-task's twin (:class:`horde.envs.velocity.VelocityTwin`) runs the task's own Warp reward terms on MuJoCo's state.
+failure rule from MuJoCo state. The velocity task's twin (:class:`horde.envs.velocity.VelocityTwin`) runs the task's
+own Warp reward terms on MuJoCo's state.
 """
 
 from __future__ import annotations

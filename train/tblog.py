@@ -6,8 +6,9 @@ from __future__ import annotations
 def iteration_scalars(*, stats: dict, losses: dict, split: dict, steps: int, iter_s: float, learning_rate: float,
                       noise_std: float) -> dict[str, float]:
     """Losses, learning rate, exploration noise, throughput, the wall-time split, episode statistics, every reward
-    term, the share of episodes each termination term ended (``Termination/<name>``), every ``sim/*`` counter (e.g. ``sim/unstable_resets`` from the physics health check) and every
-    ``curriculum/*`` level (terrain level, the vx command range), by tag."""
+    term, the share of episodes each termination term ended (``Termination/<name>``), every ``sim/*`` counter (e.g.
+    ``sim/unstable_resets`` from the physics health check) and every ``curriculum/*`` level (terrain level, the vx
+    command range), by tag."""
     out = {k if "/" in k else f"Loss/{k}": v for k, v in losses.items()}  # "Overlap/..." keeps its own tag
     out["Loss/learning_rate"] = learning_rate
     out["Policy/mean_noise_std"] = noise_std
