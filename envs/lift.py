@@ -43,7 +43,7 @@ from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.observations import ObsTerm, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.lift_terms import LIFT_TERMS, Manip, cube_pos, ee_pos
+from horde.envs.lift_terms import LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
 from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command
 from horde.sim.device import resolve_device
 from horde.sim.diffik import Chain, chain_from_builder, dls_step, orientation_error, site_jacobian, vec6
@@ -162,6 +162,9 @@ class LiftConfig(TaskConfig):
     """A finger is in contact when its contact force exceeds this [N]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
     """Reward terms of LIFT_TERMS and their weights per control step, in statistics order."""
+    terminations: list[str] = field(default_factory=lambda: ["cube_off_table"])
+    """Termination terms of LIFT_TERMINATIONS (unstable physics always fails an episode); each one's share of the
+    finished episodes is logged as ``termination/<name>``."""
 
 
 @wp.struct
@@ -306,18 +309,30 @@ def _new_target(t: LiftTask, x: Manip, i: int, s: wp.uint32) -> wp.uint32:
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ...] = (),
+                     time_outs: tuple[bool, ...] = ()) -> wp.Kernel:
+    """The step's kernel for these reward and termination terms (``ends``; failures, or time-outs where
+    ``time_outs`` says so), fused with ``wp.static``."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def lift_post_step(t: LiftTask, x: Manip, u: Command, joint_q: wp.array2d(dtype=float),
-                       default_q: wp.array(dtype=float), ep: Episodes, state: wp.array2d(dtype=float),
+                       default_q: wp.array(dtype=float), ep: Episodes, causes: wp.array(dtype=wp.float64),
+                       state: wp.array2d(dtype=float),
                        obs: wp.array2d(dtype=float), final_obs: wp.array2d(dtype=float),
                        cube_z: wp.array(dtype=float)):
         i = wp.tid()
         ok = not x.unstable[i]
         c = cube_pos(x, i)
-        failed = x.unstable[i] or c[2] < t.table_z
+        failed = x.unstable[i]
+        timed_out = bool(False)
+        hits = int(0)
+        for k in range(wp.static(len(ends))):
+            if wp.static(ends[k])(x, i):
+                hits = hits | (1 << k)
+                if wp.static(time_outs[k]):
+                    timed_out = True
+                else:
+                    failed = True
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
@@ -326,8 +341,11 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
             x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         cube_z[i] = wp.where(ok, c[2] - x.rest_z, 0.0)
         _write_obs(x, u, i, ok, joint_q, default_q, x.target, t.ee_mode, state, obs)
-        done = close_step(ep, i, r, failed, t.max_episode_length)
+        done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
+            for k in range(wp.static(len(ends))):
+                if hits & (1 << k) != 0:
+                    wp.atomic_add(causes, k, wp.float64(1.0))
             for k in range(obs.shape[1]):
                 final_obs[i, k] = obs[i, k]
             for k in range(x.actions.shape[1]):
@@ -411,6 +429,8 @@ class LiftEnv(WarpTaskEnv):
     action_type = "position_target"
     term_set = LIFT_TERMS
     """Where ``reward_scales``' keys are looked up."""
+    termination_set = LIFT_TERMINATIONS
+    """Where ``terminations``' names are looked up."""
 
     def __init__(self, cfg: LiftConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
@@ -461,7 +481,9 @@ class LiftEnv(WarpTaskEnv):
         self.joint_actions = wp.to_torch(u.joint_actions)
         """What the actuation law ran in the last step: one action per actuated joint [num_envs, 9]."""
         self._ee = (ee_body, ee_offset)
-        self._post_step = post_step_kernel(terms)
+        ends = LIFT_TERMINATIONS.resolve(list(cfg.terminations))
+        self.termination_names = tuple(cfg.terminations)
+        self._post_step = post_step_kernel(terms, ends, LIFT_TERMINATIONS.time_outs(cfg.terminations))
         self.step_kernels = (lift_command, self._post_step, lift_observe) + w.kernels
         self.manip = self._context(cfg, ee_body, ee_offset)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
@@ -534,7 +556,7 @@ class LiftEnv(WarpTaskEnv):
         x = Manip()
         x.ee_body, x.ee_offset = ee_body, wp.vec3(*ee_offset)
         x.cube_body = self.world.object_body("cube")
-        x.rest_z = cfg.table_height + 0.5 * cfg.cube_size
+        x.rest_z, x.table_z = cfg.table_height + 0.5 * cfg.cube_size, cfg.table_height
         x.lift_height, x.lift_span, x.contact_threshold = cfg.lift_height, cfg.lift_span, cfg.contact_threshold
         # a finger's inner face is at its opening: holding the cube, each opens about half the cube's width
         half = 0.5 * cfg.cube_size
@@ -555,7 +577,8 @@ class LiftEnv(WarpTaskEnv):
         w.simulate(self._command.joint_actions)
         w.inspect()
         wp.launch(self._post_step, n, device=d, inputs=[
-            self._task, self.manip, self._command, w.arrays.joint_q, w.arrays.default_joint_q, self.episodes()],
+            self._task, self.manip, self._command, w.arrays.joint_q, w.arrays.default_joint_q, self.episodes(),
+            self._causes],
             outputs=[self._state, self._obs, self._final_obs, self._cube_height])
         w.reset(self._dones, self._rng)
         self._observe(self._dones, clear=False)

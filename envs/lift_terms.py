@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import warp as wp
 
-from horde.envs.terms import TermSet, clipped_action_rate
+from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
 
-__all__ = ["LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted", "pinched"]
+__all__ = ["LIFT_TERMINATIONS", "LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted", "pinched"]
 
 
 @wp.struct
@@ -19,6 +19,8 @@ class Manip:
     cube_body: int
     rest_z: float
     """Cube centre height resting on the table [m]."""
+    table_z: float
+    """Height of the table top [m]."""
     lift_height: float
     lift_span: float
     contact_threshold: float
@@ -43,6 +45,9 @@ LIFT_TERMS = TermSet("lift", Manip)
 """Reward terms of the lift task: Warp functions ``(x: Manip, i: int) -> float``."""
 lift_term = LIFT_TERMS.term
 
+LIFT_TERMINATIONS = TerminationSet("lift termination", Manip)
+"""Termination terms of the lift family (``task.terminations``; unstable physics always fails an episode)."""
+
 
 @wp.func
 def ee_pos(x: Manip, i: int) -> wp.vec3:
@@ -52,6 +57,12 @@ def ee_pos(x: Manip, i: int) -> wp.vec3:
 @wp.func
 def cube_pos(x: Manip, i: int) -> wp.vec3:
     return wp.transform_get_translation(x.body_q[i, x.cube_body])
+
+
+@LIFT_TERMINATIONS.term
+def cube_off_table(x: Manip, i: int) -> bool:
+    """The cube's centre is below the table top: it fell off."""
+    return cube_pos(x, i)[2] < x.table_z
 
 
 @wp.func

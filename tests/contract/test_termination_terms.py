@@ -102,3 +102,23 @@ def test_the_twin_fails_on_the_same_terms():
         mujoco.mj_forward(model, data)
         _, failed = twin.terms(model, data, joints, np.zeros(12), np.zeros(12), np.zeros(12))
         assert failed == fails, extra
+
+
+def test_the_lift_family_has_termination_terms_too():
+    """The lift's (and push's) episode fails when the cube leaves the table: a term, counted per cause; a user's
+    term joins it with one config line."""
+    from horde.envs.lift_terms import LIFT_TERMINATIONS, Manip
+
+    @LIFT_TERMINATIONS.term(name="cube_below_2m", replace=True)
+    def cube_below_2m(x: Manip, i: int) -> bool:  # always true: the cube rests at 0.125 m
+        return wp.transform_get_translation(x.body_q[i, x.cube_body])[2] < 2.0
+
+    for task in ("lift", "push"):
+        cfg = dataclasses.replace(get_task(task).config, terminations=["cube_off_table", "cube_below_2m"])
+        env = make(task, num_envs=4, seed=0, config=cfg)
+        env.pop_episode_stats()
+        r = env.step(torch.zeros(4, env.num_actions))
+        assert r.terminated.all()
+        s = env.pop_episode_stats()
+        assert s["termination/cube_below_2m"] == 1.0 and s["termination/cube_off_table"] == 0.0
+    assert make("lift", num_envs=1).termination_names == ("cube_off_table",)
