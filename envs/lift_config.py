@@ -1,0 +1,129 @@
+"""The lift's constants (joints, action modes) and its config (:class:`LiftConfig`), beside :mod:`horde.envs.lift`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from horde.envs.core import TaskConfig
+from horde.sim.actuation import GRIPPER_MODES
+from horde.sim.fields import bounded, choice
+from horde.sim.newton_world import SimConfig
+
+__all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
+           "action_names_of", "obs_names_of"]
+
+GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
+ARM = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
+FINGERS = ("left_finger", "right_finger")
+JOINTS = ARM + FINGERS
+ARM_MODES = ("ee_delta", "joint")
+"""``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets."""
+EE_ACTIONS = ("ee_dx", "ee_dy", "ee_dz")
+IK_RANGE = math.pi
+"""With ``arm=ee_delta`` the actuation law's arm scale [rad]: the IK's joint targets are written as actions
+(target - default) / IK_RANGE, so any target within the joint limits is reachable."""
+HAND_DOWN = (0.0, 1.0, 0.0, 0.0)
+"""Hand orientation the IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis down)."""
+
+
+def obs_names_of(action_names: tuple[str, ...]) -> tuple[str, ...]:
+    """Observation columns for the given action columns (the last block repeats the actions)."""
+    return (*(f"pos_{j}" for j in JOINTS), *(f"vel_{j}" for j in JOINTS), "ee_x", "ee_y", "ee_z", "cube_x",
+            "cube_y", "cube_z", "cube_ee_x", "cube_ee_y", "cube_ee_z", "target_x", "target_y", "target_z",
+            "target_cube_x", "target_cube_y", "target_cube_z", "cube_yaw_sin4", "cube_yaw_cos4", "ee_cmd_dx",
+            "ee_cmd_dy", "ee_cmd_dz", "gripper_cmd", *(f"last_action_{a}" for a in action_names))
+
+
+def action_names_of(arm: str, gripper: str) -> tuple[str, ...]:
+    """Action columns of an ``arm`` and ``gripper`` mode."""
+    arm_names = EE_ACTIONS if arm == "ee_delta" else ARM
+    return (*arm_names, *(FINGERS if gripper == "independent" else ("gripper",)))
+
+
+def _scales() -> dict[str, float]:
+    # Staged and dense (RECIPES.md): reach the cube, close on it, raise it (paid in proportion to the height while
+    # both fingers press on it), then Isaac Lab's lifted bonus and goal terms gated on the lift. No penalty for a
+    # dropped cube (the episode just ends, as in Isaac Lab): with -10 a first CPU run kept the gripper 9 cm away.
+    return {"reaching": 1.0, "reaching_fine": 1.0, "grasp": 2.0, "lift_height": 10.0, "lifting": 15.0,
+            "target_tracking": 16.0, "target_fine": 5.0, "action_rate": -1.0e-3, "joint_vel": -1.0e-4}
+
+
+def _sim() -> SimConfig:
+    # box-box contacts (fingers and cube, cube and table) come in fours to eights: with 32 per env MuJoCo-Warp
+    # reported narrowphase overflow (dropped contacts) once a policy pressed the gripper on the cube
+    # auto: MuJoCo's C engine on the CPU, MuJoCo-Warp on a GPU (the capacities below are MuJoCo-Warp's)
+    return SimConfig(solver="auto", max_contacts=96, max_constraints=576)
+
+
+@dataclass(kw_only=True)
+class LiftConfig(TaskConfig):
+    """Arm and gripper actuation, the cube and table, target heights, reward terms."""
+
+    episode_length: int = 250
+    sim_dt: float = 0.005
+    decimation: int = 4
+    sim: SimConfig = field(default_factory=_sim)
+    """Newton world: solver and its settings, health-check bounds."""
+    arm: str = choice(ARM_MODES)
+    """Arm actions: ``ee_delta`` (end-effector target deltas through differential IK) or ``joint`` (PD targets)."""
+    gripper: str = choice(GRIPPER_MODES)
+    """Gripper actions: ``binary`` (one, open at >= 0), ``delta`` (one, integrated) or ``independent`` (per finger)."""
+    gripper_open: float = bounded(0.045, gt=0, le=0.05)
+    """Finger target when open [m]; the opening is twice this (9 cm: wider than the cube's 7.07 cm diagonal)."""
+    gripper_rate: float = bounded(0.25, gt=0, le=1)
+    """gripper=delta: opening command change per control step at action +-1 (share of the stroke)."""
+    ee_step: float = bounded(0.02, gt=0, le=0.1)
+    """arm=ee_delta: end-effector target step per control step at action +-1 [m]."""
+    ee_lead: float = bounded(0.05, gt=0)
+    """arm=ee_delta: the end-effector target stays within this of the end effector [m] (no wind-up against the
+    table or the cube)."""
+    ik_damping: float = bounded(0.05, gt=0)
+    """arm=ee_delta: damping of the least-squares IK step [m]."""
+    ik_gain: float = bounded(0.1, ge=0, le=1)
+    """arm=ee_delta: share of the remaining end-effector error (position and the hand-down orientation) added to
+    the joint targets per control step: the integral that removes the PD law's sag under gravity."""
+    ik_lead: float = bounded(0.3, gt=0)
+    """arm=ee_delta: joint targets stay within this of the joint positions [rad]."""
+    default_joint_pos: list[float] = field(default_factory=lambda: [0.0, 0.5, 0.0, 1.6, 0.0, 1.0, 0.0, 0.045,
+                                                                    0.045])
+    """Initial pose: 7 arm joints [rad] (gripper above the table, pointing down; the PD targets at action 0 with
+    arm=joint), the two finger openings [m]."""
+    action_scale: list[float] = field(default_factory=lambda: [0.5] * 7)
+    """arm=joint: arm target offset at action +-1 [rad]."""
+    joint_stiffness: list[float] = field(default_factory=lambda: [400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0,
+                                                                  200.0, 200.0])
+    """PD stiffness [N m/rad, N/m]."""
+    joint_damping: list[float] = field(default_factory=lambda: [40.0, 40.0, 20.0, 20.0, 4.0, 4.0, 1.0, 5.0, 5.0])
+    """PD damping [N m s/rad, N s/m]."""
+    effort_limit: list[float] = field(default_factory=lambda: [150.0, 150.0, 80.0, 80.0, 20.0, 20.0, 10.0, 20.0,
+                                                               20.0])
+    """Torque [N m] and finger force [N] limits."""
+    init_joint_pos_range: float = 0.1
+    """Initial arm joint angles are default +- this [rad]."""
+    cube_size: float = 0.05
+    """Edge of the cube [m]."""
+    cube_density: float = 400.0
+    """[kg/m^3] (0.05 kg for a 5 cm cube)."""
+    table_height: float = 0.1
+    """Height of the table top [m]; the table spans x 0.25-0.75 m, y +-0.35 m in front of the arm's base."""
+    cube_x: list[float] = field(default_factory=lambda: [0.42, 0.58])
+    """Range (lo, hi) of the cube's initial x on the table [m] (its yaw is drawn in +-45 degrees)."""
+    cube_y: list[float] = field(default_factory=lambda: [-0.1, 0.1])
+    """Range (lo, hi) of the cube's initial y [m]."""
+    target_height: list[float] = field(default_factory=lambda: [0.1, 0.3])
+    """Range of the target's height above the table [m]; the target is above the cube's initial spot."""
+    target_xy: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    """The target's x and y are the cube's initial ones + uniform in +- these [m] (0: right above the cube)."""
+    lift_height: float = 0.04
+    """The cube counts as lifted more than this above its resting height [m]."""
+    lift_span: float = bounded(0.1, gt=0)
+    """lift_height term: the height [m] at which it pays its full weight."""
+    contact_threshold: float = 0.5
+    """A finger is in contact when its contact force exceeds this [N]."""
+    reward_scales: dict[str, float] = field(default_factory=_scales)
+    """Reward terms of LIFT_TERMS and their weights per control step, in statistics order."""
+    terminations: list[str] = field(default_factory=lambda: ["cube_off_table"])
+    """Termination terms of LIFT_TERMINATIONS (unstable physics always fails an episode); each one's share of the
+    finished episodes is logged as ``termination/<name>``."""
