@@ -161,27 +161,17 @@ def _kv(args: list[str], allowed: dict[str, Key], command: str) -> dict:
 
 
 def cmd_train(args: list[str]) -> dict:
-    from horde.train.config import compose
-    from horde.train.ppo import PPOTrainer
-    from horde.train.shac import SHACConfig, SHACTrainer
+    from horde.train.config import ALGORITHMS, algorithm_name, compose
+    from horde.train.memory import check_run
+    from horde.train.session import run_directory, teardown_distributed
 
     cfg, task, raw = compose(args)
-    from horde.train.memory import check_run
-    from horde.train.session import run_directory, writable_run_dir
-
     check_run(cfg, task)  # before any env is built: a run that will not fit is refused in one line
     if cfg.lib != "horde":
         from horde.train.libs import train_with_library
 
-        writable_run_dir("run_root", cfg.run_root, Path(cfg.run_root) / task)
         return train_with_library(cfg, task, raw)
-    from horde.train.config import DistillationConfig
-    from horde.train.distill import DistillationTrainer
-
-    from horde.train.session import teardown_distributed
-
-    trainer_cls = (SHACTrainer if isinstance(cfg.algo, SHACConfig)
-                   else DistillationTrainer if isinstance(cfg.algo, DistillationConfig) else PPOTrainer)
+    trainer_cls = ALGORITHMS[algorithm_name(cfg)].learner_class()
     main_rank = not cfg.distributed or int(os.environ.get("RANK", "0")) == 0
     with run_directory(cfg.run_root, task, resume=cfg.resume, main=main_rank) as run_dir:  # locked while written
         summary = trainer_cls(cfg, task, raw, run_dir=run_dir).learn()

@@ -169,8 +169,33 @@ RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "memor
 """Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 
-ALGORITHMS: dict[str, type] = {"ppo": PPOConfig, "shac": SHACConfig, "distillation": DistillationConfig}
-"""Learner configs by name, selectable with ``algo=<name>``."""
+@dataclass(frozen=True)
+class Algorithm:
+    """A learner ``algo=<name>`` selects: its config dataclass and its trainer (``"module:Class"``, imported when a
+    run starts, so that composing a config does not import every learner)."""
+
+    config: type
+    learner: str
+
+    def learner_class(self) -> type:
+        """The trainer class: ``cls(cfg, task, raw_cfg, run_dir=..., quiet=...)`` with ``learn()``."""
+        import importlib
+
+        module, name = self.learner.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "ppo": Algorithm(PPOConfig, "horde.train.ppo:PPOTrainer"),
+    "shac": Algorithm(SHACConfig, "horde.train.shac:SHACTrainer"),
+    "distillation": Algorithm(DistillationConfig, "horde.train.distill:DistillationTrainer"),
+}
+"""Learners by name, selectable with ``algo=<name>``: config and trainer."""
+
+
+def algorithm_name(cfg: TrainConfig) -> str:
+    """The name in :data:`ALGORITHMS` of the learner ``cfg.algo`` configures."""
+    return next(name for name, a in ALGORITHMS.items() if type(cfg.algo) is a.config)
 
 
 def config_dir() -> Path:
@@ -190,7 +215,7 @@ def _register() -> None:
 
     cs = ConfigStore.instance()
     nodes = [("", "train_schema", TrainConfig), *(("task", n, s.config) for n, s in TASKS.items()),
-             *(("algo", n, c) for n, c in ALGORITHMS.items())]
+             *(("algo", n, a.config) for n, a in ALGORITHMS.items())]
     for group, name, node in nodes:
         if _STORED.get((group, name)) != id(node):
             cs.store(group=group or None, name=name, node=node)
@@ -316,14 +341,14 @@ def import_user_modules(modules: Any) -> None:
 
 
 def check_terms(task_cfg: Any, task_name: str) -> None:
-    """The reward and termination terms a task config names exist in its env's term sets (tasks whose env has
-    them), as one line."""
+    """The reward, termination, observation and event terms a task config names exist in its env's term sets
+    (tasks whose env has them), as one line."""
     from horde.envs import get_task
     from horde.envs.terms import UnknownTermError
 
     env_cls = get_task(task_name).env_cls
     for attr, field in (("term_set", "reward_scales"), ("termination_set", "terminations"),
-                        ("observation_set", "extra_observations")):
+                        ("observation_set", "extra_observations"), ("event_set", "events")):
         term_set = getattr(env_cls, attr, None)
         if term_set is not None:
             try:
@@ -420,7 +445,7 @@ def from_container(data: dict, task_name: str) -> TrainConfig:
     algo_name = data.get("algo_name", "ppo")
     schema = OmegaConf.structured(TrainConfig)
     schema.task = OmegaConf.structured(spec.config)
-    schema.algo = OmegaConf.structured(ALGORITHMS[algo_name])
+    schema.algo = OmegaConf.structured(ALGORITHMS[algo_name].config)
     try:
         merged = OmegaConf.merge(schema, {k: v for k, v in data.items() if k != "algo_name"})
         typed = OmegaConf.to_object(merged)

@@ -1,6 +1,6 @@
 """``horde demo``: train cartpole with PPO on the CPU, evaluate it, export it to ONNX, verify, summarize.
 
-Writes ``<run_dir>/summary.json`` with task, mean_return, mean_episode_length, train_seconds, env_steps_per_s,
+Extends the run's ``<run_dir>/train_summary.json`` with task, mean_return, mean_episode_length, train_seconds, env_steps_per_s,
 onnx_max_abs_err and policy_onnx, and fails (exit 1) when the policy or its export misses the bar.
 """
 
@@ -54,7 +54,8 @@ def run_demo(overrides: list[str], *, episodes: int = 100) -> dict:
         "checkpoint": report.checkpoint,
         "run_dir": str(run_dir.resolve()),
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    # the run's own train_summary.json, extended with the evaluation and the export (one summary file per run)
+    (run_dir / "train_summary.json").write_text(json.dumps({**train, **summary}, indent=2))
     share = ", ".join(f"{k} {100 * v:.0f}%" for k, v in train["time_share"].items())
     print(
         f"\n{task}: trained in {train['train_seconds']:.1f} s ({train['env_steps']:,} env steps, "
@@ -64,7 +65,7 @@ def run_demo(overrides: list[str], *, episodes: int = 100) -> dict:
         f" (time-out at {cfg.task.episode_length})\n"
         f"  ONNX: {summary['policy_onnx']}\n"
         f"  onnxruntime vs torch max abs error: {report.onnx_max_abs_err:.2e} (limit 1e-5)\n"
-        f"  summary: {run_dir / 'summary.json'}"
+        f"  summary: {run_dir / 'train_summary.json'}"
     )
     if task == "cartpole" and ev["mean_episode_length"] < MIN_EPISODE_LENGTH:
         raise DemoError(f"policy balanced for {ev['mean_episode_length']:.1f} steps on average, below the demo's "

@@ -14,15 +14,15 @@ import io
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from rsl_rl.algorithms import Distillation
 
 from horde.envs import RslRlVecEnv, make
 from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
-from horde.train.config import ConfigError, TrainConfig, from_container, to_container
-from horde.train.ppo import PPOTrainer, new_run_dir, use_fused_adam
-from horde.train.session import DistInfo, broadcast_object, seed_everything, setup_distributed
+from horde.train.config import ConfigError, TrainConfig, from_container
+from horde.train.ppo import PPOTrainer, use_fused_adam
+from horde.train.session import RunSession
 
 __all__ = ["DistillationTrainer", "load_teacher"]
 
@@ -45,22 +45,16 @@ class DistillationTrainer(PPOTrainer):
     """One distillation run; the loop, logging and checkpoints are :class:`PPOTrainer`'s."""
 
     label = "distill"
+    algo_name = "distillation"
 
     def __init__(self, cfg: TrainConfig, task: str, raw_cfg: DictConfig, *, run_dir: str | Path | None = None,
                  quiet: bool = False) -> None:
         self.cfg, self.task = cfg, task
-        self.dist, device = (setup_distributed(cfg.device, cfg.dist_backend) if cfg.distributed
-                             else (DistInfo(), cfg.device))
-        self.quiet = quiet or not self.dist.is_main
         a = cfg.algo
+        self.session = session = RunSession.begin(cfg, task, self.algo_name, quiet=quiet)
+        self.dist, self.quiet, seed = session.dist, session.quiet, session.seed
         teacher_ckpt, teacher_cfg, teacher_path = load_teacher(a.teacher)
-        num_envs = cfg.num_envs // self.dist.world_size
-        if num_envs < 1:
-            raise ConfigError(f"num_envs={cfg.num_envs} cannot be split over {self.dist.world_size} ranks")
-        torch.set_num_threads(cfg.torch_threads)
-        seed = cfg.seed + self.dist.rank
-        seed_everything(seed, deterministic=cfg.deterministic)
-        self.core = make(task, num_envs=num_envs, device=device, seed=seed, config=cfg.task)
+        self.core = make(task, num_envs=session.num_envs, device=session.device, seed=seed, config=cfg.task)
         if self.core.teacher_obs is None:
             raise ConfigError(f"task '{task}' has no teacher group to distill from (the legged tasks with "
                               "privileged_critic have one, such as quadruped-rough-student)")
@@ -72,15 +66,8 @@ class DistillationTrainer(PPOTrainer):
                 f"{self.core.num_actions}")
         self.env = RslRlVecEnv(self.core, teacher=True)
         self.device = self.core.device
-        self.config_dict = {**to_container(raw_cfg), "algo_name": "distillation"}
-        resume_ckpt = load_checkpoint(resolve_checkpoint(cfg.resume)) if cfg.resume else None
-        if run_dir is None and resume_ckpt is not None:
-            run_dir = resolve_checkpoint(cfg.resume).parent
-        if self.dist.is_main:
-            self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
-        self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
+        self.run_dir = session.open(raw_cfg, run_dir)
+        self.config_dict, resume_ckpt = session.config_dict, session.resume_ckpt
         images = getattr(self.core, "obs_images", ())  # the teacher group holds the policy's columns too
         student, _ = rsl_model_cfgs(a.policy, images)
         teacher, _ = rsl_model_cfgs(teacher_cfg.algo.policy, images)
@@ -104,7 +91,7 @@ class DistillationTrainer(PPOTrainer):
         if not self.quiet:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
             start = f", resuming at iteration {self.iteration}" if resume_ckpt is not None else ""
-            print(f"[{task}] {num_envs} envs on {self.device}, distilling {teacher_path} into a student "
+            print(f"[{task}] {session.num_envs} envs on {self.device}, distilling {teacher_path} into a student "
                   f"{a.policy.actor_hidden_dims} ({n_params} parameters), {cfg.max_iterations} iterations{start} -> "
                   f"{self.run_dir}", flush=True)
 

@@ -235,7 +235,7 @@ def train_help(args: list[str]) -> str:
         if run_tuned:
             out += ["", f"run fields {tuned_file} sets: " + ", ".join(f"{k}={_value(v)}" for k, v in run_tuned.items())]
     if algo is not None:
-        cls = ALGORITHMS[algo]
+        cls = ALGORITHMS[algo].config
         doc = " ".join((inspect.getdoc(cls) or "").split())
         out += ([""] if out else []) + _wrap(f"algo={algo}: {doc}", 0)
         out += [f"fields of algo.* ({cls.__name__}), set with algo.<field>=<value>:"]

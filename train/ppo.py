@@ -8,36 +8,25 @@ atomic checkpoints, a run directory with the resolved config, and a progress bar
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import io
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from rsl_rl.algorithms import PPO
 
 import horde
 from horde.envs import RslRlVecEnv, make
 from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
-from horde.train.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
-from horde.train.config import ConfigError, TrainConfig, to_container
+from horde.train.checkpoint import save_checkpoint
+from horde.train.config import ConfigError, TrainConfig
 from horde.train.overlap import OverlappedRollouts, act_in_precision
 from horde.train.overlap_critic import OverlappedCritic
 from horde.train.runner import run
-from horde.train.session import DistInfo, broadcast_object, seed_everything, setup_distributed
+from horde.train.session import RunSession, new_run_dir  # noqa: F401 - new_run_dir: its old home
 from horde.train.timing import PhaseTimer
-
-
-def new_run_dir(root: str | Path, task: str) -> Path:
-    """``<root>/<task>/<YYYY-mm-dd_HH-MM-SS>``, suffixed when two runs start in the same second."""
-    base = Path(root) / task / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    path, k = base, 1
-    while path.exists():
-        path, k = base.with_name(f"{base.name}_{k}"), k + 1
-    path.mkdir(parents=True)
-    return path
 
 
 def symmetry_cfg(cfg: TrainConfig, core, task: str) -> dict | None:
@@ -101,6 +90,8 @@ def use_fused_adam(alg: PPO) -> None:
 class PPOTrainer:
     """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
 
+    algo_name = "ppo"
+    """The learner's name in :data:`horde.train.config.ALGORITHMS` (``algo_name`` in its checkpoints)."""
     overlap: OverlappedRollouts | OverlappedCritic | None = None
     """The overlapped schedule (``algo.overlap=true``), else None (always None for learners built on this one
     without it, such as distillation)."""
@@ -108,30 +99,17 @@ class PPOTrainer:
     def __init__(self, cfg: TrainConfig, task: str, raw_cfg: DictConfig, *, run_dir: str | Path | None = None,
                  quiet: bool = False) -> None:
         self.cfg, self.task = cfg, task
-        self.dist, device = setup_distributed(cfg.device, cfg.dist_backend) if cfg.distributed else (DistInfo(), cfg.device)
-        self.quiet = quiet or not self.dist.is_main
-        num_envs = cfg.num_envs // self.dist.world_size
-        if num_envs < 1:
-            raise ConfigError(f"num_envs={cfg.num_envs} cannot be split over {self.dist.world_size} ranks")
         if getattr(cfg.algo, "overlap", False) and cfg.deterministic and cfg.algo.max_staleness > 0:
             raise ConfigError("algo.overlap=true with algo.max_staleness>=1 cannot be deterministic (the learner draws "
                               "random numbers beside the rollout, and its generator is not checkpointed): drop one of "
                               "the two, or use algo.max_staleness=0 (bit-identical to synchronous PPO)")
-        torch.set_num_threads(cfg.torch_threads)
-        seed = cfg.seed + self.dist.rank  # every rank explores differently
-        seed_everything(seed, deterministic=cfg.deterministic)
-        self.core = make(task, num_envs=num_envs, device=device, seed=seed, config=cfg.task)
+        self.session = session = RunSession.begin(cfg, task, self.algo_name, quiet=quiet)
+        self.dist, self.quiet, seed = session.dist, session.quiet, session.seed
+        self.core = make(task, num_envs=session.num_envs, device=session.device, seed=seed, config=cfg.task)
         self.env = RslRlVecEnv(self.core, value_scale=cfg.algo.policy.value_scale)
         self.device = self.core.device
-        self.config_dict = {**to_container(raw_cfg), "algo_name": "ppo"}
-        resume_ckpt = load_checkpoint(resolve_checkpoint(cfg.resume)) if cfg.resume else None
-        if run_dir is None and resume_ckpt is not None:
-            run_dir = resolve_checkpoint(cfg.resume).parent  # a resumed run keeps writing where it was
-        if self.dist.is_main:
-            self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
-        self.run_dir = Path(broadcast_object(str(self.run_dir) if self.dist.is_main else None, self.dist))
+        self.run_dir = session.open(raw_cfg, run_dir)
+        self.config_dict, resume_ckpt = session.config_dict, session.resume_ckpt
         train_cfg = rsl_train_cfg(cfg, critic_group=bool(self.core.critic_names),
                                   symmetry=symmetry_cfg(cfg, self.core, task),
                                   images=getattr(self.core, "obs_images", ()))
@@ -155,7 +133,7 @@ class PPOTrainer:
             n_params = sum(p.numel() for p in self.alg.get_policy().parameters())
             ranks = f" x {self.dist.world_size} ranks" if self.dist.enabled else ""
             start = f", resuming at iteration {self.iteration}" if resume_ckpt is not None else ""
-            print(f"[{task}] {num_envs} envs{ranks} on {self.device}, PPO actor {cfg.algo.policy.actor_hidden_dims} "
+            print(f"[{task}] {session.num_envs} envs{ranks} on {self.device}, PPO actor {cfg.algo.policy.actor_hidden_dims} "
                   f"({n_params} parameters), {cfg.max_iterations} iterations{start} -> {self.run_dir}", flush=True)
 
     def _start_loop(self, resume_ckpt: dict | None, seed: int) -> None:

@@ -1,9 +1,11 @@
-"""What every learner's run needs around its loop: seeding, determinism, torch.distributed, preemption signals, and
-the run directory's lock."""
+"""What every learner's run needs around its loop: seeding, determinism, torch.distributed, preemption signals, the
+run directory (new or resumed, its ``config.yaml``, its lock), in one :class:`RunSession` that PPO, distillation,
+SHAC and every ``lib=`` run open the same way."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import hashlib
 import os
@@ -11,8 +13,9 @@ import random
 import signal
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -152,6 +155,79 @@ LOCK_NAME = ".horde.lock"
 """The lock file in a run directory while a process writes it: ``<pid> <host>``."""
 
 
+def new_run_dir(root: str | Path, task: str) -> Path:
+    """``<root>/<task>/<YYYY-mm-dd_HH-MM-SS>``, suffixed when two runs start in the same second."""
+    base = Path(root) / task / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    path, k = base, 1
+    while path.exists():
+        path, k = base.with_name(f"{base.name}_{k}"), k + 1
+    path.mkdir(parents=True)
+    return path
+
+
+@dataclass
+class RunSession:
+    """One training run's set-up, shared by every learner: its place in a torchrun job, device, seed (seeded before
+    the envs are built), env count per rank, then (:meth:`open`) the resumed checkpoint, the run directory and its
+    ``config.yaml``. A learner calls :meth:`begin`, builds its envs and networks, then :meth:`open`.
+
+    ``algo`` is the learner's name in :data:`horde.train.config.ALGORITHMS` (saved as ``algo_name`` in every
+    checkpoint's config, which play and export read)."""
+
+    cfg: Any
+    task: str
+    algo: str
+    dist: DistInfo
+    device: str
+    seed: int
+    """This rank's seed: ``cfg.seed + rank`` (every rank explores differently)."""
+    num_envs: int
+    """Envs of this rank: ``cfg.num_envs`` split over the ranks."""
+    quiet: bool
+    """No console output (asked for, or a rank other than 0)."""
+    run_dir: Path | None = None
+    resume_ckpt: dict | None = None
+    config_dict: dict = field(default_factory=dict)
+
+    @classmethod
+    def begin(cls, cfg, task: str, algo: str, *, quiet: bool = False, distributed: bool = True) -> RunSession:
+        """Join the torchrun job (``cfg.distributed`` and ``distributed``), split the envs, set torch's threads and
+        seed every generator; nothing is written yet."""
+        from horde.train.config import ConfigError
+
+        dist, device = (setup_distributed(cfg.device, cfg.dist_backend) if distributed and cfg.distributed
+                        else (DistInfo(), cfg.device))
+        num_envs = cfg.num_envs // dist.world_size
+        if num_envs < 1:
+            raise ConfigError(f"num_envs={cfg.num_envs} cannot be split over {dist.world_size} ranks")
+        torch.set_num_threads(cfg.torch_threads)
+        seed = cfg.seed + dist.rank
+        seed_everything(seed, deterministic=getattr(cfg, "deterministic", False))
+        return cls(cfg=cfg, task=task, algo=algo, dist=dist, device=device, seed=seed, num_envs=num_envs,
+                   quiet=quiet or not dist.is_main)
+
+    def open(self, raw_cfg, run_dir: str | Path | None = None) -> Path:
+        """The checkpoint ``cfg.resume`` names (``resume_ckpt``), the run directory (``run_dir``, else the resumed
+        checkpoint's folder, else a new one; rank 0 names it for every rank) with ``config.yaml`` in it."""
+        from omegaconf import OmegaConf
+
+        from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
+        from horde.train.config import to_container
+
+        self.config_dict = {**to_container(raw_cfg), "algo_name": self.algo}
+        resume = getattr(self.cfg, "resume", None)
+        self.resume_ckpt = load_checkpoint(resolve_checkpoint(resume)) if resume else None
+        if run_dir is None and self.resume_ckpt is not None:
+            run_dir = resolve_checkpoint(resume).parent  # a resumed run keeps writing where it was
+        path = None
+        if self.dist.is_main:
+            path = Path(run_dir) if run_dir else new_run_dir(self.cfg.run_root, self.task)
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
+        self.run_dir = Path(broadcast_object(str(path) if path is not None else None, self.dist))
+        return self.run_dir
+
+
 class RunDirError(RuntimeError):
     """A run directory that cannot be written: held by another process, or not a writable folder; one line."""
 
@@ -285,7 +361,6 @@ def run_directory(run_root: str | Path, task: str, *, resume: str | Path | None 
         yield None
         return
     from horde.train.checkpoint import remove_temporaries, resolve_checkpoint
-    from horde.train.ppo import new_run_dir
 
     new_parents: list[Path] = []  # folders above a new run directory that this call creates (deepest first)
     if resume is not None:

@@ -30,7 +30,6 @@ from rsl_rl.models import MLPModel
 
 from horde.sim.fields import bounded, choice
 from horde.policies.actor_critic import OBS_GROUP, ActorCriticConfig, build_actor, example_obs, rsl_model_cfgs
-from horde.train.session import DistInfo
 from horde.train.timing import PhaseTimer
 
 # horde.train.config imports this module to register SHACConfig, so what imports horde.train.config back
@@ -149,14 +148,10 @@ class SHACTrainer:
     """
 
     def __init__(self, cfg, task: str, raw_cfg, *, run_dir: str | Path | None = None, quiet: bool = False) -> None:
-        from omegaconf import OmegaConf
-
         from horde.envs import make_diff_task
         from horde.sim import NotDifferentiableError
-        from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
-        from horde.train.config import ConfigError, to_container
-        from horde.train.ppo import new_run_dir
-        from horde.train.session import seed_everything
+        from horde.train.config import ConfigError
+        from horde.train.session import RunSession
 
         a = cfg.algo
         if getattr(cfg, "distributed", False):
@@ -165,10 +160,9 @@ class SHACTrainer:
             raise ConfigError("algo=shac trains a feed-forward actor: set algo.policy.rnn_type=none")
         if len(a.adam_betas) != 2:  # choices and bounds were checked when the config was composed
             raise ConfigError(f"algo.adam_betas={a.adam_betas}: must be two numbers")
-        self.cfg, self.task, self.quiet = cfg, task, quiet
-        self.dist = DistInfo()  # one process
-        torch.set_num_threads(cfg.torch_threads)
-        seed_everything(cfg.seed, deterministic=getattr(cfg, "deterministic", False))
+        self.cfg, self.task = cfg, task
+        self.session = session = RunSession.begin(cfg, task, "shac", quiet=quiet, distributed=False)  # one process
+        self.dist, self.quiet = session.dist, session.quiet
         try:
             self.model = make_diff_task(task, config=cfg.task, device=cfg.device)
         except NotDifferentiableError as exc:
@@ -219,17 +213,11 @@ class SHACTrainer:
         self._replay: list[tuple[torch.Tensor, ...]] = []
         self._scales = torch.tensor(list(self.model.reward_scales.values()), device=self.device)
 
-        self.config_dict = {**to_container(raw_cfg), "algo_name": "shac"}
         self.iteration = 0
         self.writer = None
         self.timer = PhaseTimer(self.device)
-        resume = getattr(cfg, "resume", None)
-        resume_ckpt = load_checkpoint(resolve_checkpoint(resume)) if resume else None
-        if run_dir is None and resume_ckpt is not None:
-            run_dir = resolve_checkpoint(resume).parent
-        self.run_dir = Path(run_dir) if run_dir else new_run_dir(cfg.run_root, task)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
+        self.run_dir = session.open(raw_cfg, run_dir)
+        self.config_dict, resume_ckpt = session.config_dict, session.resume_ckpt
         if resume_ckpt is not None:
             self._restore(resume_ckpt)
         if not quiet:

@@ -119,7 +119,7 @@ def test_every_field_of_every_task_and_learner_is_listed_with_a_doc(task, capsys
     algo = "distillation" if task == "quadruped-rough-student" else "ppo"
     lines = _help(capsys, "train", "--help", f"task={task}", f"algo={algo}").splitlines()
     heads = {ln.strip().split(":")[0]: k for k, ln in enumerate(lines) if re.match(r"^ +(task|algo)\.[\w.]+: ", ln)}
-    for obj, prefix in ((TASKS[task].config, "task"), (ALGORITHMS[algo](), "algo")):
+    for obj, prefix in ((TASKS[task].config, "task"), (ALGORITHMS[algo].config(), "algo")):
         for path, nested in _leaf_paths(obj, prefix):
             assert path in heads, f"{path} missing from horde train --help task={task}"
             k = heads[path]

@@ -18,8 +18,8 @@ def _cases():
     for task in task_names():
         for path, choices in choice_fields(TASKS[task].config, "task"):
             yield task, "ppo", path, choices
-    for algo, cls in ALGORITHMS.items():
-        for path, choices in choice_fields(cls(), "algo"):
+    for algo, a in ALGORITHMS.items():
+        for path, choices in choice_fields(a.config(), "algo"):
             yield "pendulum", algo, path, choices
     for path, choices in choice_fields(TrainConfig(task=None, algo=None)):
         yield "cartpole", "ppo", path, choices
@@ -60,7 +60,7 @@ def _string_fields(obj, prefix=""):
 
 def test_every_string_field_is_a_choice_or_declared_free_form():
     declared = {p for _, _, p, _ in CASES}
-    objs = [(TASKS[t].config, "task") for t in task_names()] + [(c(), "algo") for c in ALGORITHMS.values()]
+    objs = [(TASKS[t].config, "task") for t in task_names()] + [(a.config(), "algo") for a in ALGORITHMS.values()]
     objs.append((TrainConfig(task=None, algo=None), ""))
     for obj, prefix in objs:
         for path in _string_fields(obj, prefix):

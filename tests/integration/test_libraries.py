@@ -304,7 +304,7 @@ def test_horde_train_with_another_library(tmp_path):
 
     r = run_cli("train", "task=cartpole", "lib=skrl", "max_iterations=2", f"run_root={tmp_path}", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    (summary,) = tmp_path.glob("cartpole/*/summary.json")
+    (summary,) = tmp_path.glob("cartpole/*/train_summary.json")
     s = json.loads(summary.read_text())
     assert s["lib"] == "skrl" and s["env_steps"] == 2 * 32 * 128 and s["eval"]["episodes"] == 100
     assert (summary.parent / "agent.pt").exists() and "deterministic return" in r.stdout

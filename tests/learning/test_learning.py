@@ -28,7 +28,7 @@ def test_demo_trains_evaluates_exports_and_summarizes(tmp_path):
 
     proc = run_cli("demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (path,) = tmp_path.glob("runs/cartpole/*/summary.json")
+    (path,) = tmp_path.glob("runs/cartpole/*/train_summary.json")
     summary = json.loads(path.read_text())
     for key in ("task", "mean_return", "mean_episode_length", "onnx_max_abs_err", "policy_onnx"):
         assert key in summary, key

@@ -68,17 +68,14 @@ def main(lib: str, argv: list[str] | None = None) -> int:
 
 def train_with_library(cfg, task: str, raw) -> dict:
     """``horde train task=<task> lib=<lib>``: ``max_iterations`` rollouts and updates of ``lib``'s PPO on ``num_envs``
-    envs, its checkpoints in a new run directory, then 100 deterministic evaluation episodes; returns the summary."""
-    import copy
-    import json
-    import time
-
+    envs, its checkpoints in a new run directory (opened, locked and, when nothing was written, removed again as
+    :func:`horde.train.session.run_directory` does for horde's learners; ``config.yaml`` in it), then 100
+    deterministic evaluation episodes; returns the summary, also written to ``train_summary.json`` (the file every
+    ``horde train`` run ends with)."""
     from omegaconf import OmegaConf
 
-    from horde.train.config import ConfigError, PPOConfig
-    from horde.train.evaluate import evaluate
-    from horde.train.ppo import new_run_dir
-    from horde.train.shac import SHACConfig
+    from horde.train.config import ConfigError, PPOConfig, algorithm_name
+    from horde.train.session import run_directory
 
     lib = cfg.lib
     try:
@@ -86,13 +83,25 @@ def train_with_library(cfg, task: str, raw) -> dict:
     except (ModuleNotFoundError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     if not isinstance(cfg.algo, PPOConfig):
-        algo = "shac" if isinstance(cfg.algo, SHACConfig) else "distillation"
-        raise ConfigError(f"lib={lib} trains PPO; algo={algo} needs lib=horde")
+        raise ConfigError(f"lib={lib} trains PPO; algo={algorithm_name(cfg)} needs lib=horde")
     for key in ("resume", "distributed"):
         if getattr(cfg, key):
             raise ConfigError(f"{key} needs lib=horde (lib={lib} runs the library's own loop)")
-    run_dir = new_run_dir(cfg.run_root, task)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
+    if lib == "sb3" and cfg.device != "cpu":
+        raise ConfigError("lib=sb3 runs on the cpu (Stable-Baselines3 steps numpy arrays); use device=cpu")
+    with run_directory(cfg.run_root, task) as run_dir:  # locked while written
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
+        return _train(lib, cfg, task, run_dir)
+
+
+def _train(lib: str, cfg, task: str, run_dir) -> dict:
+    """The library's run in ``run_dir``, then the evaluation and ``train_summary.json``."""
+    import copy
+    import json
+    import time
+
+    from horde.train.evaluate import evaluate
+
     n, iters, seed, device = cfg.num_envs, cfg.max_iterations, cfg.seed, cfg.device
     print(f"horde train: {task} with {lib}'s PPO, {n} envs, {iters} iterations on {device}; run dir {run_dir}"
           + ("" if lib == "rsl-rl" else f" (algo.* settings are horde's; {lib} uses horde.train.libs."
@@ -117,8 +126,6 @@ def train_with_library(cfg, task: str, raw) -> dict:
     elif lib == "sb3":
         from horde.train.libs import sb3 as m
 
-        if device != "cpu":
-            raise ConfigError("lib=sb3 runs on the cpu (Stable-Baselines3 steps numpy arrays); use device=cpu")
         model = m.build(m.make_env(task, num_envs=n, seed=seed, config=cfg.task), seed=seed)
         steps = iters * n * m.SETTINGS["n_steps"]
         model.learn(total_timesteps=steps)
@@ -136,7 +143,7 @@ def train_with_library(cfg, task: str, raw) -> dict:
     res = evaluate(policy, task, copy.deepcopy(cfg.task), episodes=100, device=device).summary()
     summary = {"task": task, "lib": lib, "num_envs": n, "iterations": iters, "env_steps": steps,
                "train_seconds": train_s, "eval": res, "run_dir": str(run_dir)}
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
     print(f"horde train: {lib} on {task}: {steps:,} env steps in {train_s:.1f} s; deterministic return "
           f"{res['mean_return']:.2f} +- {res['std_return']:.2f} over 100 episodes; {run_dir}", flush=True)
     return summary
