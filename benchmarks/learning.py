@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from horde.policies import InferencePolicy
+from horde.policies import InferencePolicy, clips_actions
 from horde.train.config import compose
 from horde.train.ppo import PPOTrainer
 
@@ -82,6 +82,11 @@ def capture_runs() -> Iterator[list[dict]]:
         _CAPTURED = outer
 
 
+def _deterministic(trainer, cfg) -> InferencePolicy:
+    """The trainer's deterministic policy as play and export build it (no clip where the task squashes with tanh)."""
+    return InferencePolicy(trainer.alg.get_policy(), clip=clips_actions(cfg.task))
+
+
 def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: int, minutes: float,
                      describe: Callable[[dict], str], on_start: Callable[[PPOTrainer], None] | None = None,
                      baseline: bool = False) -> dict:
@@ -103,7 +108,7 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
             last = tr.iteration >= cfg.max_iterations
             over = clock["train_s"] > 60.0 * minutes
             if tr.iteration % eval_every == 0 or last or over:
-                ev = evaluate(InferencePolicy(tr.alg.get_policy()), cfg.task, 10_000 + tr.iteration)
+                ev = evaluate(_deterministic(tr, cfg), cfg.task, 10_000 + tr.iteration)
                 point = {"iteration": tr.iteration, "wall_s": round(clock["train_s"], 2),
                          "env_steps": tr.iteration * cfg.algo.num_steps_per_env * cfg.num_envs, **ev}
                 curve.append(point)
@@ -115,7 +120,7 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
         clock["since"] = time.perf_counter()
         trainer.learn(on_iteration=on_iteration)
     result = {"cfg": cfg, "iterations": trainer.iteration, "train_s": round(clock["train_s"], 1), "curve": curve,
-              "policy": InferencePolicy(trainer.alg.get_policy())}
+              "policy": _deterministic(trainer, cfg)}
     if baseline:
         result["baseline"] = evaluate(ZeroPolicy(trainer.core.num_actions), cfg.task, BASELINE_SEED)
     if _CAPTURED is not None:

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from horde.policies import InferencePolicy, RecurrentInferencePolicy, build_actor, make_inference_policy
+from horde.policies import (InferencePolicy, RecurrentInferencePolicy, build_actor, clips_actions,
+                            make_inference_policy)
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
 from horde.train.config import from_container
 
@@ -46,7 +47,7 @@ def load_policy(run: str | Path, *, precision: str = "fp32") -> tuple[Policy, di
     except RuntimeError as exc:
         reason = str(exc).splitlines()[0]
         raise ExportError(f"{path}: actor weights do not fit the configured network: {reason}") from None
-    return make_inference_policy(actor, precision), ckpt, cfg, path
+    return make_inference_policy(actor, precision, clip=clips_actions(cfg.task)), ckpt, cfg, path
 
 
 def io_spec(policy: Policy, num_actions: int) -> dict:

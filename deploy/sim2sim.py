@@ -62,6 +62,12 @@ class Joints:
         self.velocity = np.asarray(velocity, dtype=np.float64) if velocity is not None else None
         self.scale, self.offset = np.asarray(act["scale"]), np.asarray(act["offset"])
         self.clip = act["clip"]
+        """[lo, hi] the actions are clipped to, or None (a tanh-squashed task: tanh bounds them)."""
+        self.squash = act.get("squash", "clip")
+
+    def act(self, actions: np.ndarray) -> np.ndarray:
+        """The policy's actions as the env takes them: clipped (when ``policy.json`` clips)."""
+        return actions if self.clip is None else np.clip(actions, *self.clip)
 
     def q(self, data) -> np.ndarray:
         return data.qpos[self.qadr]
@@ -76,7 +82,9 @@ class Joints:
         data.qvel[self.dadr] = rng.uniform(-vel_range, vel_range, n) if vel_range > 0 else 0.0
 
     def target(self, a: np.ndarray) -> np.ndarray:
-        """PD target [rad] of clipped actions, clipped to the joint range as horde's actuation does."""
+        """PD target [rad] of the env's actions (tanh-squashed when ``policy.json``'s action says so), clipped to the
+        joint range as horde's actuation does."""
+        a = np.tanh(a) if self.squash == "tanh" else a
         return np.clip(self.offset + self.scale * a, self.lower, self.upper)
 
     def torque(self, data, target: np.ndarray) -> np.ndarray:
@@ -199,7 +207,7 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
         if rows.size == 0:
             break
         obs = np.stack([setup.observe(datas[e], twins[e], last[e]) for e in rows])
-        actions = np.clip(policy(obs).astype(np.float64), *joints.clip)
+        actions = joints.act(policy(obs).astype(np.float64))
         for a, e in zip(actions, rows):
             data = datas[e]
             target = joints.target(a)

@@ -45,18 +45,42 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     return out
 
 
-# Articulated tasks (horde.sim.actuation.Actuation) name their actuation in the task config with these fields;
-# classic-control tasks have none of them. This is the one place that maps them into policy.json.
+# Tasks without a world whose actuation policy.json could read (classic control; an env that is no WarpTaskEnv) may
+# name it in their config with these fields; :func:`actuation` falls back on them.
 ACTION_MODE, DEFAULT_POS, KP, KD, EFFORT = ("action_mode", "default_joint_pos", "joint_stiffness", "joint_damping",
                                             "effort_limit")
 SCALAR_GAINS = {KP: "stiffness", KD: "damping"}
 """Velocity-tracking configs may override every joint's gain with one value under these names."""
+VELOCITY = "velocity_limit"
 
 
-def actuation(layout: dict) -> dict:
-    """Default pose, PD gains and effort limits per action column (None where the task has none), from the task
-    config; velocity-tracking configs name a robot (:mod:`horde.envs.robots`) that holds the pose, the gains and
-    the limits, and may override the gains with one value each."""
+def ran_actuation(env, layout: dict):
+    """``(Actuation, actuated joint names)`` of the world that ran the task (:attr:`NewtonWorld.actuation`), when
+    every action column is one of its joints; else None (classic control; the lift, whose columns are an IK
+    command and a gripper: its ``command_spec`` says how they become joint targets)."""
+    world = getattr(env, "world", None)
+    act, joints = getattr(world, "actuation", None), getattr(world, "actuated_joints", None)
+    if act is None or joints is None or callable(getattr(env, "command_spec", None)):
+        return None
+    return (act, list(joints)) if set(layout["action_names"]) <= set(joints) else None
+
+
+def actuation(layout: dict, env=None) -> dict:
+    """Default pose, PD gains, effort and DC-motor velocity limits per action column (None where the task has none).
+
+    From the :class:`horde.sim.actuation.Actuation` the env's world ran (the law the physics applied, gains
+    overridden in the config included), taken at each action column's joint; for envs without one, from the task
+    config (its fields above, or the robot it names)."""
+    ran = ran_actuation(env, layout) if env is not None else None
+    if ran is not None:
+        act, joints = ran
+        idx = [joints.index(j) for j in layout["action_names"]]
+
+        def pick(values):
+            return None if values is None else [float(values[i]) for i in idx]
+
+        return {DEFAULT_POS: pick(act.offset), KP: pick(act.stiffness), KD: pick(act.damping),
+                EFFORT: pick(act.effort_limit), VELOCITY: pick(act.velocity_limit), ACTION_MODE: act.mode}
     cfg, n = layout["config"], len(layout["action_names"])
     out = {k: cfg.get(k) for k in (DEFAULT_POS, KP, KD, EFFORT)}
     for key, scalar in SCALAR_GAINS.items():
@@ -70,11 +94,35 @@ def actuation(layout: dict) -> dict:
         out[EFFORT] = out[EFFORT] or list(robot.effort_limit)
         out[KP] = out[KP] or list(robot.stiffness)
         out[KD] = out[KD] or list(robot.damping)
-    return {k: list(v) if v is not None else None for k, v in out.items()}
+    out = {k: list(v) if v is not None else None for k, v in out.items()}
+    out[VELOCITY] = _dc_motor_velocity_limits(layout)
+    out[ACTION_MODE] = cfg.get(ACTION_MODE)
+    return out
 
 
-def _is_pd(layout: dict) -> bool:
-    """PD position targets: the config's ``action_mode`` says so, or (tasks without one) the action type does."""
+def held_joints(env, layout: dict) -> dict | None:
+    """The actuated joints no action column drives (the G1's waist and arms under ``action_joints=legs``): the PD
+    law holds each at its target (the Actuation's offset) with its gains, every physics substep, as in training; a
+    robot-side program must command them too. None when every actuated joint is an action column."""
+    ran = ran_actuation(env, layout) if env is not None else None
+    if ran is None:
+        return None
+    act, joints = ran
+    held = [k for k, j in enumerate(joints) if j not in layout["action_names"]]
+    if not held:
+        return None
+    return {"names": [joints[k] for k in held], "target": [float(act.offset[k]) for k in held],
+            "kp": [float(act.stiffness[k]) for k in held], "kd": [float(act.damping[k]) for k in held],
+            "effort_limits": [float(act.effort_limit[k]) for k in held],
+            "law": "tau = clip(kp * (target - q) - kd * qd, -effort, effort), every physics substep"}
+
+
+def _is_pd(layout: dict, env=None) -> bool:
+    """PD position targets: the Actuation that ran says so, else the config's ``action_mode``, else (tasks without
+    one) the action type."""
+    ran = ran_actuation(env, layout) if env is not None else None
+    if ran is not None:
+        return ran[0].mode == "pd"
     mode = layout["config"].get(ACTION_MODE)
     return mode == "pd" if mode is not None else layout.get("action_type") == "position_target"
 
@@ -91,10 +139,10 @@ def action_spec(env, layout: dict) -> dict:
     if callable(command):  # a task whose actions are not one per joint (the lift: IK deltas, a coupled gripper)
         return {"names": names, "type": layout["action_type"], "unit": layout["action_unit"],
                 "scale": list(layout["action_scale"]), "offset": [0.0] * n, "clip": [-1.0, 1.0],
-                "default_joint_pos": actuation(layout)[DEFAULT_POS], "command": command(),
+                "default_joint_pos": actuation(layout, env)[DEFAULT_POS], "command": command(),
                 "formula": "scale * clip(action, -1, 1) is a step of the command's state (see command)"}
-    default_pos = actuation(layout)[DEFAULT_POS]
-    offset = list(default_pos) if _is_pd(layout) and default_pos is not None else [0.0] * n
+    default_pos = actuation(layout, env)[DEFAULT_POS]
+    offset = list(default_pos) if _is_pd(layout, env) and default_pos is not None else [0.0] * n
     return {
         "names": names,
         "type": layout["action_type"],
@@ -108,25 +156,27 @@ def action_spec(env, layout: dict) -> dict:
 
 
 def _squash(layout: dict) -> dict:
-    """How a clipped action becomes the fraction of ``scale`` applied: as is, or through tanh
-    (``task.action_squash=tanh``, the velocity task's option; the env applies it before the actuation law)."""
+    """How an action becomes the fraction of ``scale`` applied: clipped to [-1, 1], or through tanh
+    (``task.action_squash=tanh``, the velocity task's option; the env applies it before the actuation law, to the
+    unclipped action it is given: the graph does not clip then, and ``clip`` is null)."""
     if layout["config"].get("action_squash") == "tanh":
-        return {"squash": "tanh", "formula": "command = offset + scale * tanh(clip(action, -1, 1))"}
+        return {"squash": "tanh", "clip": None, "formula": "command = offset + scale * tanh(action)"}
     return {"squash": "clip", "formula": "command = offset + scale * clip(action, -1, 1)"}
 
 
-def robot_spec(layout: dict) -> dict:
-    """PD gains (pd action mode only) and effort limits per actuated joint, in action-column order; null where
-    the task has none (classic-control tasks). PD law, every physics substep:
+def robot_spec(env, layout: dict) -> dict:
+    """PD gains (pd action mode only) and effort limits per action column, null where the task has none (classic
+    control), and the held joints (:func:`held_joints`). PD law, every physics substep:
     ``tau = clip(kp * (target - q) - kd * qd, -effort, effort)`` with the target clipped to the joint's range.
     With the DC-motor model (``task.dc_motor``), ``velocity_limits`` holds each motor's no-load speed and the clip is
     ``[effort * (-1 - qd / v), effort * (1 - qd / v)]`` within +- effort; null without it."""
-    act = actuation(layout)
-    pd = _is_pd(layout)
-    velocity = _dc_motor_velocity_limits(layout)
+    act = actuation(layout, env)
+    pd = _is_pd(layout, env)
+    velocity = act[VELOCITY]
     out = {"pd_gains": {"kp": act[KP] if pd else None, "kd": act[KD] if pd else None,
                         "kp_unit": "N m/rad", "kd_unit": "N m s/rad"},
-           "effort_limits": act[EFFORT], "effort_unit": "N m", "velocity_limits": velocity}
+           "effort_limits": act[EFFORT], "effort_unit": "N m", "velocity_limits": velocity,
+           "held_joints": held_joints(env, layout)}
     if velocity is not None:
         out["torque_speed"] = "clip(tau, max(-effort, effort * (-1 - qd / v)), min(effort, effort * (1 - qd / v)))"
     return out
@@ -171,10 +221,11 @@ def policy_json(*, name: str, task: str, precision: str, env, layout: dict, poli
         "precision": precision,
         "onnx": {**onnx_info, "inputs": io["inputs"], "outputs": io["outputs"],
                  "graph": "obs -> normalizer (float32) -> " + ("recurrent core -> " if policy.is_recurrent else "")
-                          + f"MLP ({precision}) -> Gaussian mean -> clip [-1, 1] -> actions (float32)"},
+                          + f"MLP ({precision}) -> Gaussian mean -> "
+                          + ("clip [-1, 1] -> " if policy.clip else "") + "actions (float32)"},
         "observation": observation_spec(env, layout, policy.normalizer_stats()),
         "action": action_spec(env, layout),
-        **robot_spec(layout),
+        **robot_spec(env, layout),
         "control": {"dt": layout["control_dt"], "decimation": layout["decimation"],
                     "sim_dt": layout["config"].get("sim_dt"), "episode_length": layout["episode_length"]},
         "recurrent": recurrent_spec(policy, io),

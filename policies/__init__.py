@@ -5,9 +5,10 @@ from horde.policies.inference import (
     PRECISIONS,
     InferencePolicy,
     RecurrentInferencePolicy,
+    clips_actions,
     make_inference_policy,
     reset_state,
 )
 
 __all__ = ["PRECISIONS", "RNN_TYPES", "ActorCriticConfig", "InferencePolicy", "RecurrentInferencePolicy",
-           "build_actor", "make_inference_policy", "reset_state", "rsl_model_cfgs"]
+           "build_actor", "clips_actions", "make_inference_policy", "reset_state", "rsl_model_cfgs"]

@@ -1,5 +1,5 @@
 """The deterministic policies used by play, evaluation and export: normalizer -> [image CNNs] -> [GRU/LSTM] -> MLP
--> action mean -> clip.
+-> action mean -> clip (not for a task that squashes its actions with tanh itself: :func:`clips_actions`).
 
 Feed-forward actors become :class:`InferencePolicy` (``obs -> actions``); recurrent ones become
 :class:`RecurrentInferencePolicy` with the hidden state as explicit inputs and outputs
@@ -27,8 +27,11 @@ class _DeterministicPolicy(nn.Module):
     state_names: tuple[str, ...] = ()
     """Name of each recurrent state tensor, in argument order (empty for feed-forward policies)."""
 
-    def __init__(self, actor: MLPModel, precision: str = "fp32") -> None:
+    def __init__(self, actor: MLPModel, precision: str = "fp32", *, clip: bool = True) -> None:
         super().__init__()
+        self.clip = bool(clip)
+        """The mean is clipped to [-1, 1] (the env clips what it is given); False for a task that applies tanh to
+        its actions itself (``task.action_squash=tanh``): it trained on tanh of the unclipped action."""
         if precision not in PRECISIONS:
             raise ValueError(f"precision '{precision}' is not one of {', '.join(PRECISIONS)}")
         self.precision = precision
@@ -43,8 +46,9 @@ class _DeterministicPolicy(nn.Module):
         self.eval()
 
     def _act(self, latent: torch.Tensor) -> torch.Tensor:
-        """MLP -> action mean -> float32 -> clip to [-1, 1]; [B, latent] -> [B, num_actions]."""
-        return torch.clamp(self.head(self.mlp(latent)).float(), -1.0, 1.0)
+        """MLP -> action mean -> float32 -> clip to [-1, 1] (when ``clip``); [B, latent] -> [B, num_actions]."""
+        mean = self.head(self.mlp(latent)).float()
+        return torch.clamp(mean, -1.0, 1.0) if self.clip else mean
 
     def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
         """Raw float32 observations [B, obs_dim] -> normalized (and image-encoded), in the compute precision."""
@@ -71,11 +75,11 @@ class InferencePolicy(_DeterministicPolicy):
     The observation normalizer is frozen inside, so an exported graph needs raw observations only.
     """
 
-    def __init__(self, actor: MLPModel, precision: str = "fp32") -> None:
+    def __init__(self, actor: MLPModel, precision: str = "fp32", *, clip: bool = True) -> None:
         if getattr(actor, "is_recurrent", False):
             raise TypeError("InferencePolicy is for feed-forward actors; use RecurrentInferencePolicy (or "
                             "make_inference_policy) for a recurrent one")
-        super().__init__(actor, precision)
+        super().__init__(actor, precision, clip=clip)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self._act(self._normalize(obs))
@@ -90,8 +94,8 @@ class RecurrentInferencePolicy(_DeterministicPolicy):
 
     is_recurrent = True
 
-    def __init__(self, actor: RNNModel, precision: str = "fp32") -> None:
-        super().__init__(actor, precision)
+    def __init__(self, actor: RNNModel, precision: str = "fp32", *, clip: bool = True) -> None:
+        super().__init__(actor, precision, clip=clip)
         self.rnn = copy.deepcopy(actor.rnn.rnn).to(self.dtype)  # the bare nn.GRU/nn.LSTM, not rsl-rl's stateful wrapper
         self.rnn_type = "lstm" if isinstance(self.rnn, nn.LSTM) else "gru"
         self.hidden_dim = int(self.rnn.hidden_size)
@@ -119,11 +123,19 @@ class RecurrentInferencePolicy(_DeterministicPolicy):
                 "state_names": list(self.state_names)}
 
 
-def make_inference_policy(actor: MLPModel, precision: str = "fp32") -> InferencePolicy | RecurrentInferencePolicy:
-    """The deterministic policy of a trained actor: recurrent when the actor is."""
+def clips_actions(task_cfg) -> bool:
+    """Whether a deterministic policy for this task config clips its mean to [-1, 1]: yes, unless the task applies
+    tanh to its actions (``task.action_squash=tanh``): it trained on tanh(a) of unclipped samples, and tanh of a
+    clipped mean would cap every joint at tanh(1) = 76% of its range."""
+    return getattr(task_cfg, "action_squash", "clip") != "tanh"
+
+
+def make_inference_policy(actor: MLPModel, precision: str = "fp32", *,
+                          clip: bool = True) -> InferencePolicy | RecurrentInferencePolicy:
+    """The deterministic policy of a trained actor: recurrent when the actor is; ``clip``: :func:`clips_actions`."""
     if getattr(actor, "is_recurrent", False):
-        return RecurrentInferencePolicy(actor, precision)
-    return InferencePolicy(actor, precision)
+        return RecurrentInferencePolicy(actor, precision, clip=clip)
+    return InferencePolicy(actor, precision, clip=clip)
 
 
 def reset_state(state: tuple[torch.Tensor, ...], dones: torch.Tensor) -> tuple[torch.Tensor, ...]:

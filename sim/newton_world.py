@@ -154,6 +154,11 @@ class NewtonWorld:
             raise ValueError(f"unknown action mode '{actuation.mode}'; valid modes: {', '.join(ACTION_MODES)}")
         n = num_envs
         self.num_envs, self.device, self.sim, self.sim_dt, self.substeps = n, device, sim, sim_dt, substeps
+        self.actuation = actuation
+        """The actuation law this world applies (:class:`horde.sim.actuation.Actuation`, nominal values; per-env
+        randomized gains live in ``stiffness``/``damping``/``motor_strength``): what ``policy.json`` states."""
+        self.actuated_joints = tuple(actuated_joints)
+        """The joints ``actuation`` drives, in its order."""
         self.maximal = sim.solver in MAXIMAL_SOLVERS
         # the robot first, then each free object (7 coordinates, 6 dofs, 1 body each)
         self.robot_coords, self.robot_dofs, self.robot_bodies = (robot.joint_coord_count, robot.joint_dof_count,

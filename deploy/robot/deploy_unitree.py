@@ -9,7 +9,9 @@ period it reads the latest ``LowState`` (IMU quaternion and gyroscope, joint enc
 vector with :class:`ObservationBuilder` in the layout the policy was trained on, runs the policy with
 ``run_policy.PolicyRunner`` (onnxruntime or TensorRT), and writes a ``LowCmd``: per joint a position target
 ``offset + scale * clip(action)``, zero velocity, the policy's kp and kd, zero feed-forward torque, in Unitree's
-motor order (Go2: FR, FL, RR, RL legs; G1: its 29 joints in their MJCF order).
+motor order (Go2: FR, FL, RR, RL legs; G1: its 29 joints in their MJCF order). Joints the policy does not drive
+(``policy.json``'s ``held_joints``: the G1's waist and arms under a legs-only policy) get their hold target and gains
+every period, as the simulator's PD law held them in training; a motor left uncommanded would go limp.
 
 What the SDK does not measure must come from elsewhere, and the script says so instead of guessing:
 
@@ -23,8 +25,9 @@ What the SDK does not measure must come from elsewhere, and the script says so i
 ``--dry-run`` checks all of this without a robot: it turns each recorded observation of ``golden_io.npz`` back into
 Unitree ``LowState`` messages (joint ``q``/``dq`` in motor order, an IMU quaternion with the recorded gravity
 direction, the recorded gyroscope), builds the observation from them with the same builder, runs the same runner,
-and checks the rebuilt observations against the recording, the actions against the recorded actions, and every
-``LowCmd`` motor slot against the action it must carry. Messages are plain stand-ins with the SDK's field names
+and checks the rebuilt observations against the recording, the actions against the recorded actions, every
+``LowCmd`` motor slot against the action it must carry, the held joints' slots against their hold, and that no other
+slot is written. Messages are plain stand-ins with the SDK's field names
 (``motor_state[i].q``, ``imu_state.quaternion``, ``motor_cmd[i].kp``, ...); the SDK is never imported.
 
 Needs numpy and onnxruntime (or TensorRT); the live mode also needs ``pip install unitree_sdk2`` (and its
@@ -64,8 +67,9 @@ MOTOR_ORDER = {
 MOTOR_SLOTS = {"go2": 20, "g1": 35}
 """Motor slots in the SDK's messages (unitree_go: 20, unitree_hg: 35)."""
 SDK_SOURCES = ("base_lin_vel", "base_ang_vel", "imu_gyro", "projected_gravity", "imu_projected_gravity",
-               "velocity_command", "joint_pos", "joint_vel", "last_action")
-"""Raw sources (horde.envs.observations.SOURCES) that Unitree's low-level state and the caller's command give."""
+               "velocity_command", "joint_pos", "joint_vel", "last_action", "gait_clock")
+"""Raw sources (horde.envs.observations.SOURCES) that Unitree's low-level state, the caller's command and the
+script's own step count (the gait clock) give."""
 
 
 class DeployError(RuntimeError):
@@ -119,7 +123,9 @@ class ObservationBuilder:
     ``imu_gyro`` (``imu_state.gyroscope`` [rad/s]), ``projected_gravity`` and ``imu_projected_gravity`` (world
     down in the IMU's frame, from ``imu_state.quaternion``), ``velocity_command`` (``command``), ``joint_pos`` /
     ``joint_vel`` (``motor_state[i].q`` / ``.dq`` of each listed joint's motor), ``last_action`` (the policy's
-    previous action, zero after :meth:`reset`). :func:`observations.build_observation` then applies each block's
+    previous action, zero after :meth:`reset`), ``gait_clock`` (sin and cos of 2 pi x the phase ``k dt / period``
+    mod 1 at the k-th observation since :meth:`reset`, ``period`` the task's ``gait_period``, as the env's clock
+    counts control steps from each episode's start). :func:`observations.build_observation` then applies each block's
     offset, scale and clip.
     """
 
@@ -138,8 +144,13 @@ class ObservationBuilder:
         self.offset = np.array([t["offset"] or 0.0 for t in obs["terms"]])
         self.scale = np.array([t["scale"] if t["scale"] is not None else 1.0 for t in obs["terms"]])
         self.actions = list(self.spec["action"]["names"])
+        self.held = held_targets(self.spec)
+        """Joints no action drives, each with its (target, kp, kd): PD holds them as in training."""
         order = MOTOR_ORDER[self.robot]
-        self.motor = {j: order.index(j) for j in self.actions}
+        missing = [j for j in (*self.actions, *self.held) if j not in order]
+        if missing:
+            raise DeployError(f"the policy drives or holds joints {missing}, which are not {self.robot} motors")
+        self.motor = {j: order.index(j) for j in (*self.actions, *self.held)}
         for b in self.blocks:
             if b["source"] not in SDK_SOURCES and b["source"] not in self.extra:
                 raise DeployError(f"the policy reads {b['source']} ({b['columns'][0]}, ...), which Unitree's "
@@ -150,9 +161,16 @@ class ObservationBuilder:
                 if missing:
                     raise DeployError(f"the policy observes joints {missing}, which are not {self.robot} motors")
         self.last_action = np.zeros(len(self.actions))
+        self.steps = 0
+        """Observations built since :meth:`reset` (the gait clock's count)."""
+        self.clock = (float(self.spec["control"]["dt"]), float((self.spec.get("task_config") or {}).get(
+            "gait_period") or 0.0))
+        if any(b["source"] == "gait_clock" for b in self.blocks) and self.clock[1] <= 0:
+            raise DeployError("the policy reads a gait clock, but policy.json's task_config states no gait_period")
 
     def reset(self) -> None:
         self.last_action[:] = 0.0
+        self.steps = 0
 
     def raw(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> dict[str, np.ndarray]:
         """Each raw source the bundle reads, from one ``LowState``."""
@@ -163,6 +181,9 @@ class ObservationBuilder:
         out = {"base_lin_vel": np.asarray(lin_vel, dtype=np.float64), "base_ang_vel": gyro, "imu_gyro": gyro,
                "projected_gravity": gravity, "imu_projected_gravity": gravity,
                "velocity_command": np.asarray(command, dtype=np.float64), "last_action": self.last_action}
+        if self.clock[1] > 0:
+            phase = 2.0 * np.pi * ((self.steps * self.clock[0] / self.clock[1]) % 1.0)
+            out["gait_clock"] = np.array([np.sin(phase), np.cos(phase)])
         for b in self.blocks:
             if b["source"] in ("joint_pos", "joint_vel"):
                 field_ = "q" if b["source"] == "joint_pos" else "dq"
@@ -171,13 +192,25 @@ class ObservationBuilder:
         return {**out, **{k: np.asarray(v, dtype=np.float64) for k, v in self.extra.items()}}
 
     def build(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> np.ndarray:
-        """One observation row, float32 [1, obs_dim]."""
-        return build_observation(self.spec["observation"], self.raw(low_state, lin_vel, command))
+        """One observation row, float32 [1, obs_dim]; counts one control step of the gait clock."""
+        row = build_observation(self.spec["observation"], self.raw(low_state, lin_vel, command))
+        self.steps += 1
+        return row
+
+
+def held_targets(spec: dict) -> dict[str, tuple[float, float, float]]:
+    """``policy.json``'s held joints (the actuated joints no action column drives, such as the G1's waist and arms
+    under a legs-only policy): joint -> (target, kp, kd). Empty when the policy drives every actuated joint."""
+    # bundles exported before held_joints was a top-level block carried it in task_config
+    held = spec.get("held_joints") or (spec.get("task_config") or {}).get("held_joints") or {}
+    return {j: (float(t), float(p), float(d)) for j, t, p, d in zip(held.get("names", ()), held.get("target", ()),
+                                                                   held.get("kp", ()), held.get("kd", ()))}
 
 
 def write_low_cmd(cmd, spec: dict, robot: str, actions: np.ndarray, runner: PolicyRunner,
                   kp_scale: float = 1.0) -> None:
-    """Fill ``cmd.motor_cmd`` for the policy's joints: target ``runner.command(actions)``, the policy's gains."""
+    """Fill ``cmd.motor_cmd`` for the policy's joints (target ``runner.command(actions)``, the policy's gains) and
+    for its held joints (their hold target and gains, as the simulator's PD law held them in training)."""
     order = MOTOR_ORDER[robot]
     target = runner.command(actions)[0]
     kp, kd = spec["pd_gains"]["kp"], spec["pd_gains"]["kd"]
@@ -185,6 +218,10 @@ def write_low_cmd(cmd, spec: dict, robot: str, actions: np.ndarray, runner: Poli
         m = cmd.motor_cmd[order.index(joint)]
         m.mode = 1
         m.q, m.dq, m.kp, m.kd, m.tau = float(target[k]), 0.0, float(kp[k]) * kp_scale, float(kd[k]) * kp_scale, 0.0
+    for joint, (q, p, d) in held_targets(spec).items():
+        m = cmd.motor_cmd[order.index(joint)]
+        m.mode = 1
+        m.q, m.dq, m.kp, m.kd, m.tau = q, 0.0, p * kp_scale, d * kp_scale, 0.0
 
 
 # --- the dry run: golden_io.npz through mocked messages -----------------------------------------------------------
@@ -231,7 +268,8 @@ def dry_run(bundle: str | Path, *, robot: str | None = None, env: int = 0) -> di
     obs_err = act_err = slot_err = 0.0
     untouched = True
     order = MOTOR_ORDER[robot]
-    used = {order.index(j) for j in spec["action"]["names"]}
+    held = held_targets(spec)
+    used = {order.index(j) for j in (*spec["action"]["names"], *held)}
     for t in range(len(obs)):
         if resets[t]:
             builder.reset()
@@ -252,13 +290,16 @@ def dry_run(bundle: str | Path, *, robot: str | None = None, env: int = 0) -> di
         want = runner.command(a)[0]
         for k, joint in enumerate(spec["action"]["names"]):
             slot_err = max(slot_err, abs(cmd.motor_cmd[order.index(joint)].q - float(want[k])))
+        for joint, (q, p, _) in held.items():
+            m = cmd.motor_cmd[order.index(joint)]
+            slot_err = max(slot_err, abs(m.q - q), abs(m.kp - p))
         untouched &= all(np.isnan(cmd.motor_cmd[i].q) for i in range(MOTOR_SLOTS[robot]) if i not in used)
         builder.last_action = (actions[t] if noisy else a[0]).astype(np.float64)
     act_limit = max(max(spec["golden"]["action_tolerance"]), 1e-4)
     passed = obs_err <= 1e-4 and act_err <= act_limit and slot_err <= 1e-6 and untouched
     return {"passed": bool(passed), "robot": robot, "steps": len(obs), "max_abs_obs_err": obs_err,
             "max_abs_action_err": act_err, "action_limit": act_limit, "max_abs_lowcmd_err": slot_err,
-            "other_slots_untouched": bool(untouched), "runtime": runner.runtime}
+            "other_slots_untouched": bool(untouched), "held_joints": len(held), "runtime": runner.runtime}
 
 
 # --- the robot ----------------------------------------------------------------------------------------------------
@@ -300,16 +341,18 @@ def run_robot(args: argparse.Namespace) -> int:  # pragma: no cover - needs a ro
     while "low" not in latest:
         time.sleep(0.01)
     print(f"deploy_unitree: {robot}, {runner.runtime}, control period {dt} s; Ctrl-C stops", flush=True)
-    start_q = {j: latest["low"].motor_state[builder.motor[j]].q for j in builder.actions}
+    start_q = {j: latest["low"].motor_state[builder.motor[j]].q for j in builder.motor}
     default = spec["action"]["default_joint_pos"]
+    hold = {**{j: (default[k], spec["pd_gains"]["kp"][k], spec["pd_gains"]["kd"][k])
+               for k, j in enumerate(builder.actions)}, **builder.held}
     ramp_steps = max(int(args.ramp / dt), 1)
     try:
         for step in range(ramp_steps):  # to the default pose, gains scaled up with it
             w = (step + 1) / ramp_steps
-            for k, j in enumerate(builder.actions):
+            for j, (q, p, d) in hold.items():  # the driven joints to their default pose, the held ones to theirs
                 m = cmd.motor_cmd[builder.motor[j]]
-                m.mode, m.q = 1, (1 - w) * start_q[j] + w * default[k]
-                m.dq, m.kp, m.kd, m.tau = 0.0, spec["pd_gains"]["kp"][k] * w, spec["pd_gains"]["kd"][k], 0.0
+                m.mode, m.q = 1, (1 - w) * start_q[j] + w * q
+                m.dq, m.kp, m.kd, m.tau = 0.0, p * w, d, 0.0
             if robot == "g1":
                 cmd.mode_pr, cmd.mode_machine = 0, latest["low"].mode_machine
             cmd.crc = crc.Crc(cmd)
@@ -332,7 +375,7 @@ def run_robot(args: argparse.Namespace) -> int:  # pragma: no cover - needs a ro
             next_t += dt
             time.sleep(max(0.0, next_t - time.perf_counter()))
     except KeyboardInterrupt:
-        for j in builder.actions:  # damping only
+        for j in builder.motor:  # damping only
             m = cmd.motor_cmd[builder.motor[j]]
             m.kp, m.dq, m.tau = 0.0, 0.0, 0.0
         cmd.crc = crc.Crc(cmd)
@@ -369,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dry run ({res['robot']}, {res['runtime']}): {res['steps']} steps of golden_io.npz through mocked "
           f"LowState/LowCmd: max abs observation error {res['max_abs_obs_err']:.3g} (<= 1e-4), max abs action "
           f"error {res['max_abs_action_err']:.3g} (<= {res['action_limit']:.3g}), LowCmd targets "
-          f"{res['max_abs_lowcmd_err']:.3g}, other motor slots untouched: {res['other_slots_untouched']}: {verdict}")
+          f"{res['max_abs_lowcmd_err']:.3g}, held_joints commanded to their hold: {res['held_joints']}, other motor "
+          f"slots untouched: {res['other_slots_untouched']}: {verdict}")
     return 0 if res["passed"] else 1
 
 

@@ -408,8 +408,9 @@ class PolicyRunner:
 
     def command(self, actions: np.ndarray) -> np.ndarray:
         """Physical command per action column: ``offset + scale * squash(actions)`` in the action's unit (squash:
-        clip to [-1, 1], or tanh of the clipped action when ``policy.json``'s ``action.squash`` says so)."""
-        a = np.clip(actions, self._clip[0], self._clip[1])
+        clip to ``policy.json``'s ``action.clip``, or tanh of the action when its ``action.squash`` says so; a
+        null clip clips nothing)."""
+        a = actions if self._clip is None else np.clip(actions, self._clip[0], self._clip[1])
         return self._offset + self._scale * (np.tanh(a) if self._squash == "tanh" else a)
 
     @property
@@ -465,8 +466,10 @@ def describe(spec: dict) -> str:
                      f"clip {t['clip']}")
     a = spec["action"]
     for k, name in enumerate(a["names"]):
-        lines.append(f"  action[{k}] {name}: {a['type']} = {a['offset'][k]} + {a['scale'][k]} * a [{a['unit']}], "
-                     f"a clipped to {a['clip']}")
+        squash = "tanh(a)" if a.get("squash") == "tanh" else "a"
+        clip = f", a clipped to {a['clip']}" if a["clip"] is not None else ""
+        lines.append(f"  action[{k}] {name}: {a['type']} = {a['offset'][k]} + {a['scale'][k]} * {squash} "
+                     f"[{a['unit']}]{clip}")
     if spec.get("recurrent"):
         r = spec["recurrent"]
         lines.append(f"  recurrent {r['type']}: " + ", ".join(f"{s['input']}->{s['output']} {s['shape']}"

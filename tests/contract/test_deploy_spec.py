@@ -15,7 +15,7 @@ def test_pd_actions_are_offsets_around_default_positions_with_gains():
     assert a["offset"] == [0.1, -0.8] and a["default_joint_pos"] == [0.1, -0.8] and a["scale"] == [0.5, 0.25]
     # hand-worked: command = offset + scale * a for a = (1, -1)
     assert [o + s * x for o, s, x in zip(a["offset"], a["scale"], (1.0, -1.0))] == [0.6, -1.05]
-    r = robot_spec(layout)
+    r = robot_spec(object(), layout)
     assert r["pd_gains"]["kp"] == [20.0, 30.0] and r["pd_gains"]["kd"] == [1.0, 1.5]
     assert r["effort_limits"] == [15.0, 10.0]
 
@@ -24,8 +24,26 @@ def test_torque_actions_have_no_offset_and_no_gains():
     layout = _layout(action_mode="torque", default_joint_pos=[0.1, -0.8], joint_stiffness=[20.0, 30.0],
                      joint_damping=[1.0, 1.5], effort_limit=[15.0, 10.0])
     assert action_spec(object(), layout)["offset"] == [0.0, 0.0]
-    r = robot_spec(layout)
+    r = robot_spec(object(), layout)
     assert r["pd_gains"]["kp"] is None and r["pd_gains"]["kd"] is None and r["effort_limits"] == [15.0, 10.0]
+
+
+def test_the_actuation_that_ran_wins_and_held_joints_are_listed():
+    """A world's Actuation (what the physics applied) gives the action columns' pose and gains, whatever the config
+    says; actuated joints no column drives are listed with their hold, for the robot side to command."""
+    from types import SimpleNamespace
+
+    from horde.sim.actuation import Actuation
+
+    act = Actuation(mode="pd", scale=[0.5, 0.25, 0.1], offset=[0.1, -0.8, 0.3], stiffness=[20.0, 30.0, 40.0],
+                    damping=[1.0, 1.5, 2.0], effort_limit=[15.0, 10.0, 5.0])
+    env = SimpleNamespace(world=SimpleNamespace(actuation=act, actuated_joints=("waist", "hip", "knee")))
+    layout = _layout(default_joint_pos=[9.0, 9.0], joint_stiffness=[9.0, 9.0])  # stale config keys lose
+    a, r = action_spec(env, layout), robot_spec(env, layout)
+    assert a["offset"] == [-0.8, 0.3] and r["pd_gains"]["kp"] == [30.0, 40.0] and r["effort_limits"] == [10.0, 5.0]
+    assert r["held_joints"] == {"names": ["waist"], "target": [0.1], "kp": [20.0], "kd": [1.0],
+                                "effort_limits": [15.0], "law": r["held_joints"]["law"]}
+    assert robot_spec(object(), layout)["held_joints"] is None
 
 
 def test_observation_terms_take_declared_units_else_null():
@@ -61,5 +79,5 @@ def test_a_tanh_squash_reaches_policy_json_and_the_robot_side_command():
     runner = object.__new__(PolicyRunner)
     runner._offset, runner._scale = np.array(a["offset"], np.float32), np.array(a["scale"], np.float32)
     runner._clip, runner._squash = a["clip"], a["squash"]
-    got = runner.command(np.array([[0.5, -3.0]], np.float32))
-    np.testing.assert_allclose(got, [[0.1 + 0.5 * np.tanh(0.5), -0.8 - 0.25 * np.tanh(1.0)]], rtol=1e-6)
+    got = runner.command(np.array([[0.5, -3.0]], np.float32))  # tanh of the action as the env applies it: no clip
+    np.testing.assert_allclose(got, [[0.1 + 0.5 * np.tanh(0.5), -0.8 - 0.25 * np.tanh(3.0)]], rtol=1e-6)
