@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import warp as wp
 
-__all__ = ["TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate"]
+__all__ = ["EVENT_MODES", "EventSet", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate"]
 
 
 class UnknownTermError(ValueError):
@@ -93,6 +93,46 @@ class TerminationSet(TermSet):
     def time_outs(self, names: Sequence[str]) -> tuple[bool, ...]:
         """Whether each of ``names`` is a time-out (after :meth:`resolve` checked them)."""
         return tuple(self._time_out[n] for n in names)
+
+EVENT_MODES = ("interval",)
+"""When an event term runs: ``interval``, every ``interval`` seconds of each episode (in the step, before the
+physics). Startup and reset draws (masses, friction, gains, action delay) are :class:`RandomizationConfig`'s."""
+
+
+class EventSet(TermSet):
+    """Event terms of one task family: Warp functions ``(x: Context, i: int, s: wp.uint32) -> wp.uint32`` that
+    change env ``i``'s state (a push, a kick, a payload change), drawing random numbers from the env's own stream
+    ``s`` and returning it advanced (``wp.randf(s)`` advances ``s``). A task config maps the ones it runs to their
+    interval in seconds (``task.events``); the step kernel fuses them with ``wp.static`` and calls each on the
+    control steps where the episode's step count is a multiple of its interval, before the physics::
+
+        @VELOCITY_EVENTS.term
+        def kick_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+            x.joint_qd[i, 2] = x.joint_qd[i, 2] + wp.randf(s, 0.0, 1.0)
+            return s
+    """
+
+    def __init__(self, family: str, context: type) -> None:
+        super().__init__(family, context)
+        self._mode: dict[str, str] = {}
+
+    def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
+             mode: str = "interval"):
+        """Decorator: register ``func`` as an event of ``mode`` (:data:`EVENT_MODES`)."""
+        if mode not in EVENT_MODES:
+            raise ValueError(f"event mode '{mode}'; valid modes: {', '.join(EVENT_MODES)}")
+
+        def register(f: Callable) -> wp.Function:
+            wf = TermSet.term(self, f, name=name, replace=replace)
+            self._mode[name or f.__name__] = mode
+            return wf
+
+        return register(func) if func is not None else register
+
+    def modes(self, names: Sequence[str]) -> tuple[str, ...]:
+        """The mode of each of ``names`` (after :meth:`resolve` checked them)."""
+        return tuple(self._mode[n] for n in names)
+
 
 @wp.func
 def clipped_action_rate(actions: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),

@@ -40,10 +40,11 @@ from horde.envs.core import WarpTaskEnv
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
-from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, velocity_critic, velocity_observe,
-                                         velocity_pre_step, velocity_reset_episode)
-from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_OBSERVATIONS,  # noqa: F401
-                                       VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged, obs_names, velocity_term)
+from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_step_kernel,  # noqa: F401
+                                         velocity_critic, velocity_observe, velocity_pre_step, velocity_reset_episode)
+from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_EVENTS,  # noqa: F401
+                                       VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
+                                       obs_names, velocity_term)
 from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.actuation import Actuation
 from horde.sim.depth_camera import DepthCamera
@@ -121,6 +122,8 @@ class VelocityEnv(WarpTaskEnv):
     """Where ``terminations``' names are looked up."""
     observation_set = VELOCITY_OBSERVATIONS
     """Where ``extra_observations``' names are looked up."""
+    event_set = VELOCITY_EVENTS
+    """Where ``events``' names are looked up."""
     action_type = "position_target"
     action_unit = "rad"
 
@@ -129,6 +132,17 @@ class VelocityEnv(WarpTaskEnv):
         self.robot = resolve_robot(cfg.robot)
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
         ends = VELOCITY_TERMINATIONS.resolve(list(cfg.terminations))
+        dr = cfg.randomization
+        pushes = dr.enabled and dr.push_interval > 0
+        self.event_names = (("push",) if pushes else ()) + tuple(cfg.events)
+        """Interval events in the order they run: the randomization's push, then ``task.events``."""
+        events = VELOCITY_EVENTS.resolve(self.event_names)
+        control_dt = cfg.sim_dt * cfg.decimation
+        bad = [f"{n}={v}" for n, v in cfg.events.items() if not float(v) > 0]
+        if bad:
+            raise FieldError(f"task.events: every interval must be > 0 seconds, got {', '.join(bad)}")
+        event_steps = (([int(round(dr.push_interval / control_dt))] if pushes else [])
+                       + [max(int(round(float(v) / control_dt)), 1) for v in cfg.events.values()])
         self.termination_names = tuple(cfg.terminations)
         check_options(cfg)
         joints = self.robot.joints
@@ -162,8 +176,6 @@ class VelocityEnv(WarpTaskEnv):
         t = VelocityTask()
         t.root, t.dt, t.max_episode_length = self.world.root_body, control_dt, cfg.episode_length
         t.resample_steps = max(int(round(cfg.command_resample_s / control_dt)), 0)
-        t.push_steps = int(round(dr.push_interval / control_dt)) if on and dr.push_interval > 0 else 0
-        t.push_velocity = dr.push_velocity
         t.max_delay = dr.max_action_delay if on else 0
         noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
         t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
@@ -227,7 +239,9 @@ class VelocityEnv(WarpTaskEnv):
         self._post_step = post_step_kernel(terms, ends, VELOCITY_TERMINATIONS.time_outs(cfg.terminations),
                                            velocity_obs.extra_spec(self.extras))
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
-        self.step_kernels = ((velocity_pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
+        self._pre_step = pre_step_kernel(events)
+        self._event_steps = wp.array(event_steps or [0], dtype=int)
+        self.step_kernels = ((self._pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
                              + (self.camera.kernels if self.camera is not None else ())
                              + ((self._extras,) if self._extras is not None else ()))
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
@@ -260,6 +274,7 @@ class VelocityEnv(WarpTaskEnv):
         x.command, x.air_time = self._command, self._air_time
         x.gait_phase, x.gait_offset = self._gait_phase, self._gait_offset
         x.gait_stance, x.swing_height = cfg.gait_stance, cfg.feet_swing_height
+        x.push_velocity = cfg.randomization.push_velocity
         return x
 
     @staticmethod
@@ -314,23 +329,6 @@ class VelocityEnv(WarpTaskEnv):
         """Joints the actions do not drive (``action_joints=legs``): PD holds them at their default positions."""
         return tuple(j for j in self.robot.joints if j not in self.action_names)
 
-    def describe(self) -> dict:
-        out = super().describe()
-        if self.held_joints:
-            # policy.json's per-action columns (deploy/spec.py reads these config keys before the robot's
-            # all-joint tuples): the acting joints' pose, gains and limits; the held joints and their PD hold
-            _, kp, kd = _gains(self.cfg, self.robot)
-            out["config"].update({
-                "default_joint_pos": self._per_action(self.robot.default_joint_pos),
-                "joint_stiffness": self._per_action(kp), "joint_damping": self._per_action(kd),
-                "effort_limit": self._per_action(self.robot.effort_limit),
-                "held_joints": {"names": list(self.held_joints),
-                                "target": [self.robot.default_joint_pos[self.robot.joints.index(j)]
-                                           for j in self.held_joints],
-                                "kp": [kp[self.robot.joints.index(j)] for j in self.held_joints],
-                                "kd": [kd[self.robot.joints.index(j)] for j in self.held_joints]}})
-        return out
-
     def _physics_draws(self, n: int) -> np.ndarray:
         """Per env: the robot's friction coefficient and its base mass change [kg] as drawn at startup (without
         randomization: the model's friction, 0)."""
@@ -355,9 +353,9 @@ class VelocityEnv(WarpTaskEnv):
 
     def _launch_step(self) -> None:
         w, n, d = self.world, self.num_envs, self.dev.warp
-        wp.launch(velocity_pre_step, n, device=d, inputs=[self._task, self._actions, self._episode_length,
-                                                          self._delay, self._act_joint],
-                  outputs=[self._head, self._rng, self._history, self._delayed, self._applied, w.arrays.joint_qd])
+        wp.launch(self._pre_step, n, device=d, inputs=[self._task, self.legged, self._actions, self._episode_length,
+                                                       self._delay, self._act_joint, self._event_steps],
+                  outputs=[self._head, self._rng, self._history, self._delayed, self._applied])
         w.simulate(self._applied)
         w.inspect()
         if self.camera is not None:  # the image of the state the step ends in (final observations included)

@@ -132,6 +132,10 @@ class VelocityConfig(TaskConfig):
     terminations: list[str] = field(default_factory=lambda: ["body_contact", "tilt"])
     """Termination terms of VELOCITY_TERMINATIONS (failures or time-outs; unstable physics always fails an
     episode); the share of finished episodes each ended is logged as ``termination/<name>``."""
+    events: dict[str, float] = field(default_factory=dict)
+    """Interval event terms of VELOCITY_EVENTS by name, each with its interval [s] (run before the physics on the
+    steps of an episode that are multiples of it), after the push that ``randomization`` adds when it is on
+    (``push_interval``). E.g. ``{kick: 2.0}``."""
     action_joints: str = choice(("all", "legs"))
     """Which joints the actions drive: all the robot's joints, or its leg joints (``LeggedRobot.legs``: the G1's 12;
     every joint of a quadruped); the other joints are held by PD at their default positions."""

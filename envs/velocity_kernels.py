@@ -1,6 +1,6 @@
 """The velocity task's Warp side: its per-task constants (:class:`VelocityTask`), the observation writer and the
 step's kernels (pre-step, the post-step factory that fuses reward, termination and user observation terms, the
-critic group, observation of reset envs, explicit resets). :class:`horde.envs.velocity.VelocityEnv` launches them.
+critic group, observation of reset envs, explicit resets), the pre-step factory that fuses the event terms. :class:`horde.envs.velocity.VelocityEnv` launches them.
 """
 
 # no `from __future__ import annotations`: Warp reads the annotations of the kernels below
@@ -9,12 +9,12 @@ import functools
 import warp as wp
 
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.velocity_terms import Legged, advance, clock_phase
+from horde.envs.velocity_terms import Legged, advance, clock_phase, push
 from horde.sim.randomize import ActuationRanges, delay_actions, draw_actuation
 from horde.sim.terrain import TerrainGrid, height_scan, terrain_height, terrain_level_update
 
-__all__ = ["VelocityTask", "post_step_kernel", "velocity_critic", "velocity_observe", "velocity_pre_step",
-           "velocity_reset_episode"]
+__all__ = ["VelocityTask", "post_step_kernel", "pre_step_kernel", "velocity_critic", "velocity_observe",
+           "velocity_pre_step", "velocity_reset_episode"]
 
 
 @wp.struct
@@ -25,8 +25,6 @@ class VelocityTask:
     dt: float
     max_episode_length: int
     resample_steps: int
-    push_steps: int
-    push_velocity: float
     max_delay: int
     noise_lin: float
     noise_ang: float
@@ -126,37 +124,50 @@ def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.ar
     return s
 
 
-@wp.kernel(enable_backward=False)
-def velocity_pre_step(
-    t: VelocityTask,
-    actions: wp.array2d(dtype=float),
-    episode_length: wp.array(dtype=wp.int32),
-    delay: wp.array(dtype=wp.int32),
-    act_joint: wp.array(dtype=int),
-    head: wp.array(dtype=wp.int32),
-    rng: wp.array(dtype=wp.uint32),
-    history: wp.array3d(dtype=float),
-    delayed: wp.array2d(dtype=float),
-    applied: wp.array2d(dtype=float),
-    joint_qd: wp.array2d(dtype=float),
-):
-    """Delayed actions, squashed (``t.squash``), into the acting joints' columns of ``applied`` (the other joints'
-    stay 0: their PD targets are the default pose); a random push on the push interval."""
-    i = wp.tid()
-    h = (head[i] + 1) % history.shape[1]
-    head[i] = h
-    delay_actions(i, delay[i], h, actions, history, delayed)
-    for k in range(delayed.shape[1]):
-        a = delayed[i, k]
-        if t.squash == 1:
-            a = wp.tanh(a)
-        applied[i, act_joint[k]] = a
-    step = episode_length[i] + 1
-    if t.push_steps > 0 and step % t.push_steps == 0:
+@functools.lru_cache(maxsize=None)
+def pre_step_kernel(events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+    """The step's first kernel for these interval event terms (:data:`VELOCITY_EVENTS`, ``task.events``; the push
+    first when randomization pushes are on), fused with ``wp.static``."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_pre_step(
+        t: VelocityTask,
+        x: Legged,
+        actions: wp.array2d(dtype=float),
+        episode_length: wp.array(dtype=wp.int32),
+        delay: wp.array(dtype=wp.int32),
+        act_joint: wp.array(dtype=int),
+        event_steps: wp.array(dtype=int),
+        head: wp.array(dtype=wp.int32),
+        rng: wp.array(dtype=wp.uint32),
+        history: wp.array3d(dtype=float),
+        delayed: wp.array2d(dtype=float),
+        applied: wp.array2d(dtype=float),
+    ):
+        """Delayed actions, squashed (``t.squash``), into the acting joints' columns of ``applied`` (the other
+        joints' stay 0: their PD targets are the default pose); each event on the steps its interval names."""
+        i = wp.tid()
+        h = (head[i] + 1) % history.shape[1]
+        head[i] = h
+        delay_actions(i, delay[i], h, actions, history, delayed)
+        for k in range(delayed.shape[1]):
+            a = delayed[i, k]
+            if t.squash == 1:
+                a = wp.tanh(a)
+            applied[i, act_joint[k]] = a
+        step = episode_length[i] + 1
         s = rng[i]
-        joint_qd[i, 0] = joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * t.push_velocity
-        joint_qd[i, 1] = joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * t.push_velocity
+        for e in range(wp.static(len(events))):
+            n = event_steps[e]
+            if n > 0 and step % n == 0:
+                s = wp.static(events[e])(x, i, s)
         rng[i] = s
+
+    return velocity_pre_step
+
+
+velocity_pre_step = pre_step_kernel((push,))
+"""The pre-step of a task whose only event is the push (precompiled with the other kernels)."""
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,7 +8,7 @@ into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state.
 import warp as wp
 
 from horde.envs.observations import ObsTermSet
-from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
+from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_OBSERVATIONS", "VELOCITY_TERMINATIONS",
            "VELOCITY_TERMS", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
@@ -111,6 +111,8 @@ class Legged:
     """Share of its cycle a foot spends on the ground, from its phase 0."""
     swing_height: float
     """Height [m] a swinging foot should clear above the lowest foot."""
+    push_velocity: float
+    """The push event's largest velocity change [m/s] (``randomization.push_velocity``)."""
 
 
 VELOCITY_TERMS = TermSet("velocity", Legged)
@@ -121,6 +123,21 @@ velocity_term = VELOCITY_TERMS.term
 VELOCITY_OBSERVATIONS = ObsTermSet("velocity observation", Legged)
 """Observation terms a user adds to the velocity task: Warp functions ``(x: Legged, i: int, k: int) -> float``
 (column ``k`` of env ``i``); ``task.extra_observations`` appends them after the task's own columns."""
+
+VELOCITY_EVENTS = EventSet("velocity event", Legged)
+"""Event terms of the velocity task: Warp functions ``(x: Legged, i: int, s: wp.uint32) -> wp.uint32`` run every
+``interval`` seconds of an episode (``task.events: {name: interval}``), before the physics of that step; ``s`` is
+the env's random state (return it advanced)."""
+
+
+@VELOCITY_EVENTS.term
+def push(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+    """A random push: U(-v, v) added to the base's x and y velocity, v = ``randomization.push_velocity``
+    (legged_gym's ``push_robots``); on every ``randomization.push_interval`` seconds when randomization is on."""
+    x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * x.push_velocity
+    x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * x.push_velocity
+    return s
+
 
 VELOCITY_TERMINATIONS = TerminationSet("velocity termination", Legged)
 """Termination terms of the velocity task: Warp functions ``(x: Legged, i: int) -> bool`` (``task.terminations``
