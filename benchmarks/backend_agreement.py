@@ -1,7 +1,7 @@
 """How far apart MuJoCo's C engine (``mujoco-c``, float64) and MuJoCo-Warp (``mujoco``, float32) drift from the same
 state under the same actions: the divergence curve of every articulated task.
 
-    python benchmarks/backend_agreement.py [--json] [--quick] [--tasks ...] [--steps 50] [--num-envs 8] [--out docs]
+    python benchmarks/backend_agreement.py [--json] [--quick] [--tasks ...] [--steps 50] [--num-envs 8] [--out docs/img]
 
 Both backends step the MuJoCo model Newton converts from the task's MJCF. Each task is built twice (same seed: the
 same initial state), driven by the same seeded random actions in [-1, 1] for ``--steps`` control steps; after each
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="+", default=list(TASKS))
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--num-envs", type=int, default=8)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--quick", action="store_true", help="reach only, 5 steps (CI smoke)")
     args = ap.parse_args(argv)
     if args.quick:

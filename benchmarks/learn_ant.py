@@ -1,6 +1,6 @@
 """Train PPO on ``ant`` and report the deterministic policy's forward speed and episode length, with a curve.
 
-    python benchmarks/learn_ant.py [--minutes 30] [--seed 0] [--eval-every 25] [--json] [--quick] [--out docs]
+    python benchmarks/learn_ant.py [--minutes 30] [--seed 0] [--eval-every 25] [--json] [--quick] [--out docs/img]
                                    [override ...]
 
 Training uses horde's PPO trainer with ``configs/tuned/ant_ppo.yaml``; extra ``key=value`` arguments are config
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-every", type=int, default=25, help="iterations between evaluations")
     ap.add_argument("--eval-envs", type=int, default=64)
     ap.add_argument("--eval-steps", type=int, default=250)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="3 iterations on 32 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=1024 seed=1")

@@ -2,7 +2,7 @@
 what standing still scores on the same measure.
 
     python benchmarks/learn_g1.py [--minutes 60] [--seed 0] [--eval-every 50] [--append FILE] [--json] [--quick]
-                                  [--out docs] [override ...]
+                                  [--out docs/img] [override ...]
 
 The floor (issue 29), on 2 CPU cores within 60 minutes of training: at least 95% of 64 fresh envs stay up for a
 whole 20 s episode with pushes on (``up_fraction``), AND the linear-velocity tracking error on forward commands in
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-envs", type=int, default=64)
     ap.add_argument("--eval-steps", type=int, default=1000, help="control steps of an evaluation (1000 = 20 s)")
     ap.add_argument("--settle", type=int, default=50, help="control steps ignored by the tracking error")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 device=cuda:0")

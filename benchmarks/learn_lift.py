@@ -1,7 +1,7 @@
 """Train PPO on ``lift`` (horde's arm and gripper, one cube) and report how often the cube ends up lifted.
 
     python benchmarks/learn_lift.py [--minutes 30] [--seed 0] [--eval-every 50] [--append FILE] [--json] [--quick]
-                                    [--out docs] [override ...]
+                                    [--out docs/img] [override ...]
 
 The target (issue 29), on 2 CPU cores within 30 minutes: the deterministic policy lifts the cube at least 5 cm and
 holds it there to the episode's end in at least 30% of 64 fresh envs (``held_at_end_fraction``; moonshot 60%):
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-envs", type=int, default=64)
     ap.add_argument("--height", type=float, default=0.05, help="lift counted above this height [m]")
     ap.add_argument("--hold", type=int, default=25, help="control steps the cube must stay above --height")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--frame", default=None, help="write a 3D frame of the trained policy's held cubes here "
                     "(default: <out>/lift_3d.png, none with --quick)")
     ap.add_argument("--replot", default=None, metavar="FILE", help="plot every run of an --append file into "

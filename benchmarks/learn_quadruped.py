@@ -1,6 +1,6 @@
 """Train PPO on ``quadruped`` (velocity tracking on flat ground) and report the command-tracking error, with a curve.
 
-    python benchmarks/learn_quadruped.py [--minutes 10] [--seed 0] [--eval-every 25] [--json] [--quick] [--out docs]
+    python benchmarks/learn_quadruped.py [--minutes 10] [--seed 0] [--eval-every 25] [--json] [--quick] [--out docs/img]
                                          [override ...]
 
 The issue's GPU target: on one GPU with 4096 envs, the mean linear-velocity error falls below 0.25 m/s within 10
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-envs", type=int, default=64)
     ap.add_argument("--eval-steps", type=int, default=250)
     ap.add_argument("--settle", type=int, default=50, help="control steps ignored at the start of evaluation")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=256 device=cuda:0")

@@ -1,6 +1,6 @@
 """Train PPO on ``reach`` and report the end-effector error of the deterministic policy, with a learning curve.
 
-    python benchmarks/learn_reach.py [--minutes 15] [--seed 0] [--eval-every 20] [--json] [--quick] [--out docs]
+    python benchmarks/learn_reach.py [--minutes 15] [--seed 0] [--eval-every 20] [--json] [--quick] [--out docs/img]
                                      [override ...]
 
 Training uses horde's PPO trainer with ``configs/tuned/reach_ppo.yaml``; extra ``key=value`` arguments are passed
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-every", type=int, default=20, help="iterations between evaluations")
     ap.add_argument("--eval-envs", type=int, default=256)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="4 iterations on 32 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 seed=1")

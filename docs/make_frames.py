@@ -1,6 +1,6 @@
 """Regenerate the 3D frames in docs/: the G1 and the rough-terrain quadruped, ray-traced by Newton's SensorCamera.
 
-    .venv/bin/python docs/make_frames.py [--out docs]
+    .venv/bin/python docs/make_frames.py [--out docs/img]
 
 The robots hold their default pose under PD (zero actions) for half a second after reset; the quadruped's envs
 start on higher terrain levels so that slopes, stairs and bumps show. Runs on the CPU in about a minute.
@@ -34,7 +34,7 @@ def frame(task: str, *, envs: int, start_level: int | None = None, steps: int = 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(Path(__file__).parent))
+    ap.add_argument("--out", default=str(Path(__file__).parent / "img"))
     out = Path(ap.parse_args().out)
     imageio.imwrite(out / "g1_3d.png", frame("g1-velocity", envs=2, azimuth=-2.4))
     imageio.imwrite(out / "quadruped_rough_3d.png", frame("quadruped-rough", envs=3, start_level=4, elevation=0.6))
