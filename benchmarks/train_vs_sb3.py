@@ -76,6 +76,9 @@ def run_sb3(task: str, seed: int, *, budget_s: float, eval_every: int) -> dict:
     env = make_vec_env(GYM_ID[task], n_envs=n_envs, seed=seed)
     eval_env = make_vec_env(GYM_ID[task], n_envs=1, seed=seed + 1000)
     model = PPO(env=env, seed=seed, verbose=0, device="cpu", **params)
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no empty /tmp/SB3-<stamp> folder per run
 
     class Clock(BaseCallback):
         def __init__(self) -> None:

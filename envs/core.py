@@ -159,9 +159,14 @@ class WarpTaskEnv:
         self._is_cuda = self.dev.is_cuda
         self._result = StepResult(self.obs, self.reward, self.terminated, self.truncated, self.dones)
         self._views: dict[tuple, wp.array] = {}
+        self._bind()
         self._configure_step()
         self.seed(seed)
         self.reset()
+
+    def _bind(self) -> None:
+        """Second construction phase: the task builds what needs the buffers allocated above (its term context)
+        before the first reset. Nothing by default."""
 
     # --- sizes -------------------------------------------------------------------------------------------------
     @property

@@ -36,7 +36,7 @@ import torch
 import warp as wp
 
 from horde.envs import render
-from horde.envs.core import WarpTaskEnv
+from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
                                     IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, obs_names_of)
@@ -305,7 +305,7 @@ def build_world(cfg: LiftConfig, num_envs: int, device: str):
     return world, ee_body, ee_offset, chain, limits
 
 
-class LiftEnv(WarpTaskEnv):
+class LiftEnv(ArticulatedTaskEnv):
     """Batched cube lifting with horde's arm and gripper on Newton (MuJoCo's C engine or MuJoCo-Warp)."""
 
     state_names = (*JOINTS, "cube_x", "cube_y", "cube_z")
@@ -368,9 +368,11 @@ class LiftEnv(WarpTaskEnv):
         self.termination_names = tuple(cfg.terminations)
         self._post_step = post_step_kernel(terms, ends, LIFT_TERMINATIONS.time_outs(cfg.terminations))
         self.step_kernels = (lift_command, self._post_step, lift_observe) + w.kernels
-        self.manip = self._context(cfg, ee_body, ee_offset)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
-        self.manip.actions = self._actions  # created by the core
+
+    def _bind(self) -> None:
+        self.manip = self._context(self.cfg, *self._ee)
+        """The reward terms' view of the state (:class:`Manip`)."""
 
     def observation_terms(self) -> tuple[ObsTerm, ...]:
         """The observation's terms in column order (:mod:`horde.envs.observations`); the names of the columns are
@@ -444,7 +446,7 @@ class LiftEnv(WarpTaskEnv):
         # a finger's inner face is at its opening: holding the cube, each opens about half the cube's width
         half = 0.5 * cfg.cube_size
         x.grip_lo, x.grip_hi = half - 0.008, half + 0.003
-        x.actions, x.last_actions = self._last_actions, self._last_actions  # actions bound after the core's init
+        x.actions, x.last_actions = self._actions, self._last_actions
         x.joint_q, x.joint_qd, x.body_q, x.contact = a.joint_q, a.joint_qd, a.body_q, self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
         return x
@@ -454,16 +456,21 @@ class LiftEnv(WarpTaskEnv):
         arm = [cfg.ee_step] * 3 if cfg.arm == "ee_delta" else list(cfg.action_scale)
         return arm + [cfg.gripper_open] * self.gripper.num_actions
 
-    def _launch_step(self) -> None:
-        w, n, d = self.world, self.num_envs, self.dev.warp
-        wp.launch(lift_command, n, device=d, inputs=[self._task, self.manip, self._command, self._chain])
-        w.simulate(self._command.joint_actions)
-        w.inspect()
-        wp.launch(self._post_step, n, device=d, inputs=[
+    def _pre_physics(self) -> None:
+        wp.launch(lift_command, self.num_envs, device=self.dev.warp,
+                  inputs=[self._task, self.manip, self._command, self._chain])
+
+    def _joint_actions(self) -> wp.array:
+        return self._command.joint_actions
+
+    def _post_physics(self) -> None:
+        w = self.world
+        wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self.manip, self._command, w.arrays.joint_q, w.arrays.default_joint_q, self.episodes(),
             self._causes],
             outputs=[self._state, self._obs, self._final_obs, self._cube_height])
-        w.reset(self._dones, self._rng)
+
+    def _observe_step(self) -> None:
         self._observe(self._dones, clear=False)
 
     def _observe(self, mask: wp.array, *, clear: bool) -> None:
@@ -472,22 +479,13 @@ class LiftEnv(WarpTaskEnv):
             self._task, self.manip, self._command, mask, int(clear), self._rng, self.episodes(), w.arrays.joint_q,
             w.arrays.default_joint_q], outputs=[self._state, self._obs])
 
-    def _launch_reset(self) -> None:
-        self.world.reset(self._reset_mask, self._rng)
+    def _observe_reset(self) -> None:
         self._observe(self._reset_mask, clear=True)
 
-    # --- host side -------------------------------------------------------------------------------------------------
-    def pop_episode_stats(self) -> dict[str, float]:
-        out = super().pop_episode_stats()
-        out["sim/unstable_resets"] = self.world.pop_unstable_count()
-        return out
-
-    def _resumable(self) -> dict[str, torch.Tensor]:
+    def _task_state(self) -> dict[str, torch.Tensor]:
         u = self._command
-        return {**super()._resumable(), **self.world.physics_state(), "last_actions": wp.to_torch(self._last_actions),
-                "target": self.target, "ee_target": self.ee_target, "q_target": wp.to_torch(u.q_target),
+        return {"target": self.target, "ee_target": self.ee_target, "q_target": wp.to_torch(u.q_target),
                 "grip": wp.to_torch(u.grip)}
-
 
 register_task("lift", TaskSpec(
     env_cls=LiftEnv,

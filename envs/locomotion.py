@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 import warp as wp
 
-from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.articulated import ArticulatedTaskEnv
+from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.observations import ObsTerm, quat_rotate_inverse
 from horde.envs.terms import TermSet
@@ -238,7 +239,7 @@ def build_locomotion_world(cfg: TaskConfig, *, mjcf: str, joints: Sequence[str],
 
 
 # --- the env -------------------------------------------------------------------------------------------------------
-class LocomotionEnv(WarpTaskEnv):
+class LocomotionEnv(ArticulatedTaskEnv):
     """A batched floating-base robot on a Newton solver (``cfg.sim.solver``); subclasses give the robot."""
 
     joints: ClassVar[tuple[str, ...]]
@@ -266,6 +267,8 @@ class LocomotionEnv(WarpTaskEnv):
         self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
         self.step_kernels = (self._post_step,) + self.step_kernels + self.world.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+
+    def _bind(self) -> None:
         x = self.runner = Runner()
         """The reward terms' view of the state (:class:`Runner`)."""
         x.root, x.actions, x.body_qd = self.world.root_body, self._actions, self.world.arrays.body_qd
@@ -302,15 +305,11 @@ class LocomotionEnv(WarpTaskEnv):
                 "joint_vel": wp.to_torch(a.joint_qd)[:, t.qd0:t.qd0 + nj],
                 "last_action": wp.to_torch(self._last_actions)}
 
-    def _launch_step(self) -> None:
-        w, n, d = self.world, self.num_envs, self.dev.warp
-        w.simulate(self._actions)
-        w.inspect()
-        wp.launch(self._post_step, n, device=d, inputs=[
+    def _post_physics(self) -> None:
+        w = self.world
+        wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self.runner, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base,
             self.episodes()], outputs=[self._last_actions, self._state, self._obs, self._final_obs])
-        w.reset(self._dones, self._rng)
-        self._observe(self._dones)
 
     def _observe(self, mask: wp.array) -> None:
         w = self.world
@@ -318,17 +317,6 @@ class LocomotionEnv(WarpTaskEnv):
             self._task, mask, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base, self._last_actions],
             outputs=[self._state, self._obs])
 
-    def _launch_reset(self) -> None:
+    def _reset_task(self) -> None:
         wp.launch(locomotion_reset_episode, self.num_envs, device=self.dev.warp,
                   inputs=[self._reset_mask, self.episodes()], outputs=[self._last_actions])
-        self.world.reset(self._reset_mask, self._rng)
-        self._observe(self._reset_mask)
-
-    # --- host side -------------------------------------------------------------------------------------------------
-    def pop_episode_stats(self) -> dict[str, float]:
-        out = super().pop_episode_stats()
-        out["sim/unstable_resets"] = self.world.pop_unstable_count()
-        return out
-
-    def _resumable(self) -> dict[str, torch.Tensor]:
-        return {**super()._resumable(), **self.world.physics_state(), "last_actions": wp.to_torch(self._last_actions)}

@@ -10,7 +10,6 @@ episode ends only by time-out, or when the physics health check flags the world.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +17,8 @@ import numpy as np
 import torch
 import warp as wp
 
-from horde.envs.core import TaskConfig, WarpTaskEnv
+from horde.envs.articulated import ArticulatedTaskEnv
+from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.observations import ObsTerm
 from horde.envs import render
@@ -276,7 +276,7 @@ def build_world(cfg: ReachConfig, num_envs: int, device: str) -> tuple[NewtonWor
     return world, ee_body, ee_offset
 
 
-class ReachEnv(WarpTaskEnv):
+class ReachEnv(ArticulatedTaskEnv):
     """Batched 7-DoF arm reaching on a Newton solver (``cfg.sim.solver``)."""
 
     obs_names = OBS_NAMES
@@ -309,6 +309,9 @@ class ReachEnv(WarpTaskEnv):
         """End-effector distance to the target at the last step of each env's last finished episode [m] (-1: none)."""
         self.step_kernels = (self._post_step,) + self.step_kernels + self.world.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+
+    def _bind(self) -> None:
+        t = self._task
         x = self.arm = Arm()
         """The reward terms' view of the state (:class:`Arm`)."""
         x.ee_body, x.ee_offset, x.precision_std = t.ee_body, t.ee_offset, t.precision_std
@@ -345,15 +348,10 @@ class ReachEnv(WarpTaskEnv):
         u, w = q[:, :3], q[:, 3:]
         return p + off + 2.0 * torch.cross(u, torch.cross(u, off, dim=-1) + w * off, dim=-1)
 
-    def _launch_step(self) -> None:
-        w, n, d = self.world, self.num_envs, self.dev.warp
-        w.simulate(self._actions)
-        w.inspect()
-        wp.launch(self._post_step, n, device=d, inputs=[
-            self._task, self.arm, w.arrays.joint_q, self.episodes(), self._rng],
+    def _post_physics(self) -> None:
+        wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, self.arm, self.world.arrays.joint_q, self.episodes(), self._rng],
             outputs=[self._final_error, self._state, self._obs, self._final_obs])
-        w.reset(self._dones, self._rng)
-        self._observe(self._dones)
 
     def _observe(self, mask: wp.array) -> None:
         w = self.world
@@ -361,22 +359,13 @@ class ReachEnv(WarpTaskEnv):
             self._task, mask, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, self._target, self._last_actions],
             outputs=[self._state, self._obs])
 
-    def _launch_reset(self) -> None:
+    def _reset_task(self) -> None:
         wp.launch(reach_reset_episode, self.num_envs, device=self.dev.warp,
                   inputs=[self._task, self._reset_mask, self._rng, self.episodes()],
                   outputs=[self._target, self._last_actions])
-        self.world.reset(self._reset_mask, self._rng)
-        self._observe(self._reset_mask)
 
-    # --- host side -------------------------------------------------------------------------------------------------
-    def pop_episode_stats(self) -> dict[str, float]:
-        out = super().pop_episode_stats()
-        out["sim/unstable_resets"] = self.world.pop_unstable_count()
-        return out
-
-    def _resumable(self) -> dict[str, torch.Tensor]:
-        return {**super()._resumable(), **self.world.physics_state(), "last_actions": wp.to_torch(self._last_actions),
-                "target": self.target}
+    def _task_state(self) -> dict[str, torch.Tensor]:
+        return {"target": self.target}
 
 
 # --- differentiable model: the arm on Featherstone (horde.sim.diff_articulation), the task's terms in torch ----------
@@ -477,7 +466,9 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
 
 # --- the MuJoCo sim-to-sim twin (horde.deploy.sim2sim) ---------------------------------------------------------------
 class ReachTwin:
-    """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics."""
+    """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics.
+    MuJoCo's state is copied into a one-env :class:`Arm` on the CPU and the task's own Warp term functions
+    (``reward_scales``' keys) score it: a term added to :data:`REACH_TERMS` needs no edit here."""
 
     sources = ("ee_pos", "goal_pos", "goal_rel_ee")
     """The observation sources it reads from MuJoCo (``raw``); joints and last actions come from the sim2sim loop."""
@@ -492,8 +483,21 @@ class ReachTwin:
         return mujoco.MjModel.from_xml_path(str(ARM_MJCF))
 
     def __init__(self, model, cfg: dict, control_dt: float) -> None:
+        from horde.envs.terms import term_values_kernel
+
         self.cfg, self.site = cfg, model.site("ee").id
         self.target, self.final_error = np.zeros(3), float("nan")
+        self.names = tuple(cfg["reward_scales"])
+        self.kernel = term_values_kernel(Arm, REACH_TERMS.resolve(self.names))
+        nj = len(JOINTS)
+        with wp.ScopedDevice("cpu"):
+            x = self.x = Arm()
+            # the end effector as a body of its own at the site, no offset: transform_point gives the site
+            x.ee_body, x.ee_offset, x.precision_std = 0, wp.vec3(0.0, 0.0, 0.0), float(cfg["precision_std"])
+            x.actions, x.last_actions = wp.zeros((1, nj), dtype=float), wp.zeros((1, nj), dtype=float)
+            x.joint_qd, x.body_q = wp.zeros((1, nj), dtype=float), wp.zeros((1, 1), dtype=wp.transform)
+            x.target, x.unstable = wp.zeros(1, dtype=wp.vec3), wp.zeros(1, dtype=wp.bool)
+            self.out = wp.zeros((len(self.names), 1), dtype=float)
 
     def reset(self, model, data, joints: "horde.deploy.sim2sim.Joints", rng: np.random.Generator) -> None:
         cfg = self.cfg
@@ -506,11 +510,15 @@ class ReachTwin:
 
     def terms(self, model, data, joints: "horde.deploy.sim2sim.Joints", a: np.ndarray, last: np.ndarray, tau: np.ndarray
               ) -> tuple[dict[str, float], bool]:
-        dist = float(np.linalg.norm(self.target - data.site_xpos[self.site]))
-        self.final_error = dist
-        return ({"distance": dist, "precision": 1.0 - math.tanh(dist / self.cfg["precision_std"]),
-                 "action_rate": float(np.sum((a - last) ** 2)), "joint_vel": float(np.sum(joints.qd(data) ** 2))},
-                False)
+        ee = data.site_xpos[self.site]
+        self.final_error = float(np.linalg.norm(self.target - ee))
+        x = self.x
+        x.actions.numpy()[0], x.last_actions.numpy()[0], x.joint_qd.numpy()[0] = a, last, joints.qd(data)
+        x.body_q.numpy()[0, 0] = (*ee, 0.0, 0.0, 0.0, 1.0)
+        x.target.numpy()[0] = self.target
+        x.unstable.numpy()[0] = not bool(np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all())
+        wp.launch(self.kernel, 1, inputs=[x], outputs=[self.out], device="cpu")
+        return dict(zip(self.names, (float(v) for v in self.out.numpy()[:, 0]))), False
 
     def metrics(self) -> dict[str, float]:
         """Per episode; averaged over episodes under the same key."""

@@ -64,9 +64,10 @@ class LeggedRobot:
     site of the MJCF, which stands for the body it is attached to (contact forces are per body) and a point on it
     (foot positions and speeds)."""
     undesired_contacts: tuple[str, ...]
-    """Bodies whose ground contact is penalized (thighs, knees, hands)."""
+    """Bodies whose ground contact is penalized (thighs, knees, hands); as for ``feet``, a geom or site of the MJCF
+    stands for the body it is attached to."""
     failure_contacts: tuple[str, ...]
-    """Bodies whose ground contact ends the episode (trunk, head)."""
+    """Bodies whose ground contact ends the episode (trunk, head); a geom or site stands for its body."""
     source: str
     """Where the model comes from, and its license."""
     base: str = ""
@@ -152,9 +153,10 @@ class FootFrame:
     foot's speed."""
 
 
-def foot_frames(builder, feet: Sequence[str]) -> tuple[FootFrame, ...]:
-    """Each foot of a Newton model builder (one robot) as a body and a point on it: a body name first, else a geom
-    or site (both Newton shapes) of that name. Unknown or ambiguous names fail in one line."""
+def foot_frames(builder, feet: Sequence[str], what: str = "foot") -> tuple[FootFrame, ...]:
+    """Each foot (or contact body: ``what``) of a Newton model builder (one robot) as a body and a point on it: a
+    body name first, else a geom or site (both Newton shapes) of that name. Unknown or ambiguous names fail in one
+    line."""
     bodies = [lbl.split("/")[-1] for lbl in builder.body_label]
     shapes = [lbl.split("/")[-1] for lbl in builder.shape_label]
     out = []
@@ -164,7 +166,7 @@ def foot_frames(builder, feet: Sequence[str]) -> tuple[FootFrame, ...]:
             continue
         hits = [k for k, s in enumerate(shapes) if s == name]
         if len(hits) != 1 or builder.shape_body[hits[0]] < 0:
-            raise ValueError(f"foot '{name}' is {'ambiguous' if hits else 'not a body, geom or site'} of the model; "
+            raise ValueError(f"{what} '{name}' is {'ambiguous' if hits else 'not a body, geom or site'} of the model; "
                              f"bodies: {', '.join(bodies)}")
         b = int(builder.shape_body[hits[0]])
         import warp as wp

@@ -19,11 +19,12 @@ per term on the host, so the step stays one graph replay. The same term function
 """
 
 # no `from __future__ import annotations`: Warp reads the annotations of the functions defined here
+import functools
 from collections.abc import Callable, Sequence
 
 import warp as wp
 
-__all__ = ["EVENT_MODES", "EventSet", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate"]
+__all__ = ["EVENT_MODES", "EventSet", "term_values_kernel", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate"]
 
 
 class UnknownTermError(ValueError):
@@ -132,6 +133,20 @@ class EventSet(TermSet):
     def modes(self, names: Sequence[str]) -> tuple[str, ...]:
         """The mode of each of ``names`` (after :meth:`resolve` checked them)."""
         return tuple(self._mode[n] for n in names)
+
+
+@functools.lru_cache(maxsize=None)
+def term_values_kernel(context: type, terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """A kernel that writes each of ``terms`` of every env into ``out[T, N]``: what a MuJoCo twin launches on a
+    one-env context built from MuJoCo's state, so that it scores with the env's own term functions."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def term_values(x: context, out: wp.array2d(dtype=float)):
+        i = wp.tid()
+        for k in range(wp.static(len(terms))):
+            out[k, i] = wp.static(terms[k])(x, i)
+
+    return term_values
 
 
 @wp.func

@@ -36,7 +36,7 @@ import torch
 import warp as wp
 
 from horde.envs import velocity_obs
-from horde.envs.core import WarpTaskEnv
+from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
@@ -100,7 +100,9 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
                           damping=damping, effort_limit=robot_def.effort_limit,
                           velocity_limit=robot_def.velocity_limit if cfg.dc_motor else None,
                           network=cfg.actuator_net)
-    contact_bodies = (*(f.body for f in feet), *robot_def.undesired_contacts, *robot_def.failure_contacts)
+    contact_bodies = (*(f.body for f in feet),  # geoms and sites stand for their bodies
+                      *(f.body for f in foot_frames(robot, robot_def.undesired_contacts, "undesired contact")),
+                      *(f.body for f in foot_frames(robot, robot_def.failure_contacts, "failure contact")))
     with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
         warnings.filterwarnings("once", message=".*authored margin.*")
         world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
@@ -112,7 +114,7 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
     return world, list(q_idx), list(qd_idx), feet
 
 
-class VelocityEnv(WarpTaskEnv):
+class VelocityEnv(ArticulatedTaskEnv):
     """Batched velocity tracking for a legged robot on Newton (MuJoCo-Warp), flat or rough terrain."""
 
     step_kernels = (velocity_pre_step, velocity_observe)
@@ -247,16 +249,15 @@ class VelocityEnv(WarpTaskEnv):
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
         for name in VelocityTask.vars:
             setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
-        self.legged = None
+        self._bind_args = (deviation, feet_body)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
-        self.legged = self._context(cfg, deviation, feet_body)
+
+    def _bind(self) -> None:
+        self.legged = self._context(self.cfg, *self._bind_args)
         """The reward terms' view of the state (:class:`Legged`)."""
         if self.critic_names:  # the noise-free observations open the critic group
             self.teacher_obs = self.critic_obs[:, :self.obs_dim]
-        self._observe_extras(self._reset_mask, 0, self._obs)
-        self._write_critic()
-        # reward scales are per second
-        wp.to_torch(self._reward_scales).mul_(control_dt)
+        wp.to_torch(self._reward_scales).mul_(self.cfg.sim_dt * self.cfg.decimation)  # reward scales are per second
 
     def _context(self, cfg: VelocityConfig, deviation: wp.array, feet_body: wp.array) -> Legged:
         w, a = self.world, self.world.arrays
@@ -342,7 +343,7 @@ class VelocityEnv(WarpTaskEnv):
         return out
 
     def _write_critic(self) -> None:
-        if not self.critic_names or self.legged is None:
+        if not self.critic_names:
             return
         w = self.world
         wp.launch(velocity_critic, self.num_envs, device=self.dev.warp, inputs=[
@@ -351,21 +352,25 @@ class VelocityEnv(WarpTaskEnv):
             outputs=[self._state, self._critic_obs])
         self._observe_extras(self._reset_mask, 0, self._critic_obs)
 
-    def _launch_step(self) -> None:
-        w, n, d = self.world, self.num_envs, self.dev.warp
-        wp.launch(self._pre_step, n, device=d, inputs=[self._task, self.legged, self._actions, self._episode_length,
-                                                       self._delay, self._act_joint, self._event_steps],
-                  outputs=[self._head, self._rng, self._history, self._delayed, self._applied])
-        w.simulate(self._applied)
-        w.inspect()
+    def _pre_physics(self) -> None:
+        wp.launch(self._pre_step, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, self.legged, self._actions, self._episode_length, self._delay, self._act_joint,
+            self._event_steps], outputs=[self._head, self._rng, self._history, self._delayed, self._applied])
+
+    def _joint_actions(self) -> wp.array:
+        return self._applied
+
+    def _post_physics(self) -> None:
+        w = self.world
         if self.camera is not None:  # the image of the state the step ends in (final observations included)
             self.camera.update(rng=self._rng)
-        wp.launch(self._post_step, n, device=d, inputs=[
+        wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self.legged, self._grid, self._scan, self._ranges, w.arrays.nominal_stiffness,
             w.arrays.nominal_damping, self._centre_z, self.episodes(), self._causes], outputs=[
             self._rng, self._level, self._origin, self._delay, w.arrays.stiffness, w.arrays.damping,
             w.arrays.motor_strength, self._state, self._obs, self._final_obs])
-        w.reset(self._dones, self._rng)
+
+    def _observe_step(self) -> None:
         if self.camera is not None:  # envs that just reset see their new state
             self.camera.update(self._dones, rng=self._rng)
         self._observe(self._dones)
@@ -382,18 +387,19 @@ class VelocityEnv(WarpTaskEnv):
 
     def _observe_extras(self, mask: wp.array, masked: int, out: wp.array) -> None:
         """The user's observation terms into ``out``'s columns after the task's own (envs in ``mask`` if
-        ``masked``). Not before ``self.legged`` exists: ``__init__`` writes every env's once it does."""
-        if self._extras is not None and self.legged is not None:
+        ``masked``)."""
+        if self._extras is not None:
             wp.launch(self._extras, self.num_envs, device=self.dev.warp,
                       inputs=[self.legged, mask, masked, self.obs_dim - self._task.extra_n, 0], outputs=[out])
 
-    def _launch_reset(self) -> None:
+    def _reset_task(self) -> None:
         w = self.world
         wp.launch(velocity_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping, self._reset_mask],
             outputs=[self.episodes(), self._rng, self._command, self._air_time, self._last_actions,
                      self._gait_phase, self._delay, w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
-        self.world.reset(self._reset_mask, self._rng)
+
+    def _observe_reset(self) -> None:
         if self.camera is not None:
             self.camera.update(self._reset_mask, rng=self._rng)
         self._observe(self._reset_mask)
@@ -402,7 +408,6 @@ class VelocityEnv(WarpTaskEnv):
     # --- host side -------------------------------------------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:
         out = super().pop_episode_stats()
-        out["sim/unstable_resets"] = self.world.pop_unstable_count()
         if self.cfg.terrain.kind == "rough":
             out["curriculum/terrain_level"] = float(self.terrain_level.float().mean())
         if self.cfg.vx_curriculum:
@@ -424,10 +429,9 @@ class VelocityEnv(WarpTaskEnv):
         step = cfg.vx_curriculum_step
         self.vx_range.copy_(torch.tensor([max(a - step, lo), min(b + step, hi)], dtype=self.vx_range.dtype))
 
-    def _resumable(self) -> dict[str, torch.Tensor]:
+    def _task_state(self) -> dict[str, torch.Tensor]:
         w = self.world
-        return {**super()._resumable(), **w.physics_state(), "last_actions": wp.to_torch(self._last_actions),
-                "command": self.command, "air_time": wp.to_torch(self._air_time),
+        return {"command": self.command, "air_time": wp.to_torch(self._air_time),
                 "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {})}

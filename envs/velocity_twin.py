@@ -102,7 +102,8 @@ class VelocityTwin:
         self.base = model.body(robot.base).id if robot.base else 1
         self.com = model.body_ipos[self.base].copy()  # horde's linear velocity is the base COM's
         feet = [mujoco_foot(model, f) for f in robot.feet]  # (body id, point in the body's frame)
-        bodies = (*(model.body(b).name for b, _ in feet), *robot.undesired_contacts, *robot.failure_contacts)
+        bodies = tuple(model.body(b).name for b, _ in (*feet, *(mujoco_foot(model, n) for n in
+                                                                  (*robot.undesired_contacts, *robot.failure_contacts))))
         self.row = np.full(model.nbody, -1)
         for r, name in enumerate(bodies):
             self.row[model.body(name).id] = r

@@ -78,3 +78,32 @@ def test_its_observation_and_mirror_follow_from_the_entry(robot):
     assert names[int(m.perm[names.index("LF_thigh_joint")])] == "RF_thigh_joint"
     assert names[int(m.perm[names.index("LH_hip_joint")])] == "RH_hip_joint"
     assert m.sign[names.index("LF_hip_joint")] == -1.0 and m.sign[names.index("LF_thigh_joint")] == 1.0
+
+
+def test_contact_sets_take_geoms_and_sites_for_their_bodies():
+    """Undesired and failure contacts, like feet, may name a geom or site (mjlab's Go1 has feet and knees only as
+    geoms): each stands for the body it is on, so naming the quad12's geoms instead of its bodies gives the very same
+    trajectory, in horde and in the MuJoCo twin; an unknown name fails in one line."""
+    import dataclasses
+
+    from horde.envs.velocity import VelocityTwin
+
+    quad = resolve_robot("quad12")
+    register_robot(dataclasses.replace(
+        quad, name="quad12-by-geoms", failure_contacts=("imu",),  # a site on the base
+        undesired_contacts=tuple(f"{b}_geom" for b in quad.undesired_contacts)), replace=True)
+    a, b = _env("quad12"), _env("quad12-by-geoms")
+    g = torch.Generator().manual_seed(1)
+    for _ in range(40):
+        act = torch.rand(4, 12, generator=g) * 6 - 3
+        ra, rb = a.step(act), b.step(act)
+        assert torch.equal(ra.reward, rb.reward) and torch.equal(ra.dones, rb.dones)
+    cfg = dataclasses.asdict(get_task("quadruped").config)
+    twin = VelocityTwin(VelocityTwin.load_model({**cfg, "robot": "quad12-by-geoms"}),
+                        {**cfg, "robot": "quad12-by-geoms"}, 0.02)
+    model = VelocityTwin.load_model(cfg)
+    assert twin.rows == 4 + 4 + 1 and twin.row[model.body("base").id] == 8  # the imu site's body is the base
+    assert twin.row[model.body("FL_thigh").id] == 4
+    register_robot(dataclasses.replace(quad, name="quad12-bad", failure_contacts=("no_such_geom",)), replace=True)
+    with pytest.raises(ValueError, match="^failure contact 'no_such_geom' is not a body, geom or site"):
+        _env("quad12-bad")

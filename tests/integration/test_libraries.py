@@ -254,10 +254,15 @@ def test_sb3_ppo_trains_two_rollouts():
 
     from horde.train.libs import sb3
 
+    import tempfile
+    from pathlib import Path
+
+    stray = set(Path(tempfile.gettempdir()).glob("SB3-*"))
     model = sb3.build(sb3.make_env("cartpole", num_envs=32, seed=0))
     before = _params(model.policy)
     model.learn(total_timesteps=2 * 32 * sb3.SETTINGS["n_steps"])
     assert model.num_timesteps == 2 * 32 * sb3.SETTINGS["n_steps"] and _changed(before, model.policy)
+    assert set(Path(tempfile.gettempdir()).glob("SB3-*")) <= stray, "SB3's logger left a folder in the temp dir"
     assert sb3.deterministic_policy(model)(torch.zeros(5, 5)).shape == (5, 1)
 
 

@@ -93,7 +93,13 @@ def build(env: VecEnv, *, seed: int = 0, **settings):
     pk = dict(kw.pop("policy_kwargs"))
     if isinstance(pk.get("activation_fn"), str):
         pk["activation_fn"] = {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[pk["activation_fn"]]
-    return PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=pk, **kw)
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=pk, **kw)
+    if kw.get("tensorboard_log") is None:
+        from stable_baselines3.common.logger import Logger
+
+        # SB3's default logger makes an empty /tmp/SB3-<stamp> folder on every learn() even when it writes nothing
+        model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def train(task: str, *, num_envs: int = 128, seed: int = 0, timesteps: int = 200_000, callback=None, **settings):

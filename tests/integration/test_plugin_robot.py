@@ -1,0 +1,68 @@
+"""Plugins round-trip with a robot and a reward term (#31): a legged robot (``register_robot``) and a velocity reward
+term (``VELOCITY_TERMS``) defined in a module outside horde, made importable by ``PYTHONPATH`` only, train with
+``imports=[...]`` and then play, export (sim2sim rung included), verify, sim2sim and resume from another working
+directory, each a subprocess as a user would run it. The cartpole variant of tests/contract/test_plugins.py is the
+fast half; this one builds the quadruped (about a minute on 2 cores)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PLUGIN = '''"""A user's robot and reward term."""
+import dataclasses
+
+import warp as wp
+
+from horde.envs.robots import register_robot, resolve_robot
+from horde.envs.velocity_terms import VELOCITY_TERMS, Legged
+
+register_robot(dataclasses.replace(resolve_robot("quad12"), name="my-quad", source="a user's plugin"))
+
+
+@VELOCITY_TERMS.term
+def base_height_error(x: Legged, i: int) -> float:
+    p = wp.transform_get_translation(x.body_q[i, x.root])
+    return (p[2] - 0.3) * (p[2] - 0.3)
+'''
+
+
+def horde(*args: str, cwd: Path, plugins: Path) -> subprocess.CompletedProcess:
+    path = [str(plugins)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
+    return subprocess.run([sys.executable, "-m", "horde.train.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_a_plugin_robot_and_reward_term_train_play_export_sim2sim_and_resume(tmp_path):
+    plugins, project, elsewhere = tmp_path / "my_pkg", tmp_path / "project", tmp_path / "elsewhere"
+    for d in (plugins, project, elsewhere):
+        d.mkdir()
+    (plugins / "my_quad.py").write_text(PLUGIN)
+    runs = tmp_path / "runs"
+    train = horde("train", "imports=[my_quad]", "task=quadruped", "task.robot=my-quad",
+                  "+task.reward_scales.base_height_error=-5.0", "num_envs=8", "max_iterations=1",
+                  "task.episode_length=50", f"run_root={runs}", cwd=project, plugins=plugins)
+    assert train.returncode == 0, train.stderr[-2000:]
+    (run,) = (runs / "quadruped").iterdir()
+
+    play = horde("play", f"run={run}", "episodes=2", cwd=elsewhere, plugins=plugins)
+    assert play.returncode == 0, play.stderr[-2000:]
+
+    export = horde("export", f"run={run}", "sim2sim_episodes=2", cwd=elsewhere, plugins=plugins)
+    assert export.returncode == 0, export.stderr[-2000:]
+    (bundle,) = (run / "exported").iterdir()
+    spec = json.loads((bundle / "policy.json").read_text())
+    assert spec["task_config"]["robot"] == "my-quad" and "base_height_error" in spec["task_config"]["reward_scales"]
+    assert spec["checkpoint"]["imports"] == ["my_quad"]
+
+    for cmd in (("verify", f"run={run}"), ("sim2sim", f"run={bundle}", "episodes=2")):
+        proc = horde(*cmd, cwd=elsewhere, plugins=plugins)
+        assert proc.returncode == 0, (cmd, proc.stderr[-2000:])
+
+    resume = horde("train", f"resume={run}", "max_iterations=2", cwd=elsewhere, plugins=plugins)
+    assert resume.returncode == 0, resume.stderr[-2000:]
+    assert (run / "model_2.pt").is_file()
