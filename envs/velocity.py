@@ -242,7 +242,7 @@ class VelocityEnv(ArticulatedTaskEnv):
                                            velocity_obs.extra_spec(self.extras))
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
-        self._event_steps = wp.array(event_steps or [0], dtype=int)
+        self._event_steps = wp.array(event_steps or [0], dtype=int, device=d)
         self.step_kernels = ((self._pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
                              + (self.camera.kernels if self.camera is not None else ())
                              + ((self._extras,) if self._extras is not None else ()))
