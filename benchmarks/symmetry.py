@@ -1,8 +1,11 @@
-"""PPO on ``quadruped`` with and without left-right symmetry augmentation (``algo.symmetry.augment``), same
-training wall time, several seeds: command-tracking error and how symmetric the learned policy is.
+"""PPO on ``quadruped`` without left-right symmetry, with symmetry augmentation (``algo.symmetry.augment``) and
+with the mirror loss instead (``algo.symmetry.mirror_loss``), same training wall time, several seeds:
+command-tracking error and how symmetric the learned policy is.
 
-    python benchmarks/symmetry.py [--minutes 6] [--seeds 0 1] [--eval-every 25] [--json] [--quick] [--out DIR]
-                                  [override ...]
+    python benchmarks/symmetry.py [--minutes 6] [--seeds 0 1] [--modes off augment mirror_loss] [--eval-every 25]
+                                  [--json] [--quick] [--out DIR] [override ...]
+
+Each mode sets both symmetry fields itself (the quadruped's tuned config has its own), after the overrides.
 
 Each evaluation drives ``--eval-envs`` fresh envs (other seeds than training) with the policy's action mean for
 ``--eval-steps`` control steps and reports, after ``--settle`` steps, the linear-velocity error [m/s] (as
@@ -30,7 +33,10 @@ from learning import train_with_evals  # noqa: E402
 from horde.envs import make  # noqa: E402
 from horde.envs.symmetry import task_mirror  # noqa: E402
 
-MODES = {"off": [], "augment": ["algo.symmetry.augment=true"]}
+MODES = {"off": ["algo.symmetry.augment=false", "algo.symmetry.mirror_loss=0"],
+         "augment": ["algo.symmetry.augment=true", "algo.symmetry.mirror_loss=0"],
+         "mirror_loss": ["algo.symmetry.augment=false", "algo.symmetry.mirror_loss=1.0"]}
+"""Each mode's symmetry settings; ``off`` turns off what the tuned config turns on."""
 
 
 @torch.inference_mode()
@@ -71,9 +77,9 @@ def plot(results: dict, path: Path, title: str) -> None:
         for mode, runs in results.items():
             for r in runs:
                 ax.plot([c["wall_s"] / 60 for c in r["curve"]], [c[key] for c in r["curve"]], alpha=0.25,
-                        color="C0" if mode == "off" else "C1")
+                        color=f"C{list(MODES).index(mode)}")
             m, v = _median_curve([r["curve"] for r in runs], key)
-            ax.plot(m, v, "o-", color="C0" if mode == "off" else "C1", label=f"symmetry {mode} (median)")
+            ax.plot(m, v, "o-", color=f"C{list(MODES).index(mode)}", label=f"symmetry {mode} (median)")
         ax.set_xlabel("training wall time [min]")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
@@ -89,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=6.0, help="training wall time per run")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     ap.add_argument("--eval-every", type=int, default=25)
     ap.add_argument("--eval-envs", type=int, default=64)
     ap.add_argument("--eval-steps", type=int, default=250)
@@ -103,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         base += ["num_envs=16", "max_iterations=2"]
         args.seeds, args.eval_every, args.eval_envs, args.eval_steps, args.settle = [0], 2, 4, 12, 2
     results: dict[str, list[dict]] = {}
-    for mode, extra in MODES.items():
+    for mode, extra in ((m, MODES[m]) for m in args.modes):
         for seed in args.seeds:
             run = train_with_evals(
                 [*base, f"seed={seed}", *extra],
@@ -128,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "symmetry.json").write_text(json.dumps({"overrides": base, "minutes": args.minutes,
                                                        "summary": summary, "runs": results}, indent=2))
         plot(results, out / "symmetry.png", f"quadruped PPO, {args.minutes:g} min per run on the CPU, "
-                                             f"seeds {args.seeds}: symmetry augmentation off vs on")
+                                             f"seeds {args.seeds}: symmetry {', '.join(args.modes)}")
     if args.json:
         print(json.dumps(summary))
     else:

@@ -68,6 +68,8 @@ def run_sb3(task: str, seed: int, *, budget_s: float, eval_every: int) -> dict:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
+    from horde.train.libs.sb3 import quiet_logger
+
     params = dict(SB3_ZOO[GYM_ID[task]])
     n_envs = params.pop("n_envs")
     for k in ("learning_rate", "clip_range"):
@@ -75,10 +77,7 @@ def run_sb3(task: str, seed: int, *, budget_s: float, eval_every: int) -> dict:
             params[k] = _linear(float(params[k][4:]))
     env = make_vec_env(GYM_ID[task], n_envs=n_envs, seed=seed)
     eval_env = make_vec_env(GYM_ID[task], n_envs=1, seed=seed + 1000)
-    model = PPO(env=env, seed=seed, verbose=0, device="cpu", **params)
-    from stable_baselines3.common.logger import Logger
-
-    model.set_logger(Logger(folder=None, output_formats=[]))  # no empty /tmp/SB3-<stamp> folder per run
+    model = quiet_logger(PPO(env=env, seed=seed, verbose=0, device="cpu", **params))
 
     class Clock(BaseCallback):
         def __init__(self) -> None:

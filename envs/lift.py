@@ -192,10 +192,10 @@ def _new_target(t: LiftTask, x: Manip, i: int, s: wp.uint32) -> wp.uint32:
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ...] = (),
-                     time_outs: tuple[bool, ...] = ()) -> wp.Kernel:
-    """The step's kernel for these reward and termination terms (``ends``; failures, or time-outs where
-    ``time_outs`` says so), fused with ``wp.static``."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+    """The step's kernel for these reward terms and terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+    check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
     def lift_post_step(t: LiftTask, x: Manip, u: Command, joint_q: wp.array2d(dtype=float),
@@ -206,16 +206,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ..
         i = wp.tid()
         ok = not x.unstable[i]
         c = cube_pos(x, i)
-        failed = x.unstable[i]
-        timed_out = bool(False)
-        hits = int(0)
-        for k in range(wp.static(len(ends))):
-            if wp.static(ends[k])(x, i):
-                hits = hits | (1 << k)
-                if wp.static(time_outs[k]):
-                    timed_out = True
-                else:
-                    failed = True
+        hits, failed, timed_out = wp.static(check)(x, i)
+        failed = failed or x.unstable[i]
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
@@ -226,9 +218,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ..
         _write_obs(x, u, i, ok, joint_q, default_q, x.target, t.ee_mode, state, obs)
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
-            for k in range(wp.static(len(ends))):
-                if hits & (1 << k) != 0:
-                    wp.atomic_add(causes, k, wp.float64(1.0))
+            wp.static(count)(hits, causes)
             for k in range(obs.shape[1]):
                 final_obs[i, k] = obs[i, k]
             for k in range(x.actions.shape[1]):
@@ -364,9 +354,8 @@ class LiftEnv(ArticulatedTaskEnv):
         self.joint_actions = wp.to_torch(u.joint_actions)
         """What the actuation law ran in the last step: one action per actuated joint [num_envs, 9]."""
         self._ee = (ee_body, ee_offset)
-        ends = LIFT_TERMINATIONS.resolve(list(cfg.terminations))
         self.termination_names = tuple(cfg.terminations)
-        self._post_step = post_step_kernel(terms, ends, LIFT_TERMINATIONS.time_outs(cfg.terminations))
+        self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations))
         self.step_kernels = (lift_command, self._post_step, lift_observe) + w.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 

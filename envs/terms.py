@@ -20,6 +20,7 @@ per term on the host, so the step stays one graph replay. The same term function
 
 # no `from __future__ import annotations`: Warp reads the annotations of the functions defined here
 import functools
+import hashlib
 from collections.abc import Callable, Sequence
 
 import warp as wp
@@ -94,6 +95,51 @@ class TerminationSet(TermSet):
     def time_outs(self, names: Sequence[str]) -> tuple[bool, ...]:
         """Whether each of ``names`` is a time-out (after :meth:`resolve` checked them)."""
         return tuple(self._time_out[n] for n in names)
+
+    def fused(self, names: Sequence[str]) -> tuple[wp.Function, wp.Function]:
+        """The Warp functions a step kernel calls for the terminations ``names`` (in that order):
+
+        * ``check(x, i) -> (hits, failed, timed_out)``: every term of env ``i``; ``hits`` has bit k set where term
+          k fired, ``failed`` / ``timed_out`` whether a failure / a time-out among them did;
+        * ``count(hits, causes)``: adds 1 to ``causes[k]`` for every bit k of ``hits`` (on a finished episode:
+          the per-cause statistics, ``termination/<name>``).
+
+        One definition for every task family: a step kernel calls ``hits, failed, timed_out = check(x, i)`` and,
+        when the episode ends, ``count(hits, causes)``."""
+        return _termination_funcs(self.context, tuple(names), self.resolve(names), self.time_outs(names))
+
+
+@functools.lru_cache(maxsize=None)
+def _termination_funcs(context: type, names: tuple, ends: tuple, time_outs: tuple) -> tuple[wp.Function, wp.Function]:
+    """:meth:`TerminationSet.fused` for one context struct and term tuple (cached: one pair per combination)."""
+    n = len(ends)
+
+    def check(x: context, i: int):
+        hits = int(0)
+        failed = bool(False)
+        timed_out = bool(False)
+        for k in range(wp.static(n)):
+            if wp.static(ends[k])(x, i):
+                hits = hits | (1 << k)
+                if wp.static(time_outs[k]):
+                    timed_out = True
+                else:
+                    failed = True
+        return hits, failed, timed_out
+
+    def count(hits: int, causes: wp.array(dtype=wp.float64)):
+        for k in range(wp.static(n)):
+            if hits & (1 << k) != 0:
+                wp.atomic_add(causes, k, wp.float64(1.0))
+
+    # Warp keys a function by its name: one name per combination (so that two tasks' kernels never resolve each
+    # other's overload), the same in every process (so that Warp's kernel cache holds across runs)
+    spec = f"{context.__module__}.{context.__name__}:" + ",".join(
+        f"{n}={getattr(f.func, '__module__', '')}.{f.key}{'/t' if t else ''}"
+        for n, f, t in zip(names, ends, time_outs))
+    tag = hashlib.sha1(spec.encode()).hexdigest()[:12]
+    return wp.func(check, name=f"termination_check_{tag}"), wp.func(count, name=f"termination_count_{tag}")
+
 
 EVENT_MODES = ("interval",)
 """When an event term runs: ``interval``, every ``interval`` seconds of each episode (in the step, before the

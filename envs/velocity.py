@@ -133,7 +133,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         d = resolve_device(device).warp
         self.robot = resolve_robot(cfg.robot)
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
-        ends = VELOCITY_TERMINATIONS.resolve(list(cfg.terminations))
+        VELOCITY_TERMINATIONS.resolve(list(cfg.terminations))  # a bad name fails here, before the world is built
         dr = cfg.randomization
         pushes = dr.enabled and dr.push_interval > 0
         self.event_names = (("push",) if pushes else ()) + tuple(cfg.events)
@@ -226,8 +226,8 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._centre_z = wp.array(self.terrain.centre_z, dtype=float)
             self._origin = wp.from_torch(w.spawn_origin, dtype=wp.vec3)
             self._contact = wp.from_torch(w.contact_forces, dtype=wp.vec3)
-            deviation = wp.array(list(self.robot.deviation_weight or [0.0] * nj), dtype=float)
-            feet_body = wp.array([f.index for f in self.feet], dtype=int)
+            self._deviation = wp.array(list(self.robot.deviation_weight or [0.0] * nj), dtype=float)
+            self._feet_body = wp.array([f.index for f in self.feet], dtype=int)
             self._feet_offset = wp.array([f.offset for f in self.feet], dtype=wp.vec3)
             self._feet_arm = wp.array([f.arm for f in self.feet], dtype=wp.vec3)
         self.command = wp.to_torch(self._command)
@@ -238,7 +238,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         """Phase of each env's gait clock in [0, 1) [num_envs] (zeros without ``gait_clock``)."""
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
-        self._post_step = post_step_kernel(terms, ends, VELOCITY_TERMINATIONS.time_outs(cfg.terminations),
+        self._post_step = post_step_kernel(terms, VELOCITY_TERMINATIONS.fused(cfg.terminations),
                                            velocity_obs.extra_spec(self.extras))
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
@@ -249,17 +249,16 @@ class VelocityEnv(ArticulatedTaskEnv):
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
         for name in VelocityTask.vars:
             setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
-        self._bind_args = (deviation, feet_body)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
-        self.legged = self._context(self.cfg, *self._bind_args)
+        self.legged = self._context(self.cfg)
         """The reward terms' view of the state (:class:`Legged`)."""
         if self.critic_names:  # the noise-free observations open the critic group
             self.teacher_obs = self.critic_obs[:, :self.obs_dim]
         wp.to_torch(self._reward_scales).mul_(self.cfg.sim_dt * self.cfg.decimation)  # reward scales are per second
 
-    def _context(self, cfg: VelocityConfig, deviation: wp.array, feet_body: wp.array) -> Legged:
+    def _context(self, cfg: VelocityConfig) -> Legged:
         w, a = self.world, self.world.arrays
         x = Legged()
         x.root, x.dt, x.sigma = w.root_body, cfg.sim_dt * cfg.decimation, cfg.tracking_sigma
@@ -267,7 +266,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.cos_max_tilt, x.feet_min_distance = float(np.cos(cfg.max_tilt)), cfg.feet_min_distance
         x.n_feet, x.n_undesired = len(self.robot.feet), len(self.robot.undesired_contacts)
         x.actions, x.last_actions, x.default_q = self._actions, self._last_actions, a.default_joint_q
-        x.deviation, x.feet_body, x.q_index = deviation, feet_body, self._task.q_index
+        x.deviation, x.feet_body, x.q_index = self._deviation, self._feet_body, self._task.q_index
         x.feet_offset, x.feet_arm = self._feet_offset, self._feet_arm
         x.joint_q, x.joint_qd, x.joint_f, x.body_q, x.body_qd = a.joint_q, a.joint_qd, a.joint_f, a.body_q, a.body_qd
         x.imu_gyro, x.depth = a.imu_gyro, self._depth

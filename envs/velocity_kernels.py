@@ -171,11 +171,12 @@ velocity_pre_step = pre_step_kernel((push,))
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ...] = (),
-                     time_outs: tuple[bool, ...] = (), extras: tuple = ()) -> wp.Kernel:
-    """The step's second kernel for these reward terms, termination terms (``ends``, each a failure or, where
-    ``time_outs`` says so, a time-out) and user observation terms (``extras``: :func:`velocity_obs.extra_spec`),
-    fused with ``wp.static``: one launch for all."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
+                     extras: tuple = ()) -> wp.Kernel:
+    """The step's second kernel for these reward terms, terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`) and user observation terms (``extras``:
+    :func:`velocity_obs.extra_spec`), fused with ``wp.static``: one launch for all."""
+    check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
     def velocity_post_step(
@@ -206,16 +207,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ..
         steps = ep.length[i] + 1
         if t.clock_n > 0:
             x.gait_phase[i] = clock_phase(steps, t.dt, t.gait_period)
-        failed = x.unstable[i]
-        timed_out = bool(False)
-        hits = int(0)
-        for k in range(wp.static(len(ends))):
-            if wp.static(ends[k])(x, i):
-                hits = hits | (1 << k)
-                if wp.static(time_outs[k]):
-                    timed_out = True
-                else:
-                    failed = True
+        hits, failed, timed_out = wp.static(check)(x, i)
+        failed = failed or x.unstable[i]
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
@@ -236,9 +229,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ..
             c = c + wp.static(extras[e][1])
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
-            for k in range(wp.static(len(ends))):
-                if hits & (1 << k) != 0:
-                    wp.atomic_add(causes, k, wp.float64(1.0))
+            wp.static(count)(hits, causes)
             for k in range(obs.shape[1]):
                 final_obs[i, k] = obs[i, k]
             if t.rough == 1:

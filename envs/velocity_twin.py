@@ -18,19 +18,17 @@ __all__ = ["VelocityTwin", "twin_step_kernel"]
 
 
 @functools.lru_cache(maxsize=None)
-def twin_step_kernel(terms: tuple[wp.Function, ...], ends: tuple[wp.Function, ...] = (),
-                     time_outs: tuple[bool, ...] = ()) -> wp.Kernel:
-    """Failure (unstable physics or a failure term; time-out terms end the episode as the time limit does), the
-    reward terms into ``out[T, N]`` and the state they move on: the env step's own functions."""
+def twin_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+    """Failure (unstable physics or a failure term of ``terminations``, :meth:`TerminationSet.fused`'s pair;
+    time-out terms end the episode as the time limit does), the reward terms into ``out[T, N]`` and the state they
+    move on: the env step's own functions."""
+    check = terminations[0]
 
     @wp.kernel(enable_backward=False, module="unique")
     def velocity_twin_step(x: Legged, out: wp.array2d(dtype=float)):
         i = wp.tid()
-        failed = x.unstable[i]
-        for k in range(wp.static(len(ends))):
-            if not wp.static(time_outs[k]):
-                failed = failed or wp.static(ends[k])(x, i)
-        x.failed[i] = failed
+        hits, failed, timed_out = wp.static(check)(x, i)
+        x.failed[i] = failed or x.unstable[i]
         for k in range(wp.static(len(terms))):
             out[k, i] = wp.static(terms[k])(x, i)
         advance(x, i)
@@ -111,8 +109,7 @@ class VelocityTwin:
         self.resample = max(int(round(cfg["command_resample_s"] / control_dt)), 0)
         self.names = tuple(cfg["reward_scales"])
         ends = list(cfg.get("terminations", ["body_contact", "tilt"]))  # bundles from before the terms: both
-        self.kernel = twin_step_kernel(VELOCITY_TERMS.resolve(self.names), VELOCITY_TERMINATIONS.resolve(ends),
-                                       VELOCITY_TERMINATIONS.time_outs(ends))
+        self.kernel = twin_step_kernel(VELOCITY_TERMS.resolve(self.names), VELOCITY_TERMINATIONS.fused(ends))
         nj, nb = len(robot.joints), model.nbody - 1  # Newton has no world body: MuJoCo body b is Newton's b - 1
         with wp.ScopedDevice("cpu"):
             x = Legged()

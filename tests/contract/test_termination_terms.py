@@ -122,3 +122,19 @@ def test_the_lift_family_has_termination_terms_too():
         s = env.pop_episode_stats()
         assert s["termination/cube_below_2m"] == 1.0 and s["termination/cube_off_table"] == 0.0
     assert make("lift", num_envs=1).termination_names == ("cube_off_table",)
+
+
+def test_each_termination_list_is_fused_once_under_its_own_stable_name():
+    """``TerminationSet.fused`` is the one place a step kernel gets its termination check from: the same list gives
+    the same functions (one compile), another list other functions under another name (two tasks in one process
+    never resolve each other's check); the name is a digest of the terms' names, not of object ids (Warp's
+    kernel cache holds across processes)."""
+    a = VELOCITY_TERMINATIONS.fused(["body_contact", "tilt"])
+    assert VELOCITY_TERMINATIONS.fused(["body_contact", "tilt"]) is a
+    b = VELOCITY_TERMINATIONS.fused(["body_contact", "tilt", "far_enough"])
+    c = VELOCITY_TERMINATIONS.fused(["body_contact", "tilt", "base_below"])
+    keys = {f.key for pair in (a, b, c) for f in pair}
+    assert len(keys) == 6
+    assert all(k.startswith(("termination_check_", "termination_count_")) for k in keys)
+    tag = a[0].key.removeprefix("termination_check_")
+    assert len(tag) == 12 and a[1].key == f"termination_count_{tag}"

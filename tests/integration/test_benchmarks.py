@@ -169,7 +169,7 @@ def test_symmetry_quick_json():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.splitlines()[-1])
-    assert set(summary) == {"off", "augment"}
+    assert set(summary) == {"off", "augment", "mirror_loss"}
     # a 2-iteration MLP is not mirror-symmetric: a zero mirror error means the maps compared a policy with itself
     assert all(s["median_iterations"] == 2 and 0 < s["median_mirror_error"] < math.inf for s in summary.values()), \
         summary

@@ -95,10 +95,16 @@ def build(env: VecEnv, *, seed: int = 0, **settings):
         pk["activation_fn"] = {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[pk["activation_fn"]]
     model = PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=pk, **kw)
     if kw.get("tensorboard_log") is None:
-        from stable_baselines3.common.logger import Logger
+        quiet_logger(model)
+    return model
 
-        # SB3's default logger makes an empty /tmp/SB3-<stamp> folder on every learn() even when it writes nothing
-        model.set_logger(Logger(folder=None, output_formats=[]))
+
+def quiet_logger(model):
+    """Give an SB3 model a logger that writes nothing: SB3's default makes an empty ``/tmp/SB3-<stamp>`` folder on
+    every ``learn()`` even when it writes nothing. Returns ``model``."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
     return model
 
 
