@@ -102,7 +102,7 @@ def _train_rss(task: str, n: int) -> int:
     import resource
     import tempfile
 
-    code = ("import resource, sys; from horde.train.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import resource, sys; from horde.cli import main; rc = main(sys.argv[1:]); "
             "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024); sys.exit(rc)")
     with tempfile.TemporaryDirectory() as root:
         proc = subprocess.run([sys.executable, "-c", code, "train", f"task={task}", f"num_envs={n}",

@@ -26,7 +26,8 @@ ENVS = {"g1-velocity": 256}
 
 
 def run_one(task: str, seed: int, precision: str, *, iterations: int, episodes: int) -> dict:
-    from horde.deploy.onnx_export import export_onnx, io_spec, load_policy
+    from horde.deploy.onnx_export import export_onnx, io_spec
+    from horde.train.checkpoint import load_policy
     from horde.deploy.verify import closed_loop
     from horde.envs import make
     from horde.policies import make_inference_policy

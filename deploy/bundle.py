@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from horde.deploy import verify
-from horde.deploy.onnx_export import IR_VERSION, OPSET, ExportError, export_onnx, io_spec, load_policy
+from horde.deploy.onnx_export import IR_VERSION, OPSET, ExportError, export_onnx, io_spec
+from horde.train.checkpoint import load_policy
 from horde.deploy.robot import build_engine as _build_engine_module
 from horde.deploy.robot import deploy_unitree as _deploy_unitree_module
 from horde.deploy.robot import observations as _observations_module

@@ -18,13 +18,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from horde.policies import (InferencePolicy, RecurrentInferencePolicy, build_actor, clips_actions,
-                            make_inference_policy)
-from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
-from horde.train.config import from_container
+from horde.policies import InferencePolicy, RecurrentInferencePolicy
+from horde.policies.inference import ONNX_IR_VERSION as IR_VERSION
+from horde.policies.inference import ONNX_OPSET as OPSET
 
-OPSET = 18
-IR_VERSION = 9
 EXAMPLE_BATCH = 4
 """Batch of the example inputs: >= 2, or the exporter may specialise the batch axis (recurrent models) to 1."""
 
@@ -33,21 +30,6 @@ Policy = InferencePolicy | RecurrentInferencePolicy
 
 class ExportError(RuntimeError):
     """Export or verification failed; the message is one line."""
-
-
-def load_policy(run: str | Path, *, precision: str = "fp32") -> tuple[Policy, dict, object, Path]:
-    """The deterministic policy of a run's latest checkpoint (or of a checkpoint file), its checkpoint dict,
-    the typed run config and the checkpoint path. Recurrent actors give a :class:`RecurrentInferencePolicy`."""
-    path = resolve_checkpoint(run)
-    ckpt = load_checkpoint(path)
-    cfg = from_container(ckpt["config"], ckpt["task"])
-    actor = build_actor(cfg.algo.policy, int(ckpt["obs_dim"]), int(ckpt["num_actions"]), ckpt.get("obs_images", ()))
-    try:
-        actor.load_state_dict(ckpt["actor_state_dict"])
-    except RuntimeError as exc:
-        reason = str(exc).splitlines()[0]
-        raise ExportError(f"{path}: actor weights do not fit the configured network: {reason}") from None
-    return make_inference_policy(actor, precision, clip=clips_actions(cfg.task)), ckpt, cfg, path
 
 
 def io_spec(policy: Policy, num_actions: int) -> dict:

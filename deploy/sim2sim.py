@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Callable
 
@@ -144,8 +143,6 @@ def _import_run_modules(spec: dict) -> None:
 
 def load_setup(spec: dict) -> Sim2SimSetup:
     """The MuJoCo model of a bundle's task, and its observation layout resolved from ``spec`` (policy.json)."""
-    import mujoco
-
     from horde.envs import TASKS
 
     _import_run_modules(spec)

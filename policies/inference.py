@@ -19,6 +19,12 @@ from torch import nn
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16}
 """Compute precisions an inference policy can run its network in (the normalizer always runs in float32)."""
 
+ONNX_OPSET = 18
+ONNX_IR_VERSION = 9
+"""The ONNX default-domain opset and the highest IR version of every graph horde writes (a policy's in
+:mod:`horde.deploy.onnx_export`, an actuator network's in :mod:`horde.train.actuator_fit`): readable by
+onnxruntime >= 1.16."""
+
 
 class _DeterministicPolicy(nn.Module):
     """What feed-forward and recurrent inference policies share: the frozen normalizer, the MLP and its head."""

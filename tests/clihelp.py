@@ -11,5 +11,5 @@ from pathlib import Path
 def run_cli(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     """``horde <args>`` in ``cwd``; returns the finished process with text stdout and stderr."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, "-m", "horde.train.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)

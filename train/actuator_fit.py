@@ -210,7 +210,8 @@ def write_actuator_net(model: ActuatorMLP, metadata: dict, path: str | Path, *, 
     symbolic batch) with Newton's neural-drive metadata under the ``metadata`` key."""
     import onnx
 
-    from horde.deploy.onnx_export import IR_VERSION, OPSET
+    from horde.policies.inference import ONNX_IR_VERSION as IR_VERSION
+    from horde.policies.inference import ONNX_OPSET as OPSET
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

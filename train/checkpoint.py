@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from horde.train.config import SCHEMA_VERSION
+from horde.train.config import SCHEMA_VERSION, from_container
 
 
 class CheckpointError(RuntimeError):
@@ -114,3 +114,21 @@ def sha256(path: str | Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def load_policy(run: str | Path, *, precision: str = "fp32") -> tuple:
+    """``(policy, checkpoint dict, typed run config, checkpoint path)`` of a run's latest checkpoint (or of a
+    checkpoint file): the deterministic :class:`~horde.policies.InferencePolicy` (a recurrent actor gives a
+    :class:`~horde.policies.RecurrentInferencePolicy`) that play, evaluation and export run."""
+    from horde.policies import build_actor, clips_actions, make_inference_policy
+
+    path = resolve_checkpoint(run)
+    ckpt = load_checkpoint(path)
+    cfg = from_container(ckpt["config"], ckpt["task"])
+    actor = build_actor(cfg.algo.policy, int(ckpt["obs_dim"]), int(ckpt["num_actions"]), ckpt.get("obs_images", ()))
+    try:
+        actor.load_state_dict(ckpt["actor_state_dict"])
+    except RuntimeError as exc:
+        reason = str(exc).splitlines()[0]
+        raise CheckpointError(f"{path}: actor weights do not fit the configured network: {reason}") from None
+    return make_inference_policy(actor, precision, clip=clips_actions(cfg.task)), ckpt, cfg, path

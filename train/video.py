@@ -35,7 +35,7 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     """
     import imageio.v2 as imageio
 
-    from horde.deploy import load_policy
+    from horde.train.checkpoint import load_policy
     from horde.envs import make
     from horde.envs.render import render_frame
 

@@ -92,7 +92,7 @@ def record_3d(run: str | Path, *, viewer: str, envs: int = 4, steps: int | None 
               progress: Callable[[int, int], None] | None = None) -> tuple[Path, int]:
     """Roll out the deterministic policy of ``run`` in ``envs`` envs for ``steps`` control steps (default: one
     episode) and record it with ``viewer``; returns the file and the number of frames (steps + 1)."""
-    from horde.deploy import load_policy
+    from horde.train.checkpoint import load_policy
     from horde.envs import make
     from horde.train.video import has_3d_scene
 

@@ -17,7 +17,7 @@ import pytest
 import horde
 from horde.envs import TASKS, task_names
 from horde.sim.fields import valid_choices
-from horde.train import cli
+from horde import cli
 from horde.train.config import ALGORITHMS, TrainConfig
 from horde.train.help import BUILTIN_TASKS, LEARNERS, LIBRARIES, tasks_lines
 
@@ -41,7 +41,7 @@ def test_tasks_and_help_import_nothing_heavy(tmp_path):
     measured; the time itself is a benchmark figure, not asserted)."""
     proc = _python("""
         import sys
-        from horde.train.cli import main
+        from horde.cli import main
         for argv in (["tasks"], ["--help"], ["play", "--help"], ["export", "--help"], ["help", "verify"]):
             assert main(argv) == 0, argv
         print("LOADED", sorted(m for m in sys.modules if m.startswith(%r)))
@@ -141,7 +141,7 @@ def test_output_is_line_buffered_through_a_pipe(tmp_path):
     PYTHONUNBUFFERED: the child prints a line, then waits for the test to have read it before it goes on."""
     code = textwrap.dedent("""
         import sys
-        from horde.train import cli
+        from horde import cli
 
         def long_work(args):
             print("first line")

@@ -2,8 +2,8 @@
 
 Links: README.md, CHANGELOG.md, benchmarks/README.md and docs/*.md; a link to another Markdown file's ``#anchor``
 must name one of its headings (GitHub's slugs). Commands: every line of a fenced code block in README.md and
-docs/*.md that runs ``horde`` (or ``python -m horde.train`` / ``torchrun ... -m horde.train``) goes through the CLI's
-own entry point, ``horde.train.cli.main``, with nothing heavy behind it: a ``horde train`` (or ``demo``) command
+docs/*.md that runs ``horde`` (or ``python -m horde`` / ``torchrun ... -m horde``) goes through the CLI's
+own entry point, ``horde.cli.main``, with nothing heavy behind it: a ``horde train`` (or ``demo``) command
 composes its overrides against the config schema (``horde.train.config.compose``), every other command stops right
 after the CLI has checked its ``key=value`` arguments. So a command with an unknown subcommand, key, task or choice
 fails here, in one line naming the file and line. The whole module takes a few seconds (mostly importing horde).
@@ -145,11 +145,9 @@ def _horde_argv(line: str) -> list[str] | None:
         if len(words) > 1 and words[1].endswith(":"):  # printed output ("horde play: error: ..."), not a command
             return None
         return words[1:]
-    if "-m" in words:  # python -m horde.train ..., torchrun ... -m horde.train ...
+    if "-m" in words:  # python -m horde ..., torchrun ... -m horde ...
         k = words.index("-m")
-        if k + 1 < len(words) and words[k + 1] == "horde.train":
-            return ["train", *words[k + 2:]]
-        if k + 1 < len(words) and words[k + 1] == "horde.train.cli":
+        if k + 1 < len(words) and words[k + 1] in ("horde", "horde.cli"):
             return words[k + 2:]
     return None
 
@@ -181,10 +179,10 @@ class _Parsed(Exception):
 
 
 def check_command(argv: list[str], monkeypatch, tmp_path: Path) -> str | None:
-    """Run ``argv`` through ``horde.train.cli.main`` with every command stopped once its arguments are checked;
+    """Run ``argv`` through ``horde.cli.main`` with every command stopped once its arguments are checked;
     returns the CLI's one-line error, or None when it parses. Commands other than train, demo and tasks check their
     ``key=value`` arguments with ``cli._kv`` before any work: it is wrapped to stop right after that check."""
-    from horde.train import cli
+    from horde import cli
     from horde.train import config as config_mod
 
     def compose_only(args: list[str]) -> dict:

@@ -30,7 +30,7 @@ def horde(*args: str, cwd: Path, plugins: Path | None) -> subprocess.CompletedPr
     """``horde <args>`` in ``cwd``, with ``plugins`` (a folder) on PYTHONPATH or, when None, without it."""
     path = ([str(plugins)] if plugins else []) + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "horde.train.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -72,7 +72,7 @@ def test_a_missing_plugin_fails_in_one_line_naming_it(plugin_run, capsys, tmp_pa
     """In this process (where the plugin is not importable): the command line's error, as one line."""
     import shutil
 
-    from horde.train.cli import main
+    from horde.cli import main
 
     plugins, elsewhere, run = plugin_run
     if not (run / "exported").is_dir():  # the export test ran in another pytest worker: verify needs a bundle

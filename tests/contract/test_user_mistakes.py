@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from horde.train.cli import main
+from horde.cli import main
 
 
 def fails_in_one_line(capsys, args: list[str], expected: str) -> str:

@@ -159,11 +159,11 @@ def test_motor_log_errors_are_one_line(tmp_path):
 
 def test_cli_fits_the_demo_motor_and_refuses_a_missing_network(tmp_path, capsys):
     out = tmp_path / "demo.onnx"
-    r = subprocess.run([sys.executable, "-m", "horde.train.cli", "actuator-net", "data=pd-demo", f"out={out}",
+    r = subprocess.run([sys.executable, "-m", "horde.cli", "actuator-net", "data=pd-demo", f"out={out}",
                         "epochs=2"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert out.is_file() and out.with_suffix(".png").is_file() and "held-out torque error" in r.stdout
-    from horde.train.cli import main
+    from horde.cli import main
 
     for args, needle in ((["actuator-net", f"data={tmp_path / 'none.npz'}", f"out={out}"], "no such file"),
                          (["actuator-net", "data=pd-demo", f"out={out}", "history=0,x"], "history=0,x: expected ints"),

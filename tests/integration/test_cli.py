@@ -17,7 +17,7 @@ def test_tasks_lists_the_registry(tmp_path):
 def test_unknown_command_task_and_key_fail_in_one_line(tmp_path, capsys, monkeypatch):
     """Three cases as a user runs them (a subprocess: no traceback, no Warp driver banner, exit code 2); the rest
     through the same entry point in this process (each subprocess costs ~8 s of imports)."""
-    from horde.train.cli import main
+    from horde.cli import main
 
     in_process = [(("train", "task=cartpol"), "valid choices: " + ", ".join(task_names())),
                   (("train", "nmu_envs=3"), "valid keys there:"),
@@ -85,7 +85,7 @@ def test_python_dash_m_horde_train(tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "horde.train", "task=pendulum", "num_envs=8", "max_iterations=1",
+    proc = subprocess.run([sys.executable, "-m", "horde", "train", "task=pendulum", "num_envs=8", "max_iterations=1",
                            f"run_root={tmp_path}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert list((tmp_path / "pendulum").glob("*/model_1.pt"))

@@ -132,7 +132,7 @@ def test_cli_export_and_verify(tiny_run, capsys):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "[1/3] open-loop parity" in proc.stdout and "[2/3] closed loop" in proc.stdout
     assert "[3/3] sim-to-sim (MuJoCo): SKIP" in proc.stdout and "PASS" in proc.stdout.splitlines()[-1]
-    from horde.train import cli
+    from horde import cli
 
     assert cli.main(["verify", f"run={tiny_run / 'exported' / 'cli'}"]) == 0
     out = capsys.readouterr().out

@@ -147,7 +147,7 @@ def test_the_bound_is_checked(tmp_path):
 def test_overlap_refuses_deterministic_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="cannot be deterministic"):
         _trainer(tmp_path, [*SMALL, "algo.overlap=true", "deterministic=true"])
-    proc = subprocess.run([sys.executable, "-m", "horde.train", *SMALL, "algo.overlap=true", "deterministic=true",
+    proc = subprocess.run([sys.executable, "-m", "horde", "train", *SMALL, "algo.overlap=true", "deterministic=true",
                            f"run_root={tmp_path}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
@@ -175,7 +175,7 @@ def test_overlapped_run_is_preempted_with_a_checkpoint(tmp_path):
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde.train", "task=cartpole", "num_envs=32", "max_iterations=100000",
+        [sys.executable, "-m", "horde", "train", "task=cartpole", "num_envs=32", "max_iterations=100000",
          "log_interval=1", "save_interval=100000", "algo.overlap=true", f"run_root={tmp_path}"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -262,7 +262,7 @@ def test_two_overlapped_ranks_with_gloo_stay_identical(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "horde.train", "task=cartpole",
+        [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "horde", "train", "task=cartpole",
          "distributed=true", "device=cpu", "max_iterations=3", "num_envs=64", "algo.num_steps_per_env=8",
          "algo.overlap=true", f"run_root={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,

@@ -33,7 +33,7 @@ def base_height_error(x: Legged, i: int) -> float:
 def horde(*args: str, cwd: Path, plugins: Path) -> subprocess.CompletedProcess:
     path = [str(plugins)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "horde.train.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
 
 

@@ -66,7 +66,7 @@ def test_deterministic_runs_repeat(tmp_path):
 
 def test_sigterm_checkpoints_and_exits_zero(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde.train", "task=cartpole", "num_envs=32", "max_iterations=100000",
+        [sys.executable, "-m", "horde", "train", "task=cartpole", "num_envs=32", "max_iterations=100000",
          "log_interval=1", "save_interval=100000", f"run_root={tmp_path}"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -91,7 +91,7 @@ def test_two_ranks_with_gloo_stay_identical(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "horde.train", "task=cartpole",
+        [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "horde", "train", "task=cartpole",
          "distributed=true", "device=cpu", "max_iterations=3", "num_envs=64", "algo.num_steps_per_env=8",
          f"run_root={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,

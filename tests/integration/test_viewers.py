@@ -137,7 +137,7 @@ def test_play_viewer_through_the_cli(ant_run, tmp_path):
 def test_viewer_errors_are_one_line(ant_run, tiny_run, tmp_path, capsys, monkeypatch):
     """The first as a user runs it (a subprocess: exit code 2, one line on stderr); the rest through the same entry
     point in this process (each subprocess costs ~10 s of imports)."""
-    from horde.train.cli import main
+    from horde.cli import main
 
     cases = [((f"run={ant_run}", "viewer=unity"), "viewer=unity: not a valid choice; valid choices: "
                                                   "rerun, usd, file, viser"),

@@ -19,7 +19,8 @@ class DemoError(RuntimeError):
 
 def run_demo(overrides: list[str], *, episodes: int = 100) -> dict:
     """Run the whole pipeline; ``overrides`` are ``horde train`` overrides (task defaults to cartpole)."""
-    from horde.deploy import export_run, load_policy
+    from horde.deploy import export_run
+    from horde.train.checkpoint import load_policy
     from horde.train.config import compose
     from horde.train.evaluate import evaluate
     from horde.train.ppo import PPOTrainer

@@ -180,7 +180,7 @@ def cmd_train(args: list[str]) -> dict:
 
 
 def cmd_play(args: list[str]) -> dict:
-    from horde.deploy import load_policy
+    from horde.train.checkpoint import load_policy
     from horde.train.evaluate import evaluate
 
     kv = _kv(args, KEYS["play"], "play")
@@ -262,7 +262,7 @@ def cmd_sim2sim(args: list[str]) -> dict:
 
 
 def cmd_demo(args: list[str]) -> dict:
-    from horde.train.demo import run_demo
+    from horde.demo import run_demo
 
     return run_demo(args)
 
@@ -462,7 +462,7 @@ def _user_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
     from horde.train.checkpoint import CheckpointError
     from horde.train.compile_cuda import CudaCompileError
     from horde.train.config import ConfigError
-    from horde.train.demo import DemoError
+    from horde.demo import DemoError
     from horde.train.session import RunDirError
     from horde.train.viewer import ViewerError
 
