@@ -5,7 +5,8 @@ A step is ``_pre_physics`` (the task's kernel before the physics: action delay, 
 ``world.simulate`` of ``_joint_actions()`` (one action per actuated joint, as the actuation law takes it),
 ``world.inspect`` (health check, contact forces, views), ``_post_physics`` (the fused reward, termination and
 observation kernel), ``world.reset`` of the finished envs, then ``_observe_step`` (observations of the envs that just
-reset). A reset is ``_reset_task`` (the task's draws: commands, targets), ``world.reset`` and ``_observe_reset``.
+reset). A reset is ``_reset_task`` (the task's draws: commands, targets), ``world.reset`` (with the task's reset
+events, ``_reset_events``, between the joint state and the bodies) and ``_observe_reset``.
 
 Construction has two phases: a task's ``__init__`` builds its world, constants and buffers and then calls
 ``super().__init__``; the core allocates the shared buffers (actions, observations, rewards, episode counters) and
@@ -34,15 +35,19 @@ class ArticulatedTaskEnv(WarpTaskEnv):
         w.simulate(self._joint_actions())
         w.inspect()
         self._post_physics()
-        w.reset(self._dones, self._rng)
+        w.reset(self._dones, self._rng, self._reset_events)
         self._observe_step()
 
     def _launch_reset(self) -> None:
         self._reset_task()
-        self.world.reset(self._reset_mask, self._rng)
+        self.world.reset(self._reset_mask, self._rng, self._reset_events)
         self._observe_reset()
 
     # --- what a task fills in ------------------------------------------------------------------------------------
+    _reset_events = None
+    """The task's reset events, ``(mask, rng) -> None``, run by ``world.reset`` after it wrote the reset envs' joint
+    state (None: none)."""
+
     def _pre_physics(self) -> None:
         """The task's kernel before the physics (none by default)."""
 

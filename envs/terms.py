@@ -141,22 +141,30 @@ def _termination_funcs(context: type, names: tuple, ends: tuple, time_outs: tupl
     return wp.func(check, name=f"termination_check_{tag}"), wp.func(count, name=f"termination_count_{tag}")
 
 
-EVENT_MODES = ("interval",)
-"""When an event term runs: ``interval``, every ``interval`` seconds of each episode (in the step, before the
-physics). Startup and reset draws (masses, friction, gains, action delay) are :class:`RandomizationConfig`'s."""
+EVENT_MODES = ("startup", "reset", "interval")
+"""When an event term runs: ``startup``, once while the env is built, before the first reset (a host function
+over the world's model: masses, friction; the randomization's own draws are two); ``reset``, in every reset of
+an env, after the world has reset its state and before its first observation; ``interval``, every ``interval``
+seconds of each episode (in the step, before the physics). The per-episode gains and action delay drawn in the
+task's reset kernel stay :class:`RandomizationConfig`'s."""
 
 
 class EventSet(TermSet):
-    """Event terms of one task family: Warp functions ``(x: Context, i: int, s: wp.uint32) -> wp.uint32`` that
-    change env ``i``'s state (a push, a kick, a payload change), drawing random numbers from the env's own stream
-    ``s`` and returning it advanced (``wp.randf(s)`` advances ``s``). A task config maps the ones it runs to their
-    interval in seconds (``task.events``); the step kernel fuses them with ``wp.static`` and calls each on the
-    control steps where the episode's step count is a multiple of its interval, before the physics::
+    """Event terms of one task family. ``reset`` and ``interval`` events are Warp functions ``(x: Context, i: int,
+    s: wp.uint32) -> wp.uint32`` that change env ``i``'s state (a push, a kick, a payload change), drawing random
+    numbers from the env's own stream ``s`` and returning it advanced (``wp.randf(s)`` advances ``s``); the step
+    kernel (interval) or the reset-event kernel (reset) fuses them with ``wp.static``. ``startup`` events are host
+    functions ``(world, randomization, rng: numpy.random.Generator) -> dict`` run once in config order while the
+    env is built; they change the world's model arrays (the solver is told once after them: body inertial and
+    shape properties) and return what they drew (``env.randomization``)::
 
         @VELOCITY_EVENTS.term
         def kick_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
             x.joint_qd[i, 2] = x.joint_qd[i, 2] + wp.randf(s, 0.0, 1.0)
             return s
+
+    A task config names them by mode: ``task.events`` maps interval events to their intervals [s],
+    ``task.reset_events`` and ``task.startup_events`` list the others.
     """
 
     def __init__(self, family: str, context: type) -> None:
@@ -165,13 +173,21 @@ class EventSet(TermSet):
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
              mode: str = "interval"):
-        """Decorator: register ``func`` as an event of ``mode`` (:data:`EVENT_MODES`)."""
+        """Decorator: register ``func`` as an event of ``mode`` (:data:`EVENT_MODES`); a startup event stays a
+        Python function."""
         if mode not in EVENT_MODES:
             raise ValueError(f"event mode '{mode}'; valid modes: {', '.join(EVENT_MODES)}")
 
-        def register(f: Callable) -> wp.Function:
-            wf = TermSet.term(self, f, name=name, replace=replace)
-            self._mode[name or f.__name__] = mode
+        def register(f: Callable):
+            key = name or f.__name__
+            if mode == "startup":
+                if key in self._terms and not replace:
+                    raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
+                self._terms[key] = f
+                wf = f
+            else:
+                wf = TermSet.term(self, f, name=name, replace=replace)
+            self._mode[key] = mode
             return wf
 
         return register(func) if func is not None else register
@@ -179,6 +195,18 @@ class EventSet(TermSet):
     def modes(self, names: Sequence[str]) -> tuple[str, ...]:
         """The mode of each of ``names`` (after :meth:`resolve` checked them)."""
         return tuple(self._mode[n] for n in names)
+
+    def resolve_mode(self, names: Sequence[str], mode: str, where: str) -> tuple:
+        """:meth:`resolve` for the config field ``where`` that lists events of ``mode``: an unknown name or an event
+        of another mode fails in one line."""
+        found = self.resolve(names)
+        wrong = [f"{n} ({m})" for n, m in zip(names, self.modes(names)) if m != mode]
+        if wrong:
+            field = {"interval": "task.events", "reset": "task.reset_events", "startup": "task.startup_events"}
+            hint = "; ".join(f"{m} events go in {field[m]}"
+                             for m in sorted({self._mode[n] for n in names if self._mode[n] != mode}))
+            raise UnknownTermError(f"{where} takes {mode} events; not {', '.join(wrong)}: {hint}")
+        return found
 
 
 @functools.lru_cache(maxsize=None)

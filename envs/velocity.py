@@ -41,7 +41,8 @@ from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
 from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_step_kernel,  # noqa: F401
-                                         velocity_critic, velocity_observe, velocity_pre_step, velocity_reset_episode)
+                                         reset_events_kernel, velocity_critic, velocity_observe, velocity_pre_step,
+                                         velocity_reset_episode)
 from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_EVENTS,  # noqa: F401
                                        VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
                                        obs_names, velocity_term)
@@ -138,7 +139,13 @@ class VelocityEnv(ArticulatedTaskEnv):
         pushes = dr.enabled and dr.push_interval > 0
         self.event_names = (("push",) if pushes else ()) + tuple(cfg.events)
         """Interval events in the order they run: the randomization's push, then ``task.events``."""
-        events = VELOCITY_EVENTS.resolve(self.event_names)
+        events = VELOCITY_EVENTS.resolve_mode(self.event_names, "interval", "task.events")
+        self.reset_event_names = tuple(cfg.reset_events)
+        """Reset events in the order they run (``task.reset_events``)."""
+        reset_events = VELOCITY_EVENTS.resolve_mode(self.reset_event_names, "reset", "task.reset_events")
+        self.startup_event_names = (("link_mass", "friction") if dr.enabled else ()) + tuple(cfg.startup_events)
+        """Startup events in the order they ran: the randomization's draws, then ``task.startup_events``."""
+        startup_events = VELOCITY_EVENTS.resolve_mode(self.startup_event_names, "startup", "task.startup_events")
         control_dt = cfg.sim_dt * cfg.decimation
         bad = [f"{n}={v}" for n, v in cfg.events.items() if not float(v) > 0]
         if bad:
@@ -168,8 +175,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         self.terrain = Terrain(cfg.terrain)
         self.world, q_idx, qd_idx, self.feet = build_world(cfg, num_envs, d, self.terrain)
         """``self.feet``: each foot as a body and a point on it (:class:`horde.envs.robots.FootFrame`)."""
-        dr = cfg.randomization
-        self.randomization = apply_startup(self.world, dr, seed=seed)
+        self.randomization = apply_startup(self.world, dr, seed=seed, events=startup_events)
+        """What the startup events drew (the randomization's: ``mass``, ``base_mass_delta``, ``friction``)."""
         self.world.warm_up()
         levels = self.terrain.initial_levels(num_envs, seed)
         self.world.spawn_origin.copy_(torch.as_tensor(self.terrain.origins(levels)))
@@ -242,10 +249,15 @@ class VelocityEnv(ArticulatedTaskEnv):
                                            velocity_obs.extra_spec(self.extras))
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
+        reset_kernel = reset_events_kernel(reset_events) if reset_events else None
+        if reset_kernel is not None:
+            self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
+                                                             inputs=[self.legged, mask], outputs=[rng])
         self._event_steps = wp.array(event_steps or [0], dtype=int, device=d)
         self.step_kernels = ((self._pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
                              + (self.camera.kernels if self.camera is not None else ())
-                             + ((self._extras,) if self._extras is not None else ()))
+                             + ((self._extras,) if self._extras is not None else ())
+                             + ((reset_kernel,) if reset_kernel is not None else ()))
         self._clean = VelocityTask()  # the task without observation noise, for the critic group
         for name in VelocityTask.vars:
             setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
@@ -334,11 +346,13 @@ class VelocityEnv(ArticulatedTaskEnv):
         randomization: the model's friction, 0)."""
         out = np.zeros((n, 2), dtype=np.float32)
         draws = self.randomization
-        if draws:
-            out[:, 0], out[:, 1] = draws["friction"], draws["base_mass_delta"]
+        if "friction" in draws:
+            out[:, 0] = draws["friction"]
         else:
             mu, shape_world = self.world.model.shape_material_mu.numpy(), self.world.model.shape_world.numpy()
             out[:, 0] = mu[shape_world >= 0][0]
+        if "base_mass_delta" in draws:
+            out[:, 1] = draws["base_mass_delta"]
         return out
 
     def _write_critic(self) -> None:

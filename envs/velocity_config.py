@@ -136,6 +136,12 @@ class VelocityConfig(TaskConfig):
     """Interval event terms of VELOCITY_EVENTS by name, each with its interval [s] (run before the physics on the
     steps of an episode that are multiples of it), after the push that ``randomization`` adds when it is on
     (``push_interval``). E.g. ``{kick: 2.0}``."""
+    reset_events: list[str] = field(default_factory=list)
+    """Reset event terms of VELOCITY_EVENTS, in order: run in every reset of an env after the world has reset its
+    state (joints, base, spawn point) and before its first observation. E.g. ``[toss_base]``."""
+    startup_events: list[str] = field(default_factory=list)
+    """Startup event terms of VELOCITY_EVENTS (host functions over the world's model), run once while the env is
+    built, after the randomization's own ``link_mass`` and ``friction`` when it is on."""
     action_joints: str = choice(("all", "legs"))
     """Which joints the actions drive: all the robot's joints, or its leg joints (``LeggedRobot.legs``: the G1's 12;
     every joint of a quadruped); the other joints are held by PD at their default positions."""

@@ -9,6 +9,7 @@ import warp as wp
 
 from horde.envs.observations import ObsTermSet
 from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
+from horde.sim.randomize import randomize_friction, randomize_link_mass
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_OBSERVATIONS", "VELOCITY_TERMINATIONS",
            "VELOCITY_TERMS", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
@@ -137,6 +138,11 @@ def push(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * x.push_velocity
     x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * x.push_velocity
     return s
+
+
+VELOCITY_EVENTS.term(randomize_link_mass, name="link_mass", mode="startup")
+VELOCITY_EVENTS.term(randomize_friction, name="friction", mode="startup")
+"""The randomization's startup draws as startup event terms (run first, in this order, when it is on)."""
 
 
 VELOCITY_TERMINATIONS = TerminationSet("velocity termination", Legged)

@@ -511,8 +511,8 @@ class MujocoBatchWorld(NewtonWorld):
         self._seen_q.assign(saved_q)
         self._seen_qd.assign(saved_qd)
 
-    def reset(self, mask: wp.array, rng: wp.array) -> None:
-        super().reset(mask, rng)
+    def reset(self, mask: wp.array, rng: wp.array, on_reset=None) -> None:
+        super().reset(mask, rng, on_reset)
         wp.launch(newton_to_mj, self.num_envs, device=self.device, inputs=[
             self._L, mask, 1, self._joint_q, self._joint_qd], outputs=[self._seen_q, self._seen_qd, self._state])
 

@@ -19,7 +19,7 @@ Vocabulary: Newton's ``world_count``/``body_count`` stay inside this module; the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import dataclasses
 from dataclasses import dataclass
 
@@ -456,8 +456,10 @@ class NewtonWorld:
             self._joint_qd, self._body_q, self._body_qd],
             outputs=[self._unstable_count, self._unstable, self._root_vel_base])
 
-    def reset(self, mask: wp.array, rng: wp.array) -> None:
-        """Default joint state + noise (drawn from the per-env ``rng`` streams) in masked worlds, then their FK."""
+    def reset(self, mask: wp.array, rng: wp.array, on_reset: Callable[[wp.array, wp.array], None] | None = None
+              ) -> None:
+        """Default joint state + noise (drawn from the per-env ``rng`` streams) in masked worlds, ``on_reset(mask,
+        rng)`` (the task's reset events), then their FK."""
         import newton
 
         wp.launch(reset_joint_state, self.num_envs, device=self.device, inputs=[
@@ -468,6 +470,8 @@ class NewtonWorld:
             wp.launch(reset_objects, self.num_envs, device=self.device, inputs=[
                 mask, self._obj_coord, self._obj_dof, self._obj_low, self._obj_high, self._obj_yaw_low,
                 self._obj_yaw_high, self._origin], outputs=[rng, self._joint_q, self._joint_qd])
+        if on_reset is not None:
+            on_reset(mask, rng)
         wp.launch(articulation_mask, self.model.articulation_count, device=self.device,
                   inputs=[mask, self.model.articulation_world], outputs=[self._articulation_mask])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0,

@@ -3,7 +3,9 @@
 Two kinds, as in legged-robot sim-to-real practice:
 
 * **startup** (drawn once per env from the seed when the env is built, before the step graph is recorded): link
-  masses, an added base mass and the friction of the robot's shapes (they live in the solver's model);
+  masses, an added base mass and the friction of the robot's shapes (they live in the solver's model), as the
+  startup event terms ``link_mass`` (:func:`randomize_link_mass`) and ``friction`` (:func:`randomize_friction`)
+  that :func:`apply_startup` runs;
 * **every episode** (drawn on the device at each reset from the env's own random stream, inside the task's
   kernels): PD stiffness and damping, motor strength (:func:`draw_actuation`), action delay of 0..k control steps;
 * **every step / on an interval**: observation noise, delayed actions (:func:`delay_actions`), random pushes.
@@ -13,6 +15,7 @@ Everything is off when ``RandomizationConfig.enabled`` is false (the contract te
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,14 +53,10 @@ class RandomizationConfig:
     """A push adds U(-v, v) to the base's x and y velocity [m/s]."""
 
 
-def apply_startup(world, cfg: RandomizationConfig, *, seed: int, base_body: int = 0) -> dict[str, np.ndarray]:
-    """Draw the startup randomization of every env of ``world`` and push it to the solver; returns the draws."""
-    import newton
-
-    if not cfg.enabled:
-        return {}
-    n, b = world.num_envs, world.bodies
-    rng = np.random.default_rng([seed, 0x5EED])
+def randomize_link_mass(world, cfg: RandomizationConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Startup event ``link_mass``: every body's mass and inertia x U(``link_mass_scale``), the base's mass plus
+    U(``added_base_mass``) kg (at least a tenth of its own), per env."""
+    n, b, base_body = world.num_envs, world.bodies, 0
     model = world.model
     offset = _world_body_offset(world)
     mass = model.body_mass.numpy()
@@ -77,15 +76,36 @@ def apply_startup(world, cfg: RandomizationConfig, *, seed: int, base_body: int 
     nz = mass > 0
     inv_inertia[nz] = np.linalg.inv(inertia[nz])
     model.body_inv_inertia.assign(inv_inertia)
+    return {"mass": new_mass, "base_mass_delta": (new_mass[:, base_body] - base).astype(np.float32)}
 
+
+def randomize_friction(world, cfg: RandomizationConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Startup event ``friction``: one friction coefficient U(``friction``) per env for every shape of its robot."""
+    model = world.model
     mu = model.shape_material_mu.numpy()
     shape_world = model.shape_world.numpy()
-    friction = rng.uniform(*cfg.friction, size=n).astype(np.float32)
+    friction = rng.uniform(*cfg.friction, size=world.num_envs).astype(np.float32)
     robot_shape = shape_world >= 0
     mu[robot_shape] = friction[shape_world[robot_shape]]
     model.shape_material_mu.assign(mu)
+    return {"friction": friction}
+
+
+def apply_startup(world, cfg: RandomizationConfig, *, seed: int, events: Sequence[Callable] = ()
+                  ) -> dict[str, np.ndarray]:
+    """Run the startup event terms ``events`` (host functions ``(world, cfg, rng) -> draws``, in order, on one
+    generator seeded from ``seed``), then tell the solver once that body inertial and shape properties changed;
+    returns every event's draws."""
+    import newton
+
+    if not events:
+        return {}
+    rng = np.random.default_rng([seed, 0x5EED])
+    draws: dict[str, np.ndarray] = {}
+    for event in events:
+        draws.update(event(world, cfg, rng) or {})
     world.solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES | newton.ModelFlags.SHAPE_PROPERTIES)
-    return {"mass": new_mass, "friction": friction, "base_mass_delta": (new_mass[:, base_body] - base).astype(np.float32)}
+    return draws
 
 
 @wp.struct

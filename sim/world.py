@@ -10,7 +10,7 @@ zero-copy and created once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -80,8 +80,11 @@ class World(Protocol):
     def inspect(self) -> None:
         """After the physics: health check, contact forces, IMU, the body views."""
 
-    def reset(self, mask: wp.array, rng: wp.array) -> None:
-        """The envs in ``mask`` to their default state with reset noise from each env's ``rng`` stream."""
+    def reset(self, mask: wp.array, rng: wp.array, on_reset: Callable[[wp.array, wp.array], None] | None = None
+              ) -> None:
+        """The envs in ``mask`` to their default state with reset noise from each env's ``rng`` stream;
+        ``on_reset(mask, rng)`` (a task's reset events) runs after the joint state is written and before the bodies
+        are placed from it, so what it writes into the joint state is what the envs start from."""
 
     def warm_up(self) -> None:
         """Compile and run the step once before anything is recorded."""

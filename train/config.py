@@ -347,14 +347,20 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
     from horde.envs.terms import UnknownTermError
 
     env_cls = get_task(task_name).env_cls
-    for attr, field in (("term_set", "reward_scales"), ("termination_set", "terminations"),
-                        ("observation_set", "extra_observations"), ("event_set", "events")):
+    for attr, field, mode in (("term_set", "reward_scales", None), ("termination_set", "terminations", None),
+                              ("observation_set", "extra_observations", None), ("event_set", "events", "interval"),
+                              ("event_set", "reset_events", "reset"), ("event_set", "startup_events", "startup")):
         term_set = getattr(env_cls, attr, None)
-        if term_set is not None:
+        if term_set is not None and hasattr(task_cfg, field):
             try:
-                term_set.resolve(list(getattr(task_cfg, field)))
+                names = list(getattr(task_cfg, field))
+                if mode is None:
+                    term_set.resolve(names)
+                else:
+                    term_set.resolve_mode(names, mode, f"task.{field}")
             except UnknownTermError as exc:
-                raise ConfigError(f"task.{field}: {exc}") from None
+                msg = str(exc)
+                raise ConfigError(msg if msg.startswith("task.") else f"task.{field}: {msg}") from None
 
 
 def validate(cfg: TrainConfig) -> None:

@@ -1,10 +1,14 @@
 """Event terms from a user's side: an interval event added from outside horde is one definition and one config line
 (``task.events: {name: seconds}``), runs on the steps its interval names and nowhere else, draws from the env's own
 random stream, and sits beside the push that randomization adds (itself an event term now; the trajectory digests
-in benchmarks/README.md did not change when the push moved out of the kernel)."""
+in benchmarks/README.md did not change when the push moved out of the kernel). A reset event
+(``task.reset_events``) runs in every reset, explicit or inside the step, after the world wrote the joint state; a
+startup event (``task.startup_events``) is a host function over the world's model, run once while the env is built,
+after the randomization's own ``link_mass`` and ``friction``."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 import warp as wp
@@ -21,6 +25,23 @@ def kick_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     """An upward kick of 2 to 3 m/s on the base (a random draw from the env's stream)."""
     x.joint_qd[i, 2] = x.joint_qd[i, 2] + wp.randf(s, 2.0, 3.0)
     return s
+
+
+@VELOCITY_EVENTS.term(mode="reset")
+def toss_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+    """Every episode starts with the base moving up at 1 to 2 m/s."""
+    x.joint_qd[i, 2] = wp.randf(s, 1.0, 2.0)
+    return s
+
+
+@VELOCITY_EVENTS.term(mode="startup")
+def payload(world, randomization, rng: np.random.Generator) -> dict:
+    """A payload of 1 to 2 kg on every env's base (body 0), drawn once."""
+    mass = world.model.body_mass.numpy()
+    extra = rng.uniform(1.0, 2.0, size=world.num_envs)
+    mass[0::world.bodies] += extra
+    world.model.body_mass.assign(mass)
+    return {"payload": extra}
 # -------------------------------------------------------------------------------------------------------------------
 
 
@@ -64,5 +85,55 @@ def test_unknown_events_and_bad_intervals_fail_in_one_line():
 
     with pytest.raises(FieldError, match=r"task.events: every interval must be > 0 seconds, got kick_up=0"):
         make("quadruped", num_envs=2, config=dataclasses.replace(cfg, events={"kick_up": 0.0}))
-    with pytest.raises(ValueError, match="event mode 'startup'"):
-        VELOCITY_EVENTS.term(lambda x, i, s: s, name="never", mode="startup")
+    with pytest.raises(ValueError, match="event mode 'sometimes'; valid modes: startup, reset, interval"):
+        VELOCITY_EVENTS.term(lambda x, i, s: s, name="never", mode="sometimes")
+
+
+def test_a_user_reset_event_runs_in_every_reset_after_the_joint_state():
+    """Explicit resets and the time-outs inside the step both start the base moving up (each env its own draw);
+    episodes of 3 steps end inside the step."""
+    cfg = dataclasses.replace(get_task("quadruped").config, reset_events=["toss_up"], episode_length=3)
+    tossed = make("quadruped", num_envs=4, seed=0, config=cfg)
+    plain = make("quadruped", num_envs=4, seed=0, config=dataclasses.replace(cfg, reset_events=[]))
+    assert tossed.reset_event_names == ("toss_up",) and plain.reset_event_names == ()
+    for env in (tossed, plain):
+        env.reset()
+    vz = tossed.world.joint_qd[:, 2].clone()
+    assert ((vz >= 1.0) & (vz <= 2.0)).all() and vz.unique().numel() == 4, vz
+    assert plain.world.joint_qd[:, 2].abs().max() < 1e-6
+    for step in range(3):
+        tossed.step(torch.zeros(4, 12))
+    assert bool(tossed.episode_length.eq(0).all()), "the 3-step episodes did not end in the step"
+    again = tossed.world.joint_qd[:, 2]
+    assert ((again >= 1.0) & (again <= 2.0)).all() and not torch.equal(again, vz), again
+
+
+def test_a_user_startup_event_changes_the_model_once_after_the_randomizations():
+    base = dataclasses.replace(get_task("quadruped").config, startup_events=["payload"])
+    env = make("quadruped", num_envs=3, seed=0, config=base)
+    plain = make("quadruped", num_envs=3, seed=0)
+    assert env.startup_event_names == ("payload",) and plain.startup_event_names == ()
+    extra = env.randomization["payload"]
+    nb = env.world.bodies
+    added = env.world.model.body_mass.numpy()[0::nb] - plain.world.model.body_mass.numpy()[0::nb]
+    np.testing.assert_allclose(added, extra, rtol=1e-5)
+    assert ((extra >= 1.0) & (extra <= 2.0)).all()
+    g1 = make("g1-velocity", num_envs=2, seed=0, config=dataclasses.replace(get_task("g1-velocity").config,
+                                                                           startup_events=["payload"]))
+    assert g1.startup_event_names == ("link_mass", "friction", "payload")
+    assert {"mass", "friction", "base_mass_delta", "payload"} <= set(g1.randomization)
+
+
+def test_an_event_in_the_field_of_another_mode_fails_in_one_line():
+    from horde.envs.terms import UnknownTermError as Unknown
+    from horde.train.config import ConfigError, check_terms
+
+    cfg = dataclasses.replace(get_task("quadruped").config, reset_events=["kick_up"])
+    with pytest.raises(Unknown, match=r"^task.reset_events takes reset events; not kick_up \(interval\): interval "
+                                      r"events go in task.events$"):
+        make("quadruped", num_envs=2, config=cfg)
+    with pytest.raises(ConfigError, match=r"^task.reset_events takes reset events; not kick_up \(interval\)"):
+        check_terms(cfg, "quadruped")
+    with pytest.raises(ConfigError, match=r"^task.events takes interval events; not payload \(startup\): startup "
+                                          r"events go in task.startup_events$"):
+        check_terms(dataclasses.replace(get_task("quadruped").config, events={"payload": 1.0}), "quadruped")
