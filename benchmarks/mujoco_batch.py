@@ -46,15 +46,15 @@ def horde_env(task: str, num_envs: int, solver: str, threads: int):
     return make(task, num_envs=num_envs, device="cpu", seed=0, config=cfg)
 
 
-def raw_batch_stepper(env):
-    """``Batch.step(nstep=decimation)`` of a fresh batch on ``env``'s MuJoCo model, from ``env``'s current state,
-    under the joint torques ``env`` applied last (held fixed)."""
+def raw_batch_stepper(env, nstep: int | None = None):
+    """``Batch.step(nstep=decimation)`` (or ``nstep``) of a fresh batch on ``env``'s MuJoCo model, from ``env``'s
+    current state, under the joint torques ``env`` applied last (held fixed)."""
     from mujoco.batch import Batch
 
     w = env.world
     batch = Batch(w.mj_model, w.num_envs, nthread=w.batch.nthread)
     batch.state[:] = w.batch.state
-    substeps = w.substeps
+    substeps = w.substeps if nstep is None else nstep
 
     def step() -> None:
         batch.step(nstep=substeps)

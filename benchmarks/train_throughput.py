@@ -2,7 +2,7 @@
 same MuJoCo model at the same env count, in one process.
 
     python benchmarks/train_throughput.py [--json] [--quick] [--runs lift:512 g1-velocity:512 quadruped:256]
-                                          [--iterations 8] [override ...]
+                                          [--iterations 8] [--split] [--no-train] [override ...]
 
 Per run ``task:num_envs``:
 
@@ -13,6 +13,13 @@ Per run ``task:num_envs``:
 * ``raw``: ``mujoco.batch.Batch.step(nstep=decimation)`` of the very MuJoCo model the task steps, same env count and
   thread count, fixed joint torques (``benchmarks/mujoco_batch.py``'s ``batch-raw``), median of ``--repeats``
   windows, measured right after the training in the same process.
+
+``--split`` adds where an env step's time goes, on states the task reaches: ``env.step`` under Gaussian actions
+(std 0.5) for ``--split-warm`` steps (the robot steps, stumbles, falls, resets), then ``--split-steps`` timed steps
+with ``Batch.step`` timed inside them (``mujoco_ms`` of ``env_step_ms``); and raw ``Batch.step`` from those states
+(``raw_visited_ms``) against raw from the default pose (``raw_default_ms``, the reference the ratio uses), and
+raw from those states as one ``Batch.step`` call per substep (``raw_per_substep_ms``: how the env calls MuJoCo, the
+PD law applied between the calls).
 
 The ratio row ``train/raw`` is issue 29's measure (floor 0.5 for lift, g1-velocity and quadruped at the env count each
 recipe uses; moonshot 0.8). ``--quick``: cartpole-free smoke run (lift, 32 envs, 2 iterations, short windows).
@@ -68,14 +75,61 @@ def raw_rate(task: str, num_envs: int, seconds: float, repeats: int) -> float:
     env.step(torch.zeros(num_envs, env.num_actions))  # the torques of the first step are the ones held fixed
     step = raw_batch_stepper(env)
     step()
-    rates = []
+    return num_envs * 1e3 / _raw_ms(step, seconds, repeats)  # the median rate, for an odd number of windows
+
+
+def _raw_ms(step, seconds: float, repeats: int) -> float:
+    """Median milliseconds of one ``step()`` over ``repeats`` windows of ``seconds``."""
+    times = []
     for _ in range(repeats):
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             step()
             n += 1
-        rates.append(n * num_envs / (time.perf_counter() - t0))
-    return statistics.median(rates)
+        times.append(1e3 * (time.perf_counter() - t0) / n)
+    return statistics.median(times)
+
+
+def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, repeats: int, seed: int = 0) -> dict:
+    """Where ``env.step`` spends its time on the states the task reaches under random actions (see the module)."""
+    env = horde_env(task, num_envs, "mujoco-c", 0)
+    env.step(torch.zeros(num_envs, env.num_actions))
+    raw_default = _raw_ms(raw_batch_stepper(env), seconds, repeats)
+    gen = torch.Generator().manual_seed(seed)
+
+    def act() -> torch.Tensor:
+        return 0.5 * torch.randn(num_envs, env.num_actions, generator=gen)
+
+    for _ in range(warm):
+        env.step(act())
+    batch, inner = env.world.batch, [0.0]
+    batch_step = batch.step
+
+    def timed_step(**kw):
+        t0 = time.perf_counter()
+        batch_step(**kw)
+        inner[0] += time.perf_counter() - t0
+
+    batch.step = timed_step
+    actions = [act() for _ in range(steps)]
+    t0 = time.perf_counter()
+    for a in actions:
+        env.step(a)
+    total = time.perf_counter() - t0
+    batch.step = batch_step
+    raw_visited = _raw_ms(raw_batch_stepper(env), seconds, repeats)
+    single = raw_batch_stepper(env, nstep=1)
+    substeps = env.world.substeps
+
+    def per_substep() -> None:  # as the env calls it: one Batch.step per substep (the PD law between them)
+        for _ in range(substeps):
+            single()
+
+    raw_single = _raw_ms(per_substep, seconds, repeats)
+    return {"env_step_ms": 1e3 * total / steps, "mujoco_ms": 1e3 * inner[0] / steps, "mujoco_share": inner[0] / total,
+            "raw_default_ms": raw_default, "raw_visited_ms": raw_visited, "raw_per_substep_ms": raw_single,
+            "visited_vs_default": raw_default / raw_visited, "substeps": substeps, "split_warm_steps": warm,
+            "split_steps": steps}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,27 +140,46 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="raw windows (median reported)")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     ap.add_argument("--quick", action="store_true", help="smoke run: lift at 32 envs, 2 iterations")
+    ap.add_argument("--split", action="store_true", help="also time env.step and Batch.step inside it (see above)")
+    ap.add_argument("--no-train", action="store_true", help="only the --split figures (no PPO, no ratio)")
+    ap.add_argument("--split-warm", type=int, default=200, help="random-action env steps before timing")
+    ap.add_argument("--split-steps", type=int, default=50, help="timed env steps")
     ap.add_argument("overrides", nargs="*", help="config overrides for every training run, e.g. torch_threads=2")
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.iterations, args.seconds, args.repeats = ["lift:32"], 2, 0.2, 1
+        args.split_warm, args.split_steps = 5, 3
+    if args.no_train:
+        args.split = True
     for run in args.runs:
         task, _, n = run.partition(":")
         if not n.isdigit():
             print(f"train_throughput: '{run}' is not task:num_envs", file=sys.stderr)
             return 2
         num_envs = int(n)
-        train = train_rate(task, num_envs, args.iterations, args.overrides)
-        raw = raw_rate(task, num_envs, args.seconds, args.repeats)
-        row = {"task": task, "num_envs": num_envs, **train, "raw_env_steps_per_s": raw,
-               "ratio": train["train_env_steps_per_s"] / raw, "overrides": args.overrides,
-               "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count()}
+        row = {"task": task, "num_envs": num_envs}
+        if not args.no_train:
+            train = train_rate(task, num_envs, args.iterations, args.overrides)
+            raw = raw_rate(task, num_envs, args.seconds, args.repeats)
+            row.update(**train, raw_env_steps_per_s=raw, ratio=train["train_env_steps_per_s"] / raw,
+                       overrides=args.overrides)
+        if args.split:
+            row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats))
+        row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count())
         if args.json:
             print(json.dumps(row), flush=True)
-        else:
-            share = "  ".join(f"{k} {100 * v:.0f}%" for k, v in train["time_share"].items())
-            print(f"{task:12s} N={num_envs:5d}  train {train['train_env_steps_per_s']:8.0f}  raw {raw:8.0f} env-steps/s"
-                  f"  train/raw {row['ratio']:.2f}  ({share})", flush=True)
+            continue
+        if not args.no_train:
+            share = "  ".join(f"{k} {100 * v:.0f}%" for k, v in row["time_share"].items())
+            print(f"{task:12s} N={num_envs:5d}  train {row['train_env_steps_per_s']:8.0f}  raw "
+                  f"{row['raw_env_steps_per_s']:8.0f} env-steps/s  train/raw {row['ratio']:.2f}  ({share})", flush=True)
+        if args.split:
+            print(f"{task:12s} N={num_envs:5d}  env.step {row['env_step_ms']:.1f} ms, Batch.step inside it "
+                  f"{row['mujoco_ms']:.1f} ms ({100 * row['mujoco_share']:.0f}%) after {row['split_warm_steps']} "
+                  f"random-action steps; raw Batch.step {row['raw_visited_ms']:.1f} ms from those states, "
+                  f"{row['raw_default_ms']:.1f} ms from the default pose ({row['visited_vs_default']:.2f}x); as "
+                  f"{row['substeps']} calls of one step each from those states {row['raw_per_substep_ms']:.1f} ms",
+                  flush=True)
     return 0
 
 

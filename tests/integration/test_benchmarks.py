@@ -11,6 +11,29 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
+def test_g1_zero_action_falls_in_plain_mujoco():
+    """The G1's trivial baseline (zero actions fall: 0% up) is MuJoCo's, not horde's: the robot's MJCF held at its
+    default pose by the task's PD law, stepped by MuJoCo alone, tips past the task's tilt limit within 2 s; its
+    ankles' stiffness is below the inverted pendulum's m g h."""
+    proc = subprocess.run([sys.executable, str(BENCH / "g1_stand.py"), "--seconds", "2", "--kp-scale", "1", "--kp",
+                           "--json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert row["fall_s"] is not None and 0.5 < row["fall_s"] < 2.0, row
+    assert row["ankle_pitch_stiffness_sum"] < row["mgh"], row
+    assert 0.5 < row["com_height"] < 0.8 and row["final_base_height"] > 0.3, row  # on the floor, not in free fall
+
+
+def test_train_throughput_split_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "train_throughput.py"), "--quick", "--no-train", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert "ratio" not in row and row["task"] == "lift" and row["substeps"] >= 1
+    assert 0 < row["mujoco_ms"] < row["env_step_ms"] and 0 < row["mujoco_share"] < 1, row
+    assert row["raw_default_ms"] > 0 and row["raw_visited_ms"] > 0 and row["raw_per_substep_ms"] > 0, row
+
+
 def test_sim_throughput_quick_json():
     proc = subprocess.run([sys.executable, str(BENCH / "sim_throughput.py"), "--quick", "--json"],
                           capture_output=True, text=True, timeout=600)
