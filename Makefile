@@ -69,7 +69,7 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run_all.py --device $(or $(DEVICE),cpu)
 
-# Every learning target within its budget (about 2 h 40 min on 2 CPU cores; under 10 min with DEVICE=cuda:0); exits
+# Every learning target within its budget (about 3 h on 2 CPU cores; under 10 min with DEVICE=cuda:0); exits
 # non-zero when a trivial policy meets a target (benchmarks/learning_suite.py).
 bench-learn: $(VENV)/.installed-bench
 	$(PY) benchmarks/learning_suite.py --device $(or $(DEVICE),cpu) $(if $(TASKS),--tasks $(TASKS))

@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from learning import plot_curve, train_with_evals, write_result  # noqa: E402
+from learning import plot_seeds as plot_runs  # noqa: E402
 
 from horde.envs import make  # noqa: E402
 
@@ -89,28 +90,9 @@ def held_cube_frame(policy, task_cfg, path: Path, *, envs: int = 3, steps: int =
 def plot_seeds(results_file: Path, path: Path) -> None:
     """Every run of ``results_file`` (``--append``'s JSON lines): held-at-end fraction against training minutes,
     with the target and the zero-action baseline."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = [json.loads(line) for line in results_file.read_text().splitlines() if line.strip()]
-    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
-    for r in runs:
-        ax.plot([c["wall_s"] / 60 for c in r["curve"]], [c[TARGET_KEY] for c in r["curve"]], "o-", ms=3,
-                label=f"seed {r['seed']} ({r['num_envs']} envs, {r['env_steps'] / 1e6:.1f}M steps)")
-    ax.axhline(TARGET_FRACTION, color="gray", lw=0.8, ls=":", label=f"target {TARGET_FRACTION:g}")
-    ax.axhline(runs[0]["baseline_zero_action"][TARGET_KEY], color="k", lw=0.8, ls="--",
-               label="zero actions (arm at rest)")
-    ax.set_xlabel("training wall time [min]")
-    ax.set_ylabel("cube >= 5 cm up at episode end")
-    ax.set_title(f"horde lift, PPO on {runs[0]['device']} (64 fresh envs, deterministic policy)", fontsize=9)
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    plot_runs(results_file, path, key=TARGET_KEY, target=TARGET_FRACTION, ylabel="cube >= 5 cm up at episode end",
+              title="horde lift, PPO on {device} (64 fresh envs, deterministic policy)",
+              baseline_label="zero actions (arm at rest)")
 
 
 def zero_action_baseline(overrides: list[str], args, device: str) -> dict:

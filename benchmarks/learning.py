@@ -161,6 +161,34 @@ def plot_curve(curve: list[dict], path: Path, *, key: str, ylabel: str, title: s
     plt.close(fig)
 
 
+def plot_seeds(results_file: Path, path: Path, *, key: str, target: float, ylabel: str, title: str,
+               baseline_label: str) -> None:
+    """Every run of ``results_file`` (a learn script's ``--append`` JSON lines): ``key`` against training minutes,
+    one line per seed, with the target and the zero-action baseline (``baseline_zero_action``) as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [json.loads(line) for line in results_file.read_text().splitlines() if line.strip()]
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
+    for r in runs:
+        ax.plot([c["wall_s"] / 60 for c in r["curve"]], [c[key] for c in r["curve"]], "o-", ms=3,
+                label=f"seed {r['seed']} ({r['num_envs']} envs, {r['env_steps'] / 1e6:.1f}M steps)")
+    ax.axhline(target, color="gray", lw=0.8, ls=":", label=f"target {target:g}")
+    ax.axhline(runs[0]["baseline_zero_action"][key], color="k", lw=0.8, ls="--", label=baseline_label)
+    ax.set_xlabel("training wall time [min]")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title.format(device=runs[0]["device"]), fontsize=9)
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
     """``<out>/<name>_learning.json`` (not in quick mode)."""
     if not quick:

@@ -299,3 +299,32 @@ def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["iterations"] == 2 and row["target_mps"] == 0.25
     assert 0.0 < row["lin_vel_error_mps"] < 3.0 and 0.0 <= row["fell_fraction"] <= 1.0
+
+
+def test_learn_push_quick_reports_the_share_on_target(tmp_path):
+    out = subprocess.run([sys.executable, str(BENCH / "learn_push.py"), "--quick", "--json", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["iterations"] == 2 and row["target_fraction"] == 0.5 and row["target_key"] == "on_target_fraction"
+    assert 0.0 <= row["on_target_fraction"] <= 1.0 and 0.0 <= row["baseline_zero_action"]["on_target_fraction"] <= 1.0
+
+
+def test_push_zero_action_baseline_is_the_share_of_targets_drawn_near_the_cube():
+    """Under zero actions the arm rests and the cube stays put: the baseline is exactly the share of envs whose
+    target was drawn within 3 cm of the cube's spot (about 7% for targets up to 10 cm away in x and y)."""
+    import torch
+
+    sys.path.insert(0, str(BENCH))
+    from learn_push import push_success
+
+    from horde.envs import get_task, make
+    from horde.envs.push import PUSHED
+
+    cfg, n, seed = get_task("push").config, 64, 10_000
+    env = make("push", num_envs=n, seed=seed, config=cfg)
+    start = torch.linalg.vector_norm((env.target - env.observation_sources()["object_pos"])[:, :2], dim=-1)
+    expected = float((start < PUSHED).float().mean())
+    zero = push_success(lambda obs: torch.zeros(obs.shape[0], env.num_actions), cfg, seed, num_envs=n)
+    assert zero["on_target_fraction"] == expected and zero["off_table_fraction"] == 0.0, (zero, expected)
+    assert abs(zero["final_error_m"] - float(start.median())) < 2e-3, (zero, float(start.median()))
