@@ -39,14 +39,15 @@ class TermSet:
         self.family, self.context = family, context
         self._terms: dict[str, wp.Function] = {}
 
-    def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False):
-        """Decorator: compile ``func`` as a Warp function and register it under ``name`` (its own name by
-        default); re-registering a name needs ``replace=True``."""
+    def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
+             warp: bool = True):
+        """Decorator: compile ``func`` as a Warp function (``warp=False``: keep the Python function) and register it
+        under ``name`` (its own name by default); re-registering a name needs ``replace=True``."""
         def register(f: Callable) -> wp.Function:
             key = name or f.__name__
             if key in self._terms and not replace:
                 raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
-            wf = f if isinstance(f, wp.Function) else wp.func(f)
+            wf = f if isinstance(f, wp.Function) or not warp else wp.func(f)
             self._terms[key] = wf
             return wf
 
@@ -179,15 +180,8 @@ class EventSet(TermSet):
             raise ValueError(f"event mode '{mode}'; valid modes: {', '.join(EVENT_MODES)}")
 
         def register(f: Callable):
-            key = name or f.__name__
-            if mode == "startup":
-                if key in self._terms and not replace:
-                    raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
-                self._terms[key] = f
-                wf = f
-            else:
-                wf = TermSet.term(self, f, name=name, replace=replace)
-            self._mode[key] = mode
+            wf = TermSet.term(self, f, name=name, replace=replace, warp=mode != "startup")
+            self._mode[name or f.__name__] = mode
             return wf
 
         return register(func) if func is not None else register
