@@ -18,6 +18,12 @@ and ``.png`` (one subplot per task: the curve, the target and the baseline), and
 classic tasks drawn in 2D). A target that the trivial policy meets is a DEFECT (issue 29): the row says so and the
 suite exits 1; a task that failed to run makes it exit 2. ``--quick`` runs every task for 2-4 iterations on 16-32
 envs (a smoke test; results named ``..._quick``).
+
+The files are rewritten after every task, so a run cut short keeps the rows it finished. The CPU list takes about
+3 hours; ``--merge EARLIER.json`` splits it over sessions: the rows of an earlier scoreboard on the same device for
+the tasks not run now are kept (each row says its own date and machine), e.g.
+``--tasks cartpole pendulum reach ant quadruped push`` in one session, then
+``--tasks lift g1-velocity --merge benchmarks/results/<that date>_learning_suite_cpu.json`` in the next.
 """
 
 from __future__ import annotations
@@ -334,10 +340,16 @@ def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str) -> 
                    f"`{r.get('command', '')}` |")
     defects = [r["task"] for r in rows if r.get("defect")]
     out += ["", f"Defects (a target the trivial policy meets, or no baseline): {', '.join(defects) or 'none'}.", ""]
+    earlier = [r for r in rows if r.get("date") not in (None, info["date"]) or r.get("machine") not in (
+        None, info["cpu"])]
+    if earlier:
+        out += ["Rows from an earlier run (`--merge`): " + "; ".join(
+            f"{r['task']} ({r.get('date', '?')}, {r.get('machine', '?')}, commit {r.get('commit') or '?'})"
+            for r in earlier) + ".", ""]
     framed = [r for r in rows if r.get("frame")]
     if framed:
         out += ["Frames of the trained policies (Newton tasks ray-traced in 3D, classic tasks in 2D):", ""]
-        out += [f"![{r['task']}]({frames_dir}/{Path(r['frame']).name})" for r in framed]
+        out += [f"![{r['task']}]({r.get('frame_rel') or frames_dir + '/' + Path(r['frame']).name})" for r in framed]
         out += [""]
     return "\n".join(out)
 
@@ -401,6 +413,58 @@ def selected(device: str, tasks: list[str] | None) -> list[Entry]:
     return list(ENTRIES)
 
 
+def write(out: Path, stem: str, info: dict, command: str, quick: bool, t_start: float, rows: list[dict],
+          frames: Path) -> str:
+    """The scoreboard's JSON, Markdown and PNG as they stand (after every task: a run cut short keeps its rows)."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".{stem}.json.tmp"
+    tmp.write_text(json.dumps({"machine": info, "command": command, "quick": quick,
+                               "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows}, indent=1))
+    tmp.replace(out / f"{stem}.json")
+    table = markdown(info, rows, command=command, frames_dir=frames.name)
+    (out / f"{stem}.md").write_text(table + "\n")
+    plot(rows, out / f"{stem}.png")
+    return table
+
+
+def merged(rows: list[dict], earlier: list[dict], device: str) -> list[dict]:
+    """This run's rows plus the earlier run's rows of the tasks not run now, in the scoreboard's order."""
+    now = {r["task"] for r in rows}
+    order = GPU_ORDER if device.startswith("cuda") else tuple(e.task for e in ENTRIES)
+    both = rows + [r for r in earlier if r["task"] not in now]
+    return sorted(both, key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
+
+
+def load_earlier(path: str, device: str) -> list[dict]:
+    """The rows of an earlier scoreboard (``--merge``), each with its own date and machine; one-line errors."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+        machine, rows = data["machine"], data["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--merge {path}: not a learning_suite results file ({type(exc).__name__}: {exc})")
+    if data.get("quick"):
+        raise SystemExit(f"--merge {path}: a --quick smoke run; merge full runs only")
+    if machine.get("device") != device:
+        raise SystemExit(f"--merge {path}: its rows ran on {machine.get('device')}, this run on {device}")
+    for r in rows:
+        r.setdefault("date", machine.get("date"))
+        r.setdefault("machine", machine.get("cpu"))
+        if r.get("frame") and not r.get("frame_rel"):
+            frame = p.parent / f"{p.stem}_frames" / Path(r["frame"]).name
+            r["frame_rel"] = f"{frame.parent.name}/{frame.name}" if frame.exists() else None
+    return rows
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
+                             timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu", help="cpu or cuda:0 (4096 envs, the GPU budgets)")
@@ -410,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline-s", type=float, default=None, help="skip the tasks that would start after this")
     ap.add_argument("--quick", action="store_true", help="a few iterations per task on tiny env counts")
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--merge", default=None, metavar="EARLIER.json",
+                    help="keep this earlier scoreboard's rows (same device) for the tasks not run now")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one task, write its row
     ap.add_argument("--row-out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--frame", default=None, help=argparse.SUPPRESS)
@@ -426,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     from run_all import machine_info
 
     info = machine_info(args.device)
+    earlier = load_earlier(args.merge, args.device) if args.merge else []
+    commit = _commit()
     out = Path(args.out)
     stem = f"{info['date']}_learning_suite_{args.device.replace(':', '')}" + ("_quick" if args.quick else "")
     frames = out / f"{stem}_frames"
@@ -465,17 +533,15 @@ def main(argv: list[str] | None = None) -> int:
                        "budget_min": minutes, "seed": args.seed,
                        "command": command_of(entry, device=args.device, minutes=minutes, seed=args.seed,
                                              quick=args.quick)}
-        row["log"] = entry.log
+        row.update(log=entry.log, date=info["date"], machine=info["cpu"], commit=commit)
+        if row.get("frame"):
+            row["frame_rel"] = f"{frames.name}/{Path(row['frame']).name}"
         rows.append(row)
         print(f"== {entry.task}: {row['status']} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames)
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps({"machine": info, "command": command, "quick": args.quick,
-                                                  "wall_s": round(time.perf_counter() - t_start, 1),
-                                                  "rows": rows}, indent=1))
-    table = markdown(info, rows, command=command, frames_dir=frames.name)
-    (out / f"{stem}.md").write_text(table + "\n")
-    plot(rows, out / f"{stem}.png")
+    if not rows:
+        table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames)
     print(table)
     print(f"wrote {out / stem}.json, .md, .png and {frames.name}/", flush=True)
     return exit_code(rows)

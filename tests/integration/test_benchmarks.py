@@ -282,6 +282,40 @@ def test_learning_suite_flags_a_target_that_the_trivial_policy_meets():
     assert "g1-velocity." in table.split("Defects", 1)[1]
 
 
+def test_learning_suite_merges_an_earlier_run(tmp_path):
+    """The CPU scoreboard takes ~3 h, more than a session: ``--merge`` keeps an earlier run's rows (same device, not
+    a quick run) for the tasks not run now, in the scoreboard's order, and the table says which rows are older."""
+    sys.path.insert(0, str(BENCH))
+    import learning_suite as ls
+
+    frames = tmp_path / "2026-11-20_learning_suite_cpu_frames"
+    frames.mkdir()
+    (frames / "lift.png").write_bytes(b"png")
+    old = {"machine": {"date": "2026-11-20", "cpu": "Old CPU", "device": "cpu"}, "quick": False,
+           "rows": [{"task": "lift", "status": "reached", "frame": "/elsewhere/lift.png"},
+                    {"task": "cartpole", "status": "not reached"}]}
+    path = tmp_path / "2026-11-20_learning_suite_cpu.json"
+    path.write_text(json.dumps(old))
+    earlier = ls.load_earlier(str(path), "cpu")
+    assert earlier[0]["date"] == "2026-11-20" and earlier[0]["machine"] == "Old CPU"
+    assert earlier[0]["frame_rel"] == f"{frames.name}/lift.png"
+    now = [{"task": "push", "status": "reached", "date": "2026-11-27", "machine": "New CPU"},
+           {"task": "cartpole", "status": "reached", "date": "2026-11-27", "machine": "New CPU"}]
+    rows = ls.merged(now, earlier, "cpu")
+    assert [r["task"] for r in rows] == ["cartpole", "lift", "push"] and rows[0]["status"] == "reached"
+    info = {"date": "2026-11-27", "cpu": "New CPU", "cores": 2, "device": "cpu", "gpu": None, "torch": "t",
+            "warp-lang": "w", "newton": "n", "mujoco": "m"}
+    table = ls.markdown(info, rows, command="c", frames_dir="x")
+    assert "Rows from an earlier run (`--merge`): lift (2026-11-20, Old CPU, commit ?)." in table
+    assert f"![lift]({frames.name}/lift.png)" in table
+    old["machine"]["device"] = "cuda:0"
+    path.write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="ran on cuda:0, this run on cpu"):
+        ls.load_earlier(str(path), "cpu")
+    with pytest.raises(SystemExit, match="not a learning_suite results file"):
+        ls.load_earlier(str(tmp_path / "missing.json"), "cpu")
+
+
 def test_memory_benchmark_quick_json():
     proc = subprocess.run([sys.executable, str(BENCH / "memory_per_env.py"), "--quick", "--json"],
                           capture_output=True, text=True, timeout=600)
