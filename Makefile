@@ -14,7 +14,7 @@ help:
 	@echo "make test   - create .venv with test extras and run the test suite"
 	@echo "make test-fast - the unit and contract tiers only (tests/unit, tests/contract; under 5 min on 2 cores)"
 	@echo "make bench  - run the benchmark scripts (DEVICE=cpu|cuda:0)"
-	@echo "make bench-learn - train every task with a learning target, one scoreboard (DEVICE=cpu|cuda:0, TASKS=...)"
+	@echo "make bench-learn - train every task with a learning target, one scoreboard (DEVICE=cpu|cuda:0, TASKS=..., MERGE=earlier.json)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -72,7 +72,7 @@ bench: $(VENV)/.installed-bench
 # Every learning target within its budget (about 3 h on 2 CPU cores; under 10 min with DEVICE=cuda:0); exits
 # non-zero when a trivial policy meets a target (benchmarks/learning_suite.py).
 bench-learn: $(VENV)/.installed-bench
-	$(PY) benchmarks/learning_suite.py --device $(or $(DEVICE),cpu) $(if $(TASKS),--tasks $(TASKS))
+	$(PY) benchmarks/learning_suite.py --device $(or $(DEVICE),cpu) $(if $(TASKS),--tasks $(TASKS)) $(if $(MERGE),--merge $(MERGE))
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,7 +1,7 @@
 """Train PPO on ``quadruped`` (velocity tracking on flat ground) and report the command-tracking error, with a curve.
 
-    python benchmarks/learn_quadruped.py [--minutes 10] [--seed 0] [--eval-every 25] [--json] [--quick] [--out docs/img]
-                                         [override ...]
+    python benchmarks/learn_quadruped.py [--minutes 10] [--seed 0] [--eval-every 25] [--append FILE] [--json]
+                                         [--quick] [--out docs/img] [override ...]
 
 The issue's GPU target: on one GPU with 4096 envs, the mean linear-velocity error falls below 0.25 m/s within 10
 minutes of training (``python benchmarks/learn_quadruped.py --minutes 10 device=cuda:0 num_envs=4096``). On a CPU
@@ -12,7 +12,8 @@ Every ``--eval-every`` iterations the policy's action mean drives ``--eval-envs`
 over the steps after the first ``--settle`` (the robot accelerating to its command), are the linear-velocity error
 |cmd_xy - v_xy| [m/s] and the yaw-rate error [rad/s] in the base frame, and the fraction of envs that fell.
 Evaluation time is not counted. Standing still (zero actions: the default pose held), evaluated on the same measure
-after training, scores about 0.54 m/s. Writes ``<out>/quadruped_learning.png`` and ``<out>/quadruped_learning.json``.
+after training, scores about 0.54 m/s. Writes ``<out>/quadruped_learning.png`` and ``<out>/quadruped_learning.json``;
+``--append FILE`` adds the run's summary with its curve as one JSON line to FILE (seeds and recipes over sessions).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-steps", type=int, default=250)
     ap.add_argument("--settle", type=int, default=50, help="control steps ignored at the start of evaluation")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
+    ap.add_argument("--append", default=None, help="append the summary as a JSON line to this file")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=256 device=cuda:0")
@@ -96,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                    extra=("yaw_rate_error_rps", "yaw-rate error [rad/s]"), ylabel="linear-velocity error [m/s]",
                    title=f"horde quadruped (quad12, flat), PPO, {cfg.num_envs} envs on {cfg.device}")
     write_result(result, out, "quadruped", quick=args.quick)
+    if args.append:
+        with open(args.append, "a") as f:
+            f.write(json.dumps({k: v for k, v in result.items() if k != "png"}) + "\n")
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     else:

@@ -1,5 +1,4 @@
-"""PPO with the rollout and the update at the same time (``algo.overlap=true``), and rollouts in the precision that
-ships (``algo.rollout_precision``).
+"""PPO with the rollout and the update at the same time (``algo.overlap=true``).
 
 Overlap. Synchronous PPO alternates: the envs and the policy's inference wait while the update runs, and the update
 waits while the envs step. :class:`OverlappedRollouts` runs the update of iteration ``i``'s batch in a learner (a
@@ -11,12 +10,12 @@ collected synchronously with staleness 0). ``algo.max_staleness=0`` is another s
 :mod:`horde.train.overlap_critic`: only the critic's half of the update overlaps the rollout, bit-identical to
 synchronous PPO.
 
-The objective is decoupled PPO (:meth:`OverlappedRollouts._decouple`): the clip is centred on the learner's policy
-at the update's start, and each sample is weighted by that policy's probability over the behaviour policy's (stored
-by rsl-rl at acting time), capped at :data:`WEIGHT_CAP`; with staleness 0 it is PPO exactly. The KL between the
-behaviour and the learner's policy (``Overlap/kl_behaviour``), the staleness (``Overlap/staleness``) and the
-update's own time (``Overlap/update_s``) are logged every iteration; the runner's ``learn`` share is the time the
-rollout waited for the update.
+The objective is decoupled PPO (:meth:`horde.train.algorithm.HordePPO.decouple`): the clip is centred on the
+learner's policy at the update's start, and each sample is weighted by that policy's probability over the behaviour
+policy's (stored by rsl-rl at acting time), capped at :data:`horde.train.algorithm.WEIGHT_CAP`; with staleness 0 it
+is PPO exactly. The KL between the behaviour and the learner's policy (``Overlap/kl_behaviour``), the staleness
+(``Overlap/staleness``) and the update's own time (``Overlap/update_s``) are logged every iteration; the runner's
+``learn`` share is the time the rollout waited for the update.
 
 Where the time goes. CPU: the learner process shares the networks' parameters and both rollout storages with the
 trainer through shared memory and gets one message per iteration over a pipe, so the update and the rollout hold
@@ -31,9 +30,8 @@ with overlap is refused. A checkpoint holds the learner after update ``i`` (the 
 learner process) and the envs after rollout ``i + 1``; that batch is discarded (a resumed run collects its next
 batch synchronously with the checkpoint's parameters).
 
-Precision. :func:`act_in_precision` runs the actor's MLP under torch autocast in ``algo.rollout_precision`` (fp32
-master weights) for acting and for the update's log-probabilities alike, so PPO's ratio compares the same quantized
-forward pass that acted; ``horde export`` defaults to that precision.
+The PPO maths of both schedules are methods of :class:`horde.train.algorithm.HordePPO` (rsl-rl's PPO subclassed);
+the rollout precision (``algo.rollout_precision``) is :mod:`horde.policies.precision`.
 """
 
 from __future__ import annotations
@@ -42,40 +40,11 @@ import contextlib
 import copy
 import io
 import time
-import types
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
 from rsl_rl.storage import RolloutStorage
-
-WEIGHT_CAP = 2.0
-"""Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
-PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def act_in_precision(actor: torch.nn.Module, precision: str) -> torch.nn.Module:
-    """Make ``actor``'s MLP compute in ``precision`` (torch autocast over its forward; fp32 master weights, fp32
-    output), in rollouts and in PPO's update alike, so the log-probabilities of the ratio come from the same
-    quantized forward pass that acted. State-dict keys are unchanged; ``fp32`` leaves the actor as it is."""
-    dtype = PRECISIONS[precision]
-    if dtype is torch.float32:
-        return actor
-    mlp = actor.mlp
-    inner = type(mlp).forward
-
-    def forward(self, x):
-        with torch.autocast(device_type=x.device.type, dtype=dtype):
-            return inner(self, x).float()
-
-    mlp.forward = types.MethodType(forward, mlp)
-    mlp.horde_precision = precision
-    return actor
-
-
-def actor_precision(actor: torch.nn.Module) -> str:
-    """The precision :func:`act_in_precision` set on ``actor`` (``fp32`` when none)."""
-    return getattr(actor.mlp, "horde_precision", "fp32")
 
 
 class OverlappedRollouts:
@@ -149,7 +118,7 @@ class OverlappedRollouts:
         """Decoupling, then rsl-rl's update on ``storage`` (learner thread or process)."""
         alg = self.trainer.alg
         t0 = time.perf_counter()
-        kl = self._decouple(storage)
+        kl = alg.decouple(storage, decoupled=self.decoupled)
         alg.storage = storage
         losses = alg.update()
         losses["Overlap/kl_behaviour"] = kl
@@ -209,34 +178,6 @@ class OverlappedRollouts:
             return None
         _, data, _ = self._child.call("state")
         return torch.load(io.BytesIO(data), weights_only=False)
-
-    def _decouple(self, storage: RolloutStorage) -> float:
-        """Decoupled PPO (Hilton et al. 2021, "Batch size-invariance for policy optimization"; AReaL trains on stale
-        rollouts with it): the clip is centred on the *proximal* policy (the learner's at the update's start), not
-        on the behaviour policy that acted, and each sample's advantage is weighted by pi_prox / pi_behaviour
-        (capped at :data:`WEIGHT_CAP`). In rsl-rl's storage that is: the old log-probabilities and distribution
-        parameters become the proximal policy's (so the adaptive learning rate also measures the KL of the update,
-        not of the lag), and the normalized advantages take the weight. Returns the mean KL(behaviour || proximal).
-        With staleness 0 every weight is 1 and nothing changes. Recurrent actors (whose forward needs each step's
-        stored hidden state) keep the behaviour's figures; the KL is then NaN."""
-        actor = self.trainer.alg.actor
-        if actor.is_recurrent:
-            return float("nan")
-        with torch.inference_mode():
-            steps, envs = storage.actions.shape[:2]
-            actor(storage.observations.flatten(0, 1), stochastic_output=True)
-            prox = tuple(p.detach() for p in actor.output_distribution_params)
-            behaviour = tuple(p.flatten(0, 1) for p in storage.distribution_params)
-            kl = actor.get_kl_divergence(behaviour, prox).mean()
-            logp = actor.get_output_log_prob(storage.actions.flatten(0, 1)).view(steps, envs, 1)
-            if not self.decoupled:  # plain PPO against the behaviour policy (for comparison)
-                return float(kl)
-            weight = (logp - storage.actions_log_prob).exp().clamp(max=WEIGHT_CAP)
-            storage.advantages.mul_(weight)
-            storage.actions_log_prob.copy_(logp)
-            for dst, src in zip(storage.distribution_params, prox):
-                dst.copy_(src.view(dst.shape))
-            return float(kl)
 
     # --- one iteration --------------------------------------------------------------------------------------
     def iterate(self) -> dict[str, float]:

@@ -21,6 +21,9 @@ checkpoint (taken after the in-flight critic update has landed) resumes exactly.
 needed. What it hides is the critic's update and the rollout's per-step critic calls; ``algo.max_staleness=1``
 (:mod:`horde.train.overlap`) hides the whole update at the price of one update of lag.
 
+The two halves are :meth:`horde.train.algorithm.HordePPO.update_actor` and ``update_critic`` (rsl-rl's PPO
+subclassed); this module schedules them.
+
 Feed-forward policies only (a recurrent critic needs each step's hidden state); not with RND or distributed runs.
 """
 
@@ -33,118 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from rsl_rl.storage import RolloutStorage
-from torch import nn
 
 from horde.train.overlap import LearnerProcess, fork_learner, reshare, share_storage, take_back_optimizer
-
-
-ACTOR_FIELDS = ("observations", "actions", "advantages", "actions_log_prob", "distribution_params")
-CRITIC_FIELDS = ("observations", "values", "returns")
-ALL_FIELDS = ("observations", "actions", "values", "returns", "advantages", "actions_log_prob", "distribution_params")
-"""What each half indexes (symmetry's augmentation repeats every field: it gets them all)."""
-
-
-def mini_batches(storage: RolloutStorage, perm: torch.Tensor, num_mini_batches: int, num_epochs: int,
-                 fields: tuple[str, ...]):
-    """rsl-rl's ``mini_batch_generator`` over a given permutation (so two passes walk the same batches), with only
-    ``fields`` of the storage indexed (the others stay None)."""
-    size = storage.num_envs * storage.num_transitions_per_env // num_mini_batches
-    flat = {name: getattr(storage, name).flatten(0, 1) for name in fields if name != "distribution_params"}
-    params = tuple(p.flatten(0, 1) for p in storage.distribution_params) if "distribution_params" in fields else None
-    names = {"actions_log_prob": "old_actions_log_prob"}
-    for _ in range(num_epochs):
-        for i in range(num_mini_batches):
-            idx = perm[i * size:(i + 1) * size]
-            batch = RolloutStorage.Batch(**{names.get(k, k): v[idx] for k, v in flat.items()})
-            if params is not None:
-                batch.old_distribution_params = tuple(p[idx] for p in params)
-            yield batch
-
-
-def _autocast(alg):
-    return torch.amp.autocast(device_type=torch.device(alg.device).type, enabled=alg.use_mixed_precision,
-                              dtype=torch.bfloat16)
-
-
-def update_actor(alg, storage: RolloutStorage) -> tuple[dict[str, float], torch.Tensor, list[float]]:
-    """The actor's half of rsl-rl's ``PPO.update`` (surrogate, entropy, symmetry loss, the adaptive learning rate,
-    the actor's normalizer). Returns its losses, the mini-batch permutation and the learning rate of every
-    mini-batch step (what :func:`update_critic` replays)."""
-    n_mb, epochs = alg.num_mini_batches, alg.num_learning_epochs
-    size = storage.num_envs * storage.num_transitions_per_env // n_mb
-    perm = torch.randperm(n_mb * size, requires_grad=False, device=alg.device)  # rsl-rl's draw, same place
-    lrs: list[float] = []
-    sums = {"surrogate": 0.0, "entropy": 0.0, "symmetry": 0.0}
-    for batch in mini_batches(storage, perm, n_mb, epochs, ALL_FIELDS if alg.symmetry else ACTOR_FIELDS):
-        n = batch.observations.batch_size[0]
-        if alg.normalize_advantage_per_mini_batch:
-            with torch.no_grad():
-                batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
-        if alg.symmetry:
-            alg.symmetry.augment_batch(batch, n)
-        with _autocast(alg):
-            alg.actor(batch.observations, stochastic_output=True)
-            log_prob = alg.actor.get_output_log_prob(batch.actions)
-            dist_params = tuple(p[:n] for p in alg.actor.output_distribution_params)
-            entropy = alg.actor.output_entropy[:n]
-            if alg.desired_kl is not None and alg.schedule == "adaptive":
-                with torch.inference_mode():
-                    kl = torch.mean(alg.actor.get_kl_divergence(batch.old_distribution_params, dist_params))
-                    if kl > alg.desired_kl * 2.0:
-                        alg.learning_rate = max(1e-5, alg.learning_rate / 1.5)
-                    elif kl < alg.desired_kl / 2.0 and kl > 0.0:
-                        alg.learning_rate = min(1e-2, alg.learning_rate * 1.5)
-                    for group in alg.optimizer.param_groups:
-                        group["lr"] = alg.learning_rate
-            ratio = torch.exp(log_prob - torch.squeeze(batch.old_actions_log_prob))
-            surrogate = -torch.squeeze(batch.advantages) * ratio
-            clipped = -torch.squeeze(batch.advantages) * torch.clamp(ratio, 1.0 - alg.clip_param, 1.0 + alg.clip_param)
-            surrogate_loss = torch.max(surrogate, clipped).mean()
-            loss = surrogate_loss - alg.entropy_coef * entropy.mean()
-            if alg.symmetry:
-                symmetry_loss = alg.symmetry.compute_loss(alg.actor, batch, n)
-                if alg.symmetry.use_mirror_loss:
-                    loss = loss + alg.symmetry.mirror_loss_coeff * symmetry_loss
-                sums["symmetry"] += symmetry_loss.item()
-        alg.optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(alg.actor.parameters(), alg.max_grad_norm)
-        alg.optimizer.step()  # Adam skips the critic's parameters: they have no gradient
-        lrs.append(alg.learning_rate)
-        sums["surrogate"] += surrogate_loss.item()
-        sums["entropy"] += entropy.mean().item()
-    alg.actor.update_normalization(storage.observations.flatten(0, 1))
-    steps = n_mb * epochs
-    losses = {"surrogate": sums["surrogate"] / steps, "entropy": sums["entropy"] / steps}
-    if alg.symmetry:
-        losses["symmetry"] = sums["symmetry"] / steps
-    return losses, perm, lrs
-
-
-def update_critic(alg, storage: RolloutStorage, perm: torch.Tensor, lrs: list[float]) -> float:
-    """The critic's half of rsl-rl's ``PPO.update`` over the actor's mini-batches, each step at the learning rate
-    the actor's half used; then the critic's normalizer. Returns the mean value loss."""
-    total = 0.0
-    fields = ALL_FIELDS if alg.symmetry else CRITIC_FIELDS
-    for batch, lr in zip(mini_batches(storage, perm, alg.num_mini_batches, alg.num_learning_epochs, fields), lrs):
-        if alg.symmetry:
-            alg.symmetry.augment_batch(batch, batch.observations.batch_size[0])
-        with _autocast(alg):
-            values = alg.critic(batch.observations)
-            if alg.use_clipped_value_loss:
-                clipped = batch.values + (values - batch.values).clamp(-alg.clip_param, alg.clip_param)
-                value_loss = torch.max((values - batch.returns).pow(2), (clipped - batch.returns).pow(2)).mean()
-            else:
-                value_loss = (batch.returns - values).pow(2).mean()
-        alg.optimizer.zero_grad()
-        (alg.value_loss_coef * value_loss).backward()
-        nn.utils.clip_grad_norm_(alg.critic.parameters(), alg.max_grad_norm)
-        for group in alg.optimizer.param_groups:
-            group["lr"] = lr
-        alg.optimizer.step()  # Adam skips the actor's parameters
-        total += value_loss.item()
-    alg.critic.update_normalization(storage.observations.flatten(0, 1))
-    return total / max(len(lrs), 1)
 
 
 class OverlappedCritic:
@@ -178,6 +71,7 @@ class OverlappedCritic:
                       else None)
         self._child: LearnerProcess | None = None
         self._shared_buffers: list = []
+        self._advantages: dict[int, torch.Tensor] = {}  # each storage's shared advantage buffer (process learner)
         self.staleness_seen: list[int] = []
         self.value_loss = float("nan")
         """The mean value loss of the last critic update that landed."""
@@ -216,7 +110,7 @@ class OverlappedCritic:
             storage.values.copy_(values.view_as(storage.values))
             storage.rewards.add_(alg.gamma * (storage.values * self._time_outs))
             alg.compute_returns(self.trainer._obs)
-        shared = getattr(storage, "_horde_shared_advantages", None)
+        shared = self._advantages.get(id(storage))
         if shared is not None:  # rsl-rl assigns a new advantage tensor: back into the one the learner reads
             with torch.inference_mode():
                 shared.copy_(storage.advantages)
@@ -240,7 +134,7 @@ class OverlappedCritic:
         with torch.cuda.stream(self._stream) if self._cuda else contextlib.nullcontext():
             if ready is not None:
                 self._stream.wait_event(ready)
-            loss = update_critic(self.trainer.alg, storage, perm, lrs)
+            loss = self.trainer.alg.update_critic(storage, perm, lrs)
             done = None
             if self._cuda:
                 done = torch.cuda.Event()
@@ -266,7 +160,7 @@ class OverlappedCritic:
         filled = next(s for s in self._storages if s.distribution_params is not None)
         for storage in self._storages:
             share_storage(storage, filled)
-            storage._horde_shared_advantages = storage.advantages
+            self._advantages[id(storage)] = storage.advantages
         alg.critic.share_memory()
         self._shared_buffers = [(m, name, b) for m in alg.critic.modules() for name, b in m._buffers.items()
                                 if b is not None]
@@ -275,7 +169,7 @@ class OverlappedCritic:
     # the learner process's requests (:func:`fork_learner`)
     def _serve_critic(self, index: int, perm: torch.Tensor, lrs: list[float]) -> tuple:
         """The critic's update on batch ``index``: its mean value loss back."""
-        loss = update_critic(self.trainer.alg, self._storages[index], perm, lrs)
+        loss = self.trainer.alg.update_critic(self._storages[index], perm, lrs)
         reshare(self._shared_buffers)  # normalizer buffers replaced: back into the shared ones
         return "done", loss
 
@@ -294,7 +188,7 @@ class OverlappedCritic:
         self._wait()
         t.timer.mark("learn")  # the time the rollout waited for the critic
         self._returns(storage)
-        losses, perm, lrs = update_actor(t.alg, storage)
+        losses, perm, lrs = t.alg.update_actor(storage)
         self._start_critic(index, perm, lrs)
         t.timer.mark("learn")
         self._next = 1 - index

@@ -20,9 +20,11 @@ from rsl_rl.algorithms import PPO
 import horde
 from horde.envs import RslRlVecEnv, make
 from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
+from horde.policies.precision import act_in_precision
 from horde.train.checkpoint import save_checkpoint
+from horde.train.algorithm import HordePPO
 from horde.train.config import ConfigError, TrainConfig
-from horde.train.overlap import OverlappedRollouts, act_in_precision
+from horde.train.overlap import OverlappedRollouts
 from horde.train.overlap_critic import OverlappedCritic
 from horde.train.runner import run
 from horde.train.session import RunSession, new_run_dir  # noqa: F401 - new_run_dir: its old home
@@ -114,8 +116,9 @@ class PPOTrainer:
                                   symmetry=symmetry_cfg(cfg, self.core, task),
                                   images=getattr(self.core, "obs_images", ()))
         train_cfg["multi_gpu"] = self.dist.rsl_multi_gpu_cfg()
+        train_cfg["algorithm"]["class_name"] = HordePPO  # rsl-rl's PPO plus the overlapped schedules' pieces
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
-            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
+            self.alg = HordePPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
         squash_actions(self.alg.actor, cfg.algo.policy)
         act_in_precision(self.alg.actor, getattr(cfg.algo, "rollout_precision", "fp32"))
         freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)

@@ -327,12 +327,16 @@ def test_memory_benchmark_quick_json():
 
 
 def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
+    results = tmp_path / "runs.jsonl"
     out = subprocess.run([sys.executable, str(BENCH / "learn_quadruped.py"), "--quick", "--json", "--out",
-                          str(tmp_path)], capture_output=True, text=True, timeout=600)
+                          str(tmp_path), "--append", str(results)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["iterations"] == 2 and row["target_mps"] == 0.25
     assert 0.0 < row["lin_vel_error_mps"] < 3.0 and 0.0 <= row["fell_fraction"] <= 1.0
+    (line,) = results.read_text().splitlines()  # --append: the summary with its curve, one line per run
+    kept = json.loads(line)
+    assert kept["seed"] == 0 and kept["lin_vel_error_mps"] == row["lin_vel_error_mps"] and len(kept["curve"]) == 1
 
 
 def test_learn_push_quick_reports_the_share_on_target(tmp_path):

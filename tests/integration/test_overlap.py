@@ -9,7 +9,8 @@ import torch
 from horde.policies import InferencePolicy
 from horde.train.config import ConfigError, compose
 from horde.train.evaluate import evaluate
-from horde.train.overlap import actor_precision, fork_learner
+from horde.policies.precision import actor_precision
+from horde.train.overlap import fork_learner
 from horde.train.ppo import PPOTrainer
 
 SMALL = ["task=cartpole", "num_envs=32", "algo.num_steps_per_env=8", "save_interval=1000"]

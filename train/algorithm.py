@@ -1,0 +1,168 @@
+"""horde's PPO: rsl-rl's :class:`~rsl_rl.algorithms.PPO`, with the two pieces the overlapped schedules need.
+
+A synchronous run calls rsl-rl's own ``update()`` (nothing here changes it). The schedules of ``algo.overlap=true``
+call the pieces this subclass adds:
+
+* :meth:`HordePPO.update_actor` and :meth:`HordePPO.update_critic`: rsl-rl's update split in its two halves
+  (``algo.max_staleness=0``, :mod:`horde.train.overlap_critic`). The actor's half (surrogate, entropy, symmetry
+  loss, the adaptive learning rate, the actor's normalizer) and the critic's half (value loss, the critic's
+  normalizer) share no gradient and Adam's state is per parameter, so running them one after the other over the same
+  mini-batches at the same learning rates gives every number rsl-rl's ``update()`` gives
+  (``tests/integration/test_overlap.py`` checks it bit for bit).
+* :meth:`HordePPO.decouple`: the decoupled PPO objective for a batch collected one update ago
+  (``algo.max_staleness=1``, :mod:`horde.train.overlap`).
+
+Both follow rsl-rl 5.x's ``PPO.update``; ``pyproject.toml`` pins the rsl-rl versions they were checked against.
+"""
+
+from __future__ import annotations
+
+import torch
+from rsl_rl.algorithms import PPO
+from rsl_rl.storage import RolloutStorage
+from torch import nn
+
+__all__ = ["HordePPO", "WEIGHT_CAP", "mini_batches"]
+
+WEIGHT_CAP = 2.0
+"""Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
+
+ACTOR_FIELDS = ("observations", "actions", "advantages", "actions_log_prob", "distribution_params")
+CRITIC_FIELDS = ("observations", "values", "returns")
+ALL_FIELDS = ("observations", "actions", "values", "returns", "advantages", "actions_log_prob", "distribution_params")
+"""What each half indexes (symmetry's augmentation repeats every field: it gets them all)."""
+
+
+def mini_batches(storage: RolloutStorage, perm: torch.Tensor, num_mini_batches: int, num_epochs: int,
+                 fields: tuple[str, ...]):
+    """rsl-rl's ``mini_batch_generator`` over a given permutation (so two passes walk the same batches), with only
+    ``fields`` of the storage indexed (the others stay None)."""
+    size = storage.num_envs * storage.num_transitions_per_env // num_mini_batches
+    flat = {name: getattr(storage, name).flatten(0, 1) for name in fields if name != "distribution_params"}
+    params = tuple(p.flatten(0, 1) for p in storage.distribution_params) if "distribution_params" in fields else None
+    names = {"actions_log_prob": "old_actions_log_prob"}
+    for _ in range(num_epochs):
+        for i in range(num_mini_batches):
+            idx = perm[i * size:(i + 1) * size]
+            batch = RolloutStorage.Batch(**{names.get(k, k): v[idx] for k, v in flat.items()})
+            if params is not None:
+                batch.old_distribution_params = tuple(p[idx] for p in params)
+            yield batch
+
+
+class HordePPO(PPO):
+    """rsl-rl's PPO plus the split update and the decoupled objective (module docstring)."""
+
+    def _autocast(self):
+        return torch.amp.autocast(device_type=torch.device(self.device).type, enabled=self.use_mixed_precision,
+                                  dtype=torch.bfloat16)
+
+    def update_actor(self, storage: RolloutStorage) -> tuple[dict[str, float], torch.Tensor, list[float]]:
+        """The actor's half of ``PPO.update`` on ``storage``. Returns its losses, the mini-batch permutation (drawn
+        from torch's generator where rsl-rl draws it) and the learning rate of every mini-batch step (what
+        :meth:`update_critic` replays)."""
+        n_mb, epochs = self.num_mini_batches, self.num_learning_epochs
+        size = storage.num_envs * storage.num_transitions_per_env // n_mb
+        perm = torch.randperm(n_mb * size, requires_grad=False, device=self.device)  # rsl-rl's draw, same place
+        lrs: list[float] = []
+        sums = {"surrogate": 0.0, "entropy": 0.0, "symmetry": 0.0}
+        for batch in mini_batches(storage, perm, n_mb, epochs, ALL_FIELDS if self.symmetry else ACTOR_FIELDS):
+            n = batch.observations.batch_size[0]
+            if self.normalize_advantage_per_mini_batch:
+                with torch.no_grad():
+                    batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
+            if self.symmetry:
+                self.symmetry.augment_batch(batch, n)
+            with self._autocast():
+                self.actor(batch.observations, stochastic_output=True)
+                log_prob = self.actor.get_output_log_prob(batch.actions)
+                dist_params = tuple(p[:n] for p in self.actor.output_distribution_params)
+                entropy = self.actor.output_entropy[:n]
+                if self.desired_kl is not None and self.schedule == "adaptive":
+                    with torch.inference_mode():
+                        kl = torch.mean(self.actor.get_kl_divergence(batch.old_distribution_params, dist_params))
+                        if kl > self.desired_kl * 2.0:
+                            self.learning_rate = max(1e-5, self.learning_rate / 1.5)
+                        elif kl < self.desired_kl / 2.0 and kl > 0.0:
+                            self.learning_rate = min(1e-2, self.learning_rate * 1.5)
+                        for group in self.optimizer.param_groups:
+                            group["lr"] = self.learning_rate
+                ratio = torch.exp(log_prob - torch.squeeze(batch.old_actions_log_prob))
+                surrogate = -torch.squeeze(batch.advantages) * ratio
+                clipped = -torch.squeeze(batch.advantages) * torch.clamp(ratio, 1.0 - self.clip_param,
+                                                                         1.0 + self.clip_param)
+                surrogate_loss = torch.max(surrogate, clipped).mean()
+                loss = surrogate_loss - self.entropy_coef * entropy.mean()
+                if self.symmetry:
+                    symmetry_loss = self.symmetry.compute_loss(self.actor, batch, n)
+                    if self.symmetry.use_mirror_loss:
+                        loss = loss + self.symmetry.mirror_loss_coeff * symmetry_loss
+                    sums["symmetry"] += symmetry_loss.item()
+            self.optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
+            self.optimizer.step()  # Adam skips the critic's parameters: they have no gradient
+            lrs.append(self.learning_rate)
+            sums["surrogate"] += surrogate_loss.item()
+            sums["entropy"] += entropy.mean().item()
+        self.actor.update_normalization(storage.observations.flatten(0, 1))
+        steps = n_mb * epochs
+        losses = {"surrogate": sums["surrogate"] / steps, "entropy": sums["entropy"] / steps}
+        if self.symmetry:
+            losses["symmetry"] = sums["symmetry"] / steps
+        return losses, perm, lrs
+
+    def update_critic(self, storage: RolloutStorage, perm: torch.Tensor, lrs: list[float]) -> float:
+        """The critic's half of ``PPO.update`` over :meth:`update_actor`'s mini-batches, each step at the learning
+        rate the actor's half used; then the critic's normalizer. Returns the mean value loss."""
+        total = 0.0
+        fields = ALL_FIELDS if self.symmetry else CRITIC_FIELDS
+        for batch, lr in zip(mini_batches(storage, perm, self.num_mini_batches, self.num_learning_epochs, fields),
+                             lrs):
+            if self.symmetry:
+                self.symmetry.augment_batch(batch, batch.observations.batch_size[0])
+            with self._autocast():
+                values = self.critic(batch.observations)
+                if self.use_clipped_value_loss:
+                    clipped = batch.values + (values - batch.values).clamp(-self.clip_param, self.clip_param)
+                    value_loss = torch.max((values - batch.returns).pow(2), (clipped - batch.returns).pow(2)).mean()
+                else:
+                    value_loss = (batch.returns - values).pow(2).mean()
+            self.optimizer.zero_grad()
+            (self.value_loss_coef * value_loss).backward()
+            nn.utils.clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            self.optimizer.step()  # Adam skips the actor's parameters
+            total += value_loss.item()
+        self.critic.update_normalization(storage.observations.flatten(0, 1))
+        return total / max(len(lrs), 1)
+
+    def decouple(self, storage: RolloutStorage, *, decoupled: bool = True) -> float:
+        """Prepare ``storage`` (collected by an older *behaviour* policy) for decoupled PPO (Hilton et al. 2021,
+        "Batch size-invariance for policy optimization"; AReaL trains on stale rollouts with it): the clip is
+        centred on the *proximal* policy (this actor, at the update's start), not on the behaviour policy, and each
+        sample's advantage is weighted by pi_prox / pi_behaviour (capped at :data:`WEIGHT_CAP`). In rsl-rl's
+        storage: the old log-probabilities and distribution parameters become the proximal policy's (so the
+        adaptive learning rate measures the KL of the update, not of the lag), and the normalized advantages take
+        the weight. Returns the mean KL(behaviour || proximal); ``decoupled=False`` only measures it (plain PPO
+        against the behaviour policy). With staleness 0 every weight is 1 and nothing changes. Recurrent actors
+        (whose forward needs each step's stored hidden state) keep the behaviour's figures; the KL is then NaN."""
+        actor = self.actor
+        if actor.is_recurrent:
+            return float("nan")
+        with torch.inference_mode():
+            steps, envs = storage.actions.shape[:2]
+            actor(storage.observations.flatten(0, 1), stochastic_output=True)
+            prox = tuple(p.detach() for p in actor.output_distribution_params)
+            behaviour = tuple(p.flatten(0, 1) for p in storage.distribution_params)
+            kl = actor.get_kl_divergence(behaviour, prox).mean()
+            logp = actor.get_output_log_prob(storage.actions.flatten(0, 1)).view(steps, envs, 1)
+            if not decoupled:
+                return float(kl)
+            weight = (logp - storage.actions_log_prob).exp().clamp(max=WEIGHT_CAP)
+            storage.advantages.mul_(weight)
+            storage.actions_log_prob.copy_(logp)
+            for dst, src in zip(storage.distribution_params, prox):
+                dst.copy_(src.view(dst.shape))
+            return float(kl)
