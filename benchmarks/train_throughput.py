@@ -16,7 +16,9 @@ Per run ``task:num_envs``:
 
 ``--split`` adds where an env step's time goes, on states the task reaches: ``env.step`` under Gaussian actions
 (std 0.5) for ``--split-warm`` steps (the robot steps, stumbles, falls, resets), then ``--split-steps`` timed steps
-with ``Batch.step`` timed inside them (``mujoco_ms`` of ``env_step_ms``); and raw ``Batch.step`` from those states
+with ``Batch.step`` timed inside them (``mujoco_ms`` of ``env_step_ms``); those very calls replayed back to back from
+the rows they started from (``replay_ms``: the same work outside the env, so ``mujoco_ms`` against it is what the
+env's own work between the calls costs MuJoCo through caches and threads); and raw ``Batch.step`` from those states
 (``raw_visited_ms``) against raw from the default pose (``raw_default_ms``, the reference the ratio uses), and
 raw from those states as one ``Batch.step`` call per substep (``raw_per_substep_ms``: how the env calls MuJoCo, the
 PD law applied between the calls).
@@ -104,8 +106,10 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
         env.step(act())
     batch, inner = env.world.batch, [0.0]
     batch_step = batch.step
+    calls = []  # the state rows before every call and its arguments, replayed below
 
     def timed_step(**kw):
+        calls.append((batch.state.copy(), kw))
         t0 = time.perf_counter()
         batch_step(**kw)
         inner[0] += time.perf_counter() - t0
@@ -117,6 +121,13 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
         env.step(a)
     total = time.perf_counter() - t0
     batch.step = batch_step
+    replay, reached = 0.0, batch.state.copy()  # the very same calls from the very same rows, back to back
+    for state, kw in calls:
+        batch.state[:] = state
+        t1 = time.perf_counter()
+        batch_step(**kw)
+        replay += time.perf_counter() - t1
+    batch.state[:] = reached
     raw_visited = _raw_ms(raw_batch_stepper(env), seconds, repeats)
     single = raw_batch_stepper(env, nstep=1)
     substeps = env.world.substeps
@@ -127,6 +138,7 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
 
     raw_single = _raw_ms(per_substep, seconds, repeats)
     return {"env_step_ms": 1e3 * total / steps, "mujoco_ms": 1e3 * inner[0] / steps, "mujoco_share": inner[0] / total,
+            "replay_ms": 1e3 * replay / steps,
             "raw_default_ms": raw_default, "raw_visited_ms": raw_visited, "raw_per_substep_ms": raw_single,
             "visited_vs_default": raw_default / raw_visited, "substeps": substeps, "split_warm_steps": warm,
             "split_steps": steps}
@@ -176,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.split:
             print(f"{task:12s} N={num_envs:5d}  env.step {row['env_step_ms']:.1f} ms, Batch.step inside it "
                   f"{row['mujoco_ms']:.1f} ms ({100 * row['mujoco_share']:.0f}%) after {row['split_warm_steps']} "
-                  f"random-action steps; raw Batch.step {row['raw_visited_ms']:.1f} ms from those states, "
+                  f"random-action steps, the same calls replayed from the same rows {row['replay_ms']:.1f} ms; "
+                  f"raw Batch.step {row['raw_visited_ms']:.1f} ms from those states, "
                   f"{row['raw_default_ms']:.1f} ms from the default pose ({row['visited_vs_default']:.2f}x); as "
                   f"{row['substeps']} calls of one step each from those states {row['raw_per_substep_ms']:.1f} ms",
                   flush=True)
