@@ -313,7 +313,8 @@ def target_text(targets: list[dict]) -> str:
     return " and ".join(f"`{t['key']}` {t['op']} {t['threshold']:g}" for t in targets)
 
 
-def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str) -> str:
+def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str, merged_from: str | None = None) -> str:
+    """The scoreboard as Markdown; rows marked ``merged`` came from ``merged_from`` (``--merge``) and are named."""
     gpu = f", GPU {info['gpu']}" if info.get("gpu") else ", no GPU"
     out = ["# horde learning scoreboard", "",
            f"{info['date']} on {info['cpu']} ({info['cores']} cores{gpu}), device `{info['device']}`; torch "
@@ -340,10 +341,9 @@ def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str) -> 
                    f"`{r.get('command', '')}` |")
     defects = [r["task"] for r in rows if r.get("defect")]
     out += ["", f"Defects (a target the trivial policy meets, or no baseline): {', '.join(defects) or 'none'}.", ""]
-    earlier = [r for r in rows if r.get("date") not in (None, info["date"]) or r.get("machine") not in (
-        None, info["cpu"])]
+    earlier = [r for r in rows if r.get("merged")]
     if earlier:
-        out += ["Rows from an earlier run (`--merge`): " + "; ".join(
+        out += [f"Rows from an earlier run (`--merge {merged_from or '?'}`): " + "; ".join(
             f"{r['task']} ({r.get('date', '?')}, {r.get('machine', '?')}, commit {r.get('commit') or '?'})"
             for r in earlier) + ".", ""]
     framed = [r for r in rows if r.get("frame")]
@@ -414,24 +414,25 @@ def selected(device: str, tasks: list[str] | None) -> list[Entry]:
 
 
 def write(out: Path, stem: str, info: dict, command: str, quick: bool, t_start: float, rows: list[dict],
-          frames: Path) -> str:
+          frames: Path, merged_from: str | None = None) -> str:
     """The scoreboard's JSON, Markdown and PNG as they stand (after every task: a run cut short keeps its rows)."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".{stem}.json.tmp"
-    tmp.write_text(json.dumps({"machine": info, "command": command, "quick": quick,
+    tmp.write_text(json.dumps({"machine": info, "command": command, "quick": quick, "merged_from": merged_from,
                                "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows}, indent=1))
     tmp.replace(out / f"{stem}.json")
-    table = markdown(info, rows, command=command, frames_dir=frames.name)
+    table = markdown(info, rows, command=command, frames_dir=frames.name, merged_from=merged_from)
     (out / f"{stem}.md").write_text(table + "\n")
     plot(rows, out / f"{stem}.png")
     return table
 
 
 def merged(rows: list[dict], earlier: list[dict], device: str) -> list[dict]:
-    """This run's rows plus the earlier run's rows of the tasks not run now, in the scoreboard's order."""
+    """This run's rows plus the earlier run's rows of the tasks not run now (marked ``merged``), in the
+    scoreboard's order."""
     now = {r["task"] for r in rows}
     order = GPU_ORDER if device.startswith("cuda") else tuple(e.task for e in ENTRIES)
-    both = rows + [r for r in earlier if r["task"] not in now]
+    both = rows + [{**r, "merged": True} for r in earlier if r["task"] not in now]
     return sorted(both, key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
 
 
@@ -538,10 +539,12 @@ def main(argv: list[str] | None = None) -> int:
             row["frame_rel"] = f"{frames.name}/{Path(row['frame']).name}"
         rows.append(row)
         print(f"== {entry.task}: {row['status']} ({time.perf_counter() - t0:.0f} s)", flush=True)
-        table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames)
+        table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames,
+                      args.merge)
 
     if not rows:
-        table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames)
+        table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames,
+                      args.merge)
     print(table)
     print(f"wrote {out / stem}.json, .md, .png and {frames.name}/", flush=True)
     return exit_code(rows)

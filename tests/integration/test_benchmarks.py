@@ -306,8 +306,9 @@ def test_learning_suite_merges_an_earlier_run(tmp_path):
     assert [r["task"] for r in rows] == ["cartpole", "lift", "push"] and rows[0]["status"] == "reached"
     info = {"date": "2026-11-27", "cpu": "New CPU", "cores": 2, "device": "cpu", "gpu": None, "torch": "t",
             "warp-lang": "w", "newton": "n", "mujoco": "m"}
-    table = ls.markdown(info, rows, command="c", frames_dir="x")
-    assert "Rows from an earlier run (`--merge`): lift (2026-11-20, Old CPU, commit ?)." in table
+    assert [bool(r.get("merged")) for r in rows] == [False, True, False]  # this run's cartpole replaces the old
+    table = ls.markdown(info, rows, command="c", frames_dir="x", merged_from="old.json")
+    assert "Rows from an earlier run (`--merge old.json`): lift (2026-11-20, Old CPU, commit ?)." in table
     assert f"![lift]({frames.name}/lift.png)" in table
     old["machine"]["device"] = "cuda:0"
     path.write_text(json.dumps(old))
