@@ -39,7 +39,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from learn_quadruped import tracking_error  # noqa: E402
-from learning import BASELINE_SEED, Target, ZeroPolicy, plot_curve, train_with_evals, write_result  # noqa: E402
+from learning import (BASELINE_SEED, Target, ZeroPolicy, append_result, plot_curve, train_with_evals,  # noqa: E402
+                      write_result)
 
 from horde.envs import make  # noqa: E402
 
@@ -194,9 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                    title=f"horde g1-velocity (Unitree G1, flat), PPO, {cfg.num_envs} envs on {cfg.device}; "
                          f"standing still {last['standing_still_error_mps']:.2f} m/s")
     write_result(result, out, "g1", quick=args.quick)
-    if args.append:
-        with open(args.append, "a") as f:
-            f.write(json.dumps({k: v for k, v in result.items() if k != "png"}) + "\n")
+    append_result(args.append, result)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     else:

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from learning import plot_curve, train_with_evals, write_result  # noqa: E402
+from learning import append_result, plot_curve, train_with_evals, write_result  # noqa: E402
 from learning import plot_seeds as plot_runs  # noqa: E402
 
 from horde.envs import make  # noqa: E402
@@ -171,9 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         held_cube_frame(run["policy"].to("cpu"), cfg.task, frame)
         result["frame"] = str(frame)
     write_result(result, out, "lift", quick=args.quick)
-    if args.append:
-        with open(args.append, "a") as f:
-            f.write(json.dumps({k: v for k, v in result.items() if k != "png"}) + "\n")
+    append_result(args.append, result)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     else:

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from learning import plot_curve, plot_seeds, train_with_evals, write_result  # noqa: E402
+from learning import append_result, plot_curve, plot_seeds, train_with_evals, write_result  # noqa: E402
 
 from horde.envs import make  # noqa: E402
 from horde.envs.push import PUSHED  # noqa: E402
@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                    title=f"horde push (arm7 + gripper), PPO, {cfg.num_envs} envs on {cfg.device}; zero actions "
                          f"{baseline[TARGET_KEY]:.2f}")
     write_result(result, out, "push", quick=args.quick)
-    if args.append:
-        with open(args.append, "a") as f:
-            f.write(json.dumps(result) + "\n")
+    append_result(args.append, result)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     else:

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from learning import Target, plot_curve, reached, train_with_evals, write_result  # noqa: E402
+from learning import Target, append_result, plot_curve, reached, train_with_evals, write_result  # noqa: E402
 
 from horde.envs import make  # noqa: E402
 
@@ -98,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                    extra=("yaw_rate_error_rps", "yaw-rate error [rad/s]"), ylabel="linear-velocity error [m/s]",
                    title=f"horde quadruped (quad12, flat), PPO, {cfg.num_envs} envs on {cfg.device}")
     write_result(result, out, "quadruped", quick=args.quick)
-    if args.append:
-        with open(args.append, "a") as f:
-            f.write(json.dumps({k: v for k, v in result.items() if k != "png"}) + "\n")
+    append_result(args.append, result)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     else:

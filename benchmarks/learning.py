@@ -189,6 +189,14 @@ def plot_seeds(results_file: Path, path: Path, *, key: str, target: float, ylabe
     plt.close(fig)
 
 
+def append_result(path: str | None, result: dict) -> None:
+    """``--append FILE``: ``result`` (its curve included, its ``png`` path left out) as one JSON line of ``path``, so
+    seeds and recipes run over several sessions land in one results file; nothing when ``path`` is None."""
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({k: v for k, v in result.items() if k != "png"}) + "\n")
+
+
 def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
     """``<out>/<name>_learning.json`` (not in quick mode)."""
     if not quick:
