@@ -14,6 +14,11 @@ pytestmark = pytest.mark.gpu
 
 CLASSIC = ("cartpole", "cartpole-swingup", "pendulum")
 """Tasks stepped by horde's own kernels: the CUDA trajectory follows the CPU's up to float rounding."""
+COMPARE_STEP = 30
+"""Where the classic tasks' CPU and CUDA observations are compared. Rounding differences grow along a trajectory (a
+pendulum near its top amplifies them): on the CPU, actions shifted by 1e-6 move pendulum observations by 1e-4 after
+30 steps but by 0.018 after 100 (16 of 768 values past 1e-3), and on an H200 (2026-11-27) the 100-step comparison
+failed that way in 2 of 768 values."""
 
 
 @pytest.mark.parametrize("task", task_names())
@@ -23,14 +28,15 @@ def test_every_task_steps_on_cuda_from_a_graph(task):
     for device in ("cpu", "cuda:0"):
         env = make(task, num_envs=n, seed=3, device=device)
         g = torch.Generator().manual_seed(0)
-        for _ in range(steps):
+        for k in range(steps):
             r = env.step((torch.rand(n, env.num_actions, generator=g) * 2 - 1).to(env.device))
             assert r.obs.device.type == device.split(":")[0]
+            if k + 1 == COMPARE_STEP:
+                out[device] = r.obs.cpu().clone()  # the env writes its obs buffer in place
         assert torch.isfinite(r.obs).all() and torch.isfinite(r.reward).all(), (task, device)
         if get_task(task).config.use_graph:
             assert env._graph.captured, f"{task} on {device} stepped eagerly"
-        out[device] = r.obs.cpu()
-    if task in CLASSIC:  # short enough that float rounding has not yet moved the resets apart
+    if task in CLASSIC:
         torch.testing.assert_close(out["cpu"], out["cuda:0"], atol=1e-3, rtol=1e-3)
 
 
