@@ -280,20 +280,7 @@ class WarpTaskEnv:
         causes = self._causes.numpy()[:len(self.termination_names)].copy() if self.termination_names else ()
         if self.termination_names:
             self._causes.zero_()
-        n = s[episode.STATS_EPISODES]
-        out = {"episodes": float(n)}
-        if n > 0:
-            mean_r, mean_l = s[episode.STATS_RETURN] / n, s[episode.STATS_LENGTH] / n
-            out["return_mean"] = float(mean_r)
-            out["return_std"] = float(np.sqrt(max(s[episode.STATS_RETURN_SQ] / n - mean_r**2, 0.0)))
-            out["length_mean"] = float(mean_l)
-            out["length_std"] = float(np.sqrt(max(s[episode.STATS_LENGTH_SQ] / n - mean_l**2, 0.0)))
-            out["termination_rate"] = float(s[episode.STATS_TERMINATIONS] / n)
-            for k, name in enumerate(self.term_names):
-                out[f"reward/{name}"] = float(s[episode.STATS_TERMS + k] / n)
-            for name, count in zip(self.termination_names, causes):
-                out[f"termination/{name}"] = float(count / n)
-        return out
+        return episode.summarize(s, self.term_names, self.termination_names, causes)
 
     def describe(self) -> dict:
         """Layouts and timing that an exported policy must carry."""

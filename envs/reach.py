@@ -23,7 +23,7 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs.observations import ObsTerm
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TermSet, clipped_action_rate
+from horde.envs.terms import TermSet, clipped_action_rate, term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
@@ -372,11 +372,11 @@ class ReachEnv(ArticulatedTaskEnv):
 NJ = len(JOINTS)
 DIFF_STATE = {"joint_q": slice(0, NJ), "joint_qd": slice(NJ, 2 * NJ), "ee": slice(2 * NJ, 2 * NJ + 3),
               "target": slice(2 * NJ + 3, 2 * NJ + 6), "last_actions": slice(2 * NJ + 6, 3 * NJ + 6),
-              "action_rate": slice(3 * NJ + 6, 3 * NJ + 7)}
-"""Columns of reach's differentiable state [N, 28]: joint angles [rad], rates [rad/s], end-effector position [m],
-target [m] (world frame), the last clipped actions, and the last step's action-rate term (the reward needs the
-previous actions, which the next state no longer holds)."""
-DIFF_STATE_DIM = 3 * NJ + 7
+              "prev_actions": slice(3 * NJ + 6, 4 * NJ + 6)}
+"""Columns of reach's differentiable state [N, 34]: joint angles [rad], rates [rad/s], end-effector position [m],
+target [m] (world frame), the last clipped actions (observed), and the clipped actions of the step before (what
+:data:`Arm`'s ``last_actions`` holds while the reward terms run: the action rate is their difference)."""
+DIFF_STATE_DIM = 4 * NJ + 6
 
 
 class ReachRollout(TapedRollout):
@@ -398,28 +398,39 @@ class ReachRollout(TapedRollout):
         return self.physics.bytes_per_env_step + 8 * (self.state_dim - self.physics.state_dim)
 
     def step(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Next state [N, 28] after one control step under ``actions`` [N, 7] in [-1, 1]."""
+        """Next state [N, 34] after one control step under ``actions`` [N, 7] in [-1, 1]."""
         if state.shape[1:] != (self.state_dim,):
             raise ValueError(f"expected state [N, {self.state_dim}], got {tuple(state.shape)}")
         arm = self.physics.step(state[:, : DIFF_STATE["ee"].stop], actions)
         a = actions.clamp(-1.0, 1.0)
-        rate = (a - state[:, DIFF_STATE["last_actions"]]).square().sum(-1, keepdim=True)
-        return torch.cat([arm, state[:, DIFF_STATE["target"]], a, rate], dim=-1)
+        return torch.cat([arm, state[:, DIFF_STATE["target"]], a, state[:, DIFF_STATE["last_actions"]]], dim=-1)
 
 
 def obs_from_state(state: torch.Tensor) -> torch.Tensor:
-    """Observations [N, 30] of differentiable states [N, 28], in ``OBS_NAMES`` order (``_write_obs``)."""
+    """Observations [N, 30] of differentiable states [N, 34], in ``OBS_NAMES`` order (``_write_obs``)."""
     ee, target = state[:, DIFF_STATE["ee"]], state[:, DIFF_STATE["target"]]
     return torch.cat([state[:, DIFF_STATE["joint_q"]], state[:, DIFF_STATE["joint_qd"]], ee, target, target - ee,
                       state[:, DIFF_STATE["last_actions"]]], dim=-1)
 
 
+_IDENTITY_ROTATION = torch.tensor([0.0, 0.0, 0.0, 1.0])
+
+
 def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: ReachConfig) -> dict[str, torch.Tensor]:
-    """Unscaled reward terms, each [N], of post-step states [N, 28] (``reach_post_step``; a healthy world)."""
-    dist = (state[:, DIFF_STATE["target"]] - state[:, DIFF_STATE["ee"]]).norm(dim=-1)
-    return {"distance": dist, "precision": 1.0 - torch.tanh(dist / cfg.precision_std),
-            "action_rate": state[:, DIFF_STATE["action_rate"]][:, 0],
-            "joint_vel": state[:, DIFF_STATE["joint_qd"]].square().sum(-1)}
+    """Unscaled reward terms, each [N], of post-step states [N, 34] and this step's actions, in ``reward_scales``'
+    order: reach's own Warp term functions (:data:`REACH_TERMS`, as ``reach_post_step`` calls them) on an
+    :class:`Arm` built from the states, differentiable (:func:`horde.envs.terms.term_values_torch`); a healthy
+    world. The end effector is a body of its own at the site, as in :class:`ReachTwin`."""
+    names = tuple(cfg.reward_scales)
+    ee = state[:, DIFF_STATE["ee"]]
+    body_q = torch.cat([ee, _IDENTITY_ROTATION.to(ee).expand(ee.shape[0], 4)], dim=-1).unsqueeze(1)
+    values = term_values_torch(Arm, REACH_TERMS.resolve(names), {
+        "actions": (actions, float), "last_actions": (state[:, DIFF_STATE["prev_actions"]], float),
+        "joint_qd": (state[:, DIFF_STATE["joint_qd"]], float), "body_q": (body_q, wp.transform),
+        "target": (state[:, DIFF_STATE["target"]], wp.vec3),
+        "unstable": (torch.zeros(ee.shape[0], dtype=torch.bool, device=ee.device), wp.bool)},
+        {"ee_body": 0, "ee_offset": wp.vec3(0.0, 0.0, 0.0), "precision_std": float(cfg.precision_std)})
+    return dict(zip(names, values))
 
 
 def sample_states(cfg: ReachConfig, rollout: ReachRollout, num_envs: int, generator: torch.Generator) -> torch.Tensor:
@@ -436,7 +447,7 @@ def sample_states(cfg: ReachConfig, rollout: ReachRollout, num_envs: int, genera
     qd = uniform(-cfg.init_joint_vel_range, cfg.init_joint_vel_range, NJ)
     target = uniform(torch.tensor(cfg.target_low, device=dev), torch.tensor(cfg.target_high, device=dev), 3)
     ee = rollout.physics.sites(q)
-    zeros = torch.zeros(num_envs, NJ + 1, device=dev)
+    zeros = torch.zeros(num_envs, 2 * NJ, device=dev)  # no last action, none before it
     return torch.cat([q, qd, ee, target, zeros], dim=-1)
 
 

@@ -15,7 +15,8 @@ A task config then names the terms it uses (``reward_scales: {base_height: -10.0
 kernel that calls them in that order with ``wp.static`` (``for k in range(wp.static(len(terms))):
 wp.static(terms[k])(x, i)``, e.g. :func:`horde.envs.velocity.post_step_kernel`): one launch for every term, nothing
 per term on the host, so the step stays one graph replay. The same term functions run in the sim-to-sim twin
-(:mod:`horde.deploy.sim2sim`) on MuJoCo's state copied into the context's arrays.
+(:mod:`horde.deploy.sim2sim`) on MuJoCo's state copied into the context's arrays, and in a task's differentiable
+model on torch tensors, with gradients (:func:`term_values_torch`).
 """
 
 # no `from __future__ import annotations`: Warp reads the annotations of the functions defined here
@@ -23,9 +24,13 @@ import functools
 import hashlib
 from collections.abc import Callable, Sequence
 
+import torch
 import warp as wp
 
-__all__ = ["EVENT_MODES", "EventSet", "term_values_kernel", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate"]
+from horde.sim.device import init_warp, on_torch_stream
+
+__all__ = ["EVENT_MODES", "EventSet", "term_values_kernel", "term_values_torch", "TerminationSet", "TermSet",
+           "UnknownTermError", "clipped_action_rate"]
 
 
 class UnknownTermError(ValueError):
@@ -204,17 +209,67 @@ class EventSet(TermSet):
 
 
 @functools.lru_cache(maxsize=None)
-def term_values_kernel(context: type, terms: tuple[wp.Function, ...]) -> wp.Kernel:
+def term_values_kernel(context: type, terms: tuple[wp.Function, ...], backward: bool = False) -> wp.Kernel:
     """A kernel that writes each of ``terms`` of every env into ``out[T, N]``: what a MuJoCo twin launches on a
-    one-env context built from MuJoCo's state, so that it scores with the env's own term functions."""
+    one-env context built from MuJoCo's state, so that it scores with the env's own term functions; with
+    ``backward``, its adjoint too (:func:`term_values_torch`)."""
 
-    @wp.kernel(enable_backward=False, module="unique")
+    @wp.kernel(enable_backward=backward, module="unique")
     def term_values(x: context, out: wp.array2d(dtype=float)):
         i = wp.tid()
         for k in range(wp.static(len(terms))):
             out[k, i] = wp.static(terms[k])(x, i)
 
     return term_values
+
+
+class _TermValues(torch.autograd.Function):
+    """``term_values_kernel`` on torch tensors; the gradient through Warp's tape (the kernel's adjoint)."""
+
+    @staticmethod
+    def forward(ctx, kernel, num_terms, context, constants, fields, dtypes, *tensors):
+        device = wp.device_from_torch(tensors[0].device)
+        arrays = []
+        for k, (t, dtype) in enumerate(zip(tensors, dtypes)):
+            t = t.detach().contiguous()
+            grad = t.is_floating_point() and ctx.needs_input_grad[6 + k]
+            arrays.append(wp.from_torch(t, dtype=wp.float32 if dtype is float else dtype, requires_grad=grad,
+                                        grad=torch.zeros_like(t) if grad else None))
+        x = context()
+        for name, value in (*constants.items(), *zip(fields, arrays)):
+            setattr(x, name, value)
+        n = tensors[0].shape[0]
+        out = wp.zeros((num_terms, n), dtype=float, device=device, requires_grad=any(a.requires_grad for a in arrays))
+        tape = wp.Tape()
+        with on_torch_stream(tensors[0].device), tape:
+            wp.launch(kernel, n, inputs=[x], outputs=[out], device=device)
+        ctx.tape, ctx.out, ctx.arrays, ctx.x = tape, out, arrays, x
+        return wp.to_torch(out).clone()
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        with on_torch_stream(grad_out.device):
+            ctx.tape.backward(grads={ctx.out: wp.from_torch(grad_out.contiguous())})
+        grads = tuple(wp.to_torch(a.grad) if a.requires_grad else None for a in ctx.arrays)
+        ctx.tape = ctx.out = ctx.arrays = ctx.x = None  # once: the gradients own their (torch) memory
+        return (None,) * 6 + grads
+
+
+def term_values_torch(context: type, terms: tuple[wp.Function, ...], arrays: dict[str, tuple[torch.Tensor, type]],
+                      constants: dict[str, object] | None = None) -> torch.Tensor:
+    """Each of ``terms`` of every env, ``[T, N]``, on a ``context`` built from torch tensors, differentiable
+    with respect to them: the task's own Warp term functions in a torch graph (what a differentiable model, e.g.
+    :func:`horde.envs.reach.diff_task`, scores its states with, so that its reward has one source).
+
+    ``arrays`` maps each array field of ``context`` to ``(tensor, Warp dtype)``, the tensor's leading dimension
+    the env (e.g. ``{"target": (t, wp.vec3)}`` for a ``[N, 3]`` tensor); ``constants`` its other fields. The
+    gradient of the returned values reaches every floating-point tensor through the kernel's adjoint (Warp's
+    tape); fields the terms do not read get zeros."""
+    init_warp()  # a differentiable model may score states before any world exists
+    fields = tuple(arrays)
+    return _TermValues.apply(term_values_kernel(context, tuple(terms), True), len(terms), context,
+                             dict(constants or {}), fields, tuple(arrays[f][1] for f in fields),
+                             *(arrays[f][0] for f in fields))
 
 
 @wp.func

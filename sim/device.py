@@ -84,6 +84,15 @@ class Device:
         return self.torch.type == "cuda"
 
 
+def on_torch_stream(device) -> contextlib.AbstractContextManager:
+    """On CUDA, run Warp on torch's current stream of ``device`` (a torch device or its name), so Warp kernels
+    order with torch ops without a sync; nothing elsewhere."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    return wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(device)))
+
+
 def resolve_device(name: str) -> Device:
     """Map ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` to a :class:`Device`, failing with a one-line reason."""
     init_warp()

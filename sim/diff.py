@@ -31,7 +31,7 @@ from horde.sim.classic import (
     cartpole_step_diff,
     pendulum_step_diff,
 )
-from horde.sim.device import resolve_device
+from horde.sim.device import on_torch_stream, resolve_device
 
 
 class NotDifferentiableError(ValueError):
@@ -131,7 +131,7 @@ class DiffRollout(TapedRollout):
             a.grad = wp.zeros_like(a, requires_grad=False)
         tape = wp.Tape() if taped else None
         s_in, a_in = s, a
-        with wp.ScopedDevice(d), _torch_stream(self.dev):
+        with wp.ScopedDevice(d), on_torch_stream(self.dev.torch):
             if tape is not None:
                 tape.__enter__()
             try:
@@ -145,7 +145,7 @@ class DiffRollout(TapedRollout):
         return tape, s_in, a_in, s
 
     def _backward(self, tape: wp.Tape, s_in: wp.array, a_in: wp.array, out: wp.array, grad_out: torch.Tensor):
-        with wp.ScopedDevice(self.dev.warp), _torch_stream(self.dev):
+        with wp.ScopedDevice(self.dev.warp), on_torch_stream(self.dev.torch):
             tape.backward(grads={out: wp.from_torch(grad_out.contiguous(), requires_grad=False)})
         g_state, g_act = wp.to_torch(s_in.grad, requires_grad=False), wp.to_torch(a_in.grad, requires_grad=False)
         if self.check_zero_grad and bool(grad_out.any()) and not (bool(g_state.any()) or bool(g_act.any())):
@@ -181,26 +181,14 @@ class _DiffStep(torch.autograd.Function):
         return g_state, g_act, None
 
 
-class _torch_stream:
-    """On CUDA, run Warp on torch's current stream so kernels order with torch ops without a sync."""
-
-    def __init__(self, dev) -> None:
-        self._scope = wp.ScopedStream(wp.stream_from_torch(dev.torch)) if dev.is_cuda else None
-
-    def __enter__(self):
-        if self._scope is not None:
-            self._scope.__enter__()
-
-    def __exit__(self, *exc):
-        if self._scope is not None:
-            self._scope.__exit__(*exc)
-
-
 @dataclass(frozen=True, kw_only=True)
 class DiffTask:
-    """A task's differentiable model: physics on Warp, observations, reward terms, failure and resets in torch.
+    """A task's differentiable model: physics on Warp, observations, reward terms, failure and resets on torch
+    tensors.
 
-    Every function is batched over ``[num_envs, ...]`` and mirrors the task's Warp kernels term by term.
+    Every function is batched over ``[num_envs, ...]`` and computes what the task's Warp kernels do; reward terms
+    of a task with a :class:`horde.envs.terms.TermSet` are its own term functions
+    (:func:`horde.envs.terms.term_values_torch`), not a second copy.
     """
 
     rollout: TapedRollout

@@ -30,8 +30,8 @@ import torch
 import warp as wp
 
 from horde.sim.actuation import MODE_PD, MODE_TORQUE, Actuation, joint_torque
-from horde.sim.device import resolve_device
-from horde.sim.diff import TapedRollout, ZeroGradientError, _torch_stream
+from horde.sim.device import on_torch_stream, resolve_device
+from horde.sim.diff import TapedRollout, ZeroGradientError
 from horde.sim.newton_build import build_model, joint_dof_layout
 
 
@@ -204,7 +204,7 @@ class ArticulationDiffRollout(TapedRollout):
         tape = wp.Tape() if taped else None
         solvers = []
         c, dofs, b = self.coords, self.dofs, self.bodies
-        with wp.ScopedDevice(d), _torch_stream(self.dev):
+        with wp.ScopedDevice(d), on_torch_stream(self.dev.torch):
             if tape is not None:
                 tape.__enter__()
             try:
@@ -235,7 +235,7 @@ class ArticulationDiffRollout(TapedRollout):
         return tape, s_in, a_in, next_state
 
     def _backward(self, tape: wp.Tape, s_in: wp.array, a_in: wp.array, out: wp.array, grad_out: torch.Tensor):
-        with wp.ScopedDevice(self.dev.warp), _torch_stream(self.dev):
+        with wp.ScopedDevice(self.dev.warp), on_torch_stream(self.dev.torch):
             tape.backward(grads={out: wp.from_torch(grad_out.contiguous(), requires_grad=False)})
         n, solvers = tape.horde_solvers
         self._free_solvers[n].extend(solvers)

@@ -35,8 +35,6 @@ from horde.train.timing import PhaseTimer
 # horde.train.config imports this module to register SHACConfig, so what imports horde.train.config back
 # (checkpoint, ppo, session) is imported inside the trainer's methods.
 
-STAT_KEYS = ("episodes", "return", "return_sq", "length", "length_sq", "terminations", "time_outs")
-"""Layout of the first entries of the episode-statistics accumulator; per-term episode sums follow."""
 
 
 def _shac_policy() -> ActorCriticConfig:
@@ -195,15 +193,15 @@ class SHACTrainer:
         self.critic.train()
 
         # Episode state of the batch, and preallocated rollout buffers [T, N, ...].
-        t_steps, k = a.horizon, len(self.model.reward_scales)
+        from horde.envs.episode import EpisodeBook  # not at import: horde.train.config imports this module
+
+        t_steps = a.horizon
         self.state = self.model.sample_state(n, self.gen)
-        self.episode_length = torch.zeros(n, dtype=torch.int32, device=self.device)
+        self.episodes = EpisodeBook(list(self.model.reward_scales.values()), n, self.model.episode_length,
+                                    self.device)
         if a.random_episode_start:
-            self.episode_length = torch.randint(0, self.model.episode_length, (n,), generator=self.gen,
-                                                device=self.device, dtype=torch.int32)
-        self.episode_return = torch.zeros(n, device=self.device)
-        self.episode_sums = torch.zeros(n, k, device=self.device)
-        self._stats = torch.zeros(len(STAT_KEYS) + k, dtype=torch.float64, device=self.device)
+            self.episodes.length.copy_(torch.randint(0, self.model.episode_length, (n,), generator=self.gen,
+                                                     device=self.device, dtype=torch.int32))
         self._obs_buf = torch.zeros(t_steps, n, self.obs_dim, device=self.device)
         self._rew_buf = torch.zeros(t_steps, n, device=self.device)
         self._next_value_buf = torch.zeros(t_steps, n, device=self.device)
@@ -257,9 +255,7 @@ class SHACTrainer:
             terms = torch.stack(list(m.reward_terms(nxt, actions).values()), dim=-1)  # [N, K]
             reward = (terms * self._scales).sum(-1)
             failed = m.failed(nxt.detach())
-            length = self.episode_length + 1
-            timed_out = (length >= m.episode_length) & ~failed
-            done = failed | timed_out
+            done, _ = self.episodes.record(terms, failed)  # a time-out or a failure, kept as a task env keeps them
             next_obs = m.obs(nxt)
             next_value = torch.where(failed, 0.0, _value(self.target_critic, next_obs))
             self._next_obs_buf[t] = next_obs.detach()
@@ -274,25 +270,10 @@ class SHACTrainer:
             self._rew_buf[t] = a.reward_scale * reward.detach()
             self._next_value_buf[t] = next_value.detach()
             self._end_buf[t] = done
-            self._record(reward.detach(), terms.detach() * self._scales, length, done, failed, timed_out)
             state = torch.where(done[:, None], m.sample_state(n, self.gen), nxt)
             timer.mark("other")
         self.state = state.detach()
         return loss / (a.horizon * n) + a.mean_bound_coef * penalty / n
-
-    def _record(self, reward, scaled_terms, length, done, failed, timed_out) -> None:
-        """Episode bookkeeping on the device (no host sync): finished episodes go to the statistics."""
-        ret = self.episode_return + reward
-        sums = self.episode_sums + scaled_terms
-        d = done.double()
-        lf, rf = length.double(), ret.double()
-        self._stats[: len(STAT_KEYS)] += torch.stack((
-            d.sum(), (rf * d).sum(), (rf * rf * d).sum(), (lf * d).sum(), (lf * lf * d).sum(),
-            (failed & done).double().sum(), timed_out.double().sum()))
-        self._stats[len(STAT_KEYS):] += (sums.double() * d[:, None]).sum(0)
-        self.episode_return = torch.where(done, 0.0, ret)
-        self.episode_sums = torch.where(done[:, None], 0.0, sums)
-        self.episode_length = torch.where(done, 0, length).to(torch.int32)
 
     @torch.no_grad()
     def _critic_data(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -362,21 +343,8 @@ class SHACTrainer:
 
     # --- statistics and checkpoints ----------------------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:
-        """Statistics of episodes finished since the last call (same keys as the env core's), then clear them."""
-        s = self._stats.cpu().tolist()
-        self._stats.zero_()
-        n = s[0]
-        out = {"episodes": float(n)}
-        if n > 0:
-            mean_r, mean_l = s[1] / n, s[3] / n
-            out["return_mean"] = mean_r
-            out["return_std"] = max(s[2] / n - mean_r**2, 0.0) ** 0.5
-            out["length_mean"] = mean_l
-            out["length_std"] = max(s[4] / n - mean_l**2, 0.0) ** 0.5
-            out["termination_rate"] = s[5] / n
-            for k, name in enumerate(self.model.reward_scales):
-                out[f"reward/{name}"] = s[len(STAT_KEYS) + k] / n
-        return out
+        """Statistics of episodes finished since the last call (the env core's keys, one helper), then clear them."""
+        return self.episodes.pop_stats(list(self.model.reward_scales))
 
     @property
     def learning_rate(self) -> float:
@@ -403,8 +371,12 @@ class SHACTrainer:
             "optimizer_state_dict": self.actor_opt.state_dict(),
             "critic_optimizer_state_dict": self.critic_opt.state_dict(),
             "generator_state": self.gen.get_state(),
-            "env_state": {"state": self.state.cpu(), "episode_length": self.episode_length.cpu(),
-                          "episode_return": self.episode_return.cpu(), "episode_sums": self.episode_sums.cpu()},
+            "env_state": {"state": self.state.cpu(), "episode_length": self.episodes.length.cpu(),
+                          "episode_return": self.episodes.returns.cpu(),
+                          "episode_sums": self.episodes.sums.T.cpu()},  # [N, K], as before the shared book
+            # the rollouts the critic refits (critic_replay): without them a resumed run's critic, and so its actor,
+            # leaves the run it continues
+            "critic_replay": [tuple(x.cpu() for x in entry) for entry in self._replay],
         }
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
 
@@ -424,9 +396,10 @@ class SHACTrainer:
         self.iteration = int(ckpt["iteration"])
         env = ckpt["env_state"]
         self.state = env["state"].to(self.device)
-        self.episode_length = env["episode_length"].to(self.device)
-        self.episode_return = env["episode_return"].to(self.device)
-        self.episode_sums = env["episode_sums"].to(self.device)
+        self.episodes.length.copy_(env["episode_length"])
+        self.episodes.returns.copy_(env["episode_return"])
+        self.episodes.sums.copy_(env["episode_sums"].T)
+        self._replay = [tuple(x.to(self.device) for x in entry) for entry in ckpt.get("critic_replay", [])]
 
     # --- the loop (horde.train.runner drives it) -------------------------------------------------------------
     label = "shac"

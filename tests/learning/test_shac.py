@@ -202,12 +202,12 @@ def test_random_episode_start_spreads_the_episode_clocks(tmp_path):
         cfg, task, raw = compose(["task=pendulum", f"algo={algo}", "num_envs=64", "algo.random_episode_start=true",
                                   f"run_root={tmp_path / algo}"])
         trainer = make_trainer(cfg, task, raw, quiet=True)
-        clock = trainer.episode_length if algo == "shac" else trainer.core.episode_length
+        clock = trainer.episodes.length if algo == "shac" else trainer.core.episode_length
         assert 0 <= int(clock.min()) and int(clock.max()) < cfg.task.episode_length, algo
         assert clock.unique().numel() > 32, f"{algo}: the envs still share one episode clock"
         cfg, task, raw = compose(["task=pendulum", f"algo={algo}", "num_envs=64", f"run_root={tmp_path / algo}"])
         trainer = make_trainer(cfg, task, raw, quiet=True)
-        clock = trainer.episode_length if algo == "shac" else trainer.core.episode_length
+        clock = trainer.episodes.length if algo == "shac" else trainer.core.episode_length
         assert int(clock.abs().max()) == 0, f"{algo}: the default starts every episode at step 0"
 
 
@@ -243,3 +243,26 @@ def test_benchmark_quick_mode_prints_every_figure():
     for r in rows:
         if r["kind"] == "memory":  # classic states are a few floats; the arm's Featherstone step ~100 KB
             assert 0 < r["counted_bytes_per_env_step"] < (200_000 if r["task"] == "reach" else 1000), r
+
+
+def test_shac_resume_continues_exactly(tmp_path):
+    """A run stopped after 3 iterations and resumed to 6 ends where a 6-iteration run does: the actor and the
+    episode book (lengths, returns, per-term sums: statistics continue mid-episode) restored exactly."""
+
+    def train(root, iterations: int) -> SHACTrainer:
+        cfg, task, raw = compose(["task=pendulum", "algo=shac", "num_envs=8", "algo.horizon=40", "seed=7",
+                                  f"max_iterations={iterations}", "save_interval=3", f"run_root={root}"])
+        trainer = SHACTrainer(cfg, task, raw, quiet=True)
+        trainer.learn()
+        return trainer
+
+    straight, first = train(tmp_path / "a", 6), train(tmp_path / "b", 3)
+    cfg, task, raw = compose([f"resume={first.run_dir}", "max_iterations=6"])
+    resumed = SHACTrainer(cfg, task, raw, quiet=True)
+    assert resumed.iteration == 3
+    resumed.learn()
+    a, b = straight.actor.state_dict(), resumed.actor.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    for name in ("length", "returns", "sums"):
+        assert torch.equal(getattr(straight.episodes, name), getattr(resumed.episodes, name)), name
+    assert int(straight.episodes.length.max()) < 240, "an episode ended (200 steps): the book was exercised"

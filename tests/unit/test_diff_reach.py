@@ -98,8 +98,8 @@ def test_one_solver_for_every_substep_gives_wrong_gradients(task):
 
 
 def test_model_matches_the_env_on_featherstone(task):
-    """The torch side (observations, reward terms, the task's columns) and the arm's physics equal the env's
-    post-step kernel when the env runs Featherstone too."""
+    """The torch side (observations, the task's columns), the reward (the env's own Warp terms on the model's
+    state) and the arm's physics equal the env's post-step kernel when the env runs Featherstone too."""
     base = get_task("reach").config
     cfg = dataclasses.replace(base, use_graph=False, sim=dataclasses.replace(base.sim, solver="featherstone"))
     env = make("reach", num_envs=8, seed=2, config=cfg)
@@ -107,7 +107,7 @@ def test_model_matches_the_env_on_featherstone(task):
     last = torch.zeros(8, len(JOINTS))
     for _ in range(20):
         state = torch.cat([env.world.joint_q, env.world.joint_qd, env.ee_position(), env.target, last,
-                           torch.zeros(8, 1)], dim=-1)
+                           torch.zeros(8, len(JOINTS))], dim=-1)  # the actions before ``last``: not read
         actions = torch.rand(8, len(JOINTS), generator=g) * 2.4 - 1.2  # some beyond [-1, 1]: both sides clip
         with torch.no_grad():
             nxt = task.rollout.step(state, actions)

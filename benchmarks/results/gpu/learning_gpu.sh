@@ -7,29 +7,16 @@
 # robots in one call and the rest in a second (TASKS, the second argument):
 #   bash benchmarks/results/gpu/learning_gpu.sh 540
 #   bash benchmarks/results/gpu/learning_gpu.sh 300 "reach pendulum cartpole"
-# A session that is lent a GPU runs this first:
+# A session that is lent a GPU runs g1_gpu.sh (the open G1 floor) first, then this:
 #   bash benchmarks/results/gpu/learning_gpu.sh [SECONDS]   (default 540; no task starts with under a minute left)
-# Python: the one on PATH when it imports horde's stack; otherwise the py3.12 stack that device_session.sh unpacks
-# (/tmp/w/site.part.*, and the sm_90 CUBINs in .whl/wcache90.tar.xz when carried), with the repository as `horde`.
+# Python: as gpu_env.sh beside it sets it up (the one on PATH, or the carried py3.12 stack).
 # Writes <date>_learning_suite_cuda0.{json,md,png} and its _frames/ to $OUT (the device machine's return folder) or
 # benchmarks/results, and the log to learning_gpu.txt beside them.
 SECONDS_MAX=${1:-540}
 START=$(date +%s)
 DEST=${OUT:-benchmarks/results}
 mkdir -p "$DEST"
-if ! python -c "import torch, warp, newton, mujoco_warp, rsl_rl" 2>/dev/null; then
-  if ls /tmp/w/site.part.* >/dev/null 2>&1 && [ ! -d /tmp/site/torch ]; then
-    mkdir -p /tmp/site /tmp/wc/1.19.0
-    cat /tmp/w/site.part.* | xz -dc -T0 | tar -x -C /tmp/site || echo "UNPACK site FAILED"
-    [ -f .whl/wcache90.tar.xz ] && { xz -dc .whl/wcache90.tar.xz | tar -x -C /tmp/wc/1.19.0 || echo "UNPACK cache FAILED"; }
-    [ -f .whl/newton_examples.tar.xz ] && xz -dc .whl/newton_examples.tar.xz | tar -x -C /tmp/site/newton
-  fi
-  export PYTHONPATH=/tmp/hp:/tmp/site:$PYTHONPATH WARP_CACHE_PATH=${WARP_CACHE_PATH:-/tmp/wc}
-fi
-if ! python -c "import horde" 2>/dev/null; then  # the repository root is the package
-  mkdir -p /tmp/hp && ln -sfn "$PWD" /tmp/hp/horde && export PYTHONPATH=/tmp/hp:$PYTHONPATH
-fi
-export PYTHONFAULTHANDLER=1
+source "$(dirname "$0")/gpu_env.sh"
 echo "== setup $(( $(date +%s) - START ))s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $(nproc) cores; $(python -V 2>&1)"
 LEFT=$(( SECONDS_MAX - ($(date +%s) - START) ))
 timeout $LEFT python benchmarks/learning_suite.py --device cuda:0 --deadline-s $(( LEFT - 30 )) --out "$DEST" \

@@ -1,0 +1,80 @@
+"""A task's Warp term functions on torch tensors with gradients (``horde.envs.terms.term_values_torch``): reach's
+differentiable reward is the env's own terms, worked by hand and against finite differences."""
+
+import math
+
+import pytest
+import torch
+
+from horde.envs.reach import DIFF_STATE, DIFF_STATE_DIM, JOINTS, ReachConfig, reward_terms_from_state
+
+NJ = len(JOINTS)
+
+
+def _state(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    state = torch.rand(n, DIFF_STATE_DIM, generator=g, dtype=torch.float64) - 0.5
+    actions = torch.rand(n, NJ, generator=g, dtype=torch.float64) * 1.6 - 0.8  # inside [-1, 1]: no clip kink
+    return state.float(), actions.float()
+
+
+def test_values_are_the_terms_worked_by_hand():
+    cfg = ReachConfig()
+    state = torch.zeros(2, DIFF_STATE_DIM)
+    state[:, DIFF_STATE["target"]] = torch.tensor([0.3, 0.4, 0.0])  # end effector at the origin: 0.5 m away
+    state[1, DIFF_STATE["joint_qd"]] = 2.0
+    state[1, DIFF_STATE["prev_actions"]] = 0.5
+    actions = torch.zeros(2, NJ)
+    actions[1] = 3.0  # clipped to 1 by the term: (1 - 0.5)^2 per joint
+    terms = reward_terms_from_state(state, actions, cfg)
+    assert list(terms) == list(cfg.reward_scales), "terms come in the config's order (SHAC weights by position)"
+    torch.testing.assert_close(terms["distance"], torch.tensor([0.5, 0.5]))
+    expected = 1.0 - math.tanh(0.5 / cfg.precision_std)
+    torch.testing.assert_close(terms["precision"], torch.tensor([expected, expected]))
+    torch.testing.assert_close(terms["action_rate"], torch.tensor([0.0, 0.25 * NJ]))
+    torch.testing.assert_close(terms["joint_vel"], torch.tensor([0.0, 4.0 * NJ]))
+
+
+def test_a_config_with_fewer_terms_gets_those_terms():
+    cfg = ReachConfig(reward_scales={"joint_vel": -0.1, "distance": -1.0})
+    state, actions = _state(3, 1)
+    assert list(reward_terms_from_state(state, actions, cfg)) == ["joint_vel", "distance"]
+
+
+@pytest.mark.parametrize("column", ["ee", "target", "joint_qd", "prev_actions"])
+def test_gradient_matches_finite_differences(column):
+    cfg = ReachConfig()
+    state, actions = _state(4, 2)
+    weights = torch.randn(len(cfg.reward_scales), 4, generator=torch.Generator().manual_seed(3))
+
+    def loss(s, a):
+        terms = reward_terms_from_state(s, a, cfg)
+        return sum((w * v).sum() for w, v in zip(weights, terms.values()))
+
+    s, a = state.clone().requires_grad_(True), actions.clone().requires_grad_(True)
+    loss(s, a).backward()
+    assert s.grad[:, DIFF_STATE[column]].abs().max() > 0
+    eps = 1e-2
+    for env, col in ((0, DIFF_STATE[column].start), (3, DIFF_STATE[column].stop - 1)):
+        plus, minus = state.clone(), state.clone()
+        plus[env, col] += eps
+        minus[env, col] -= eps
+        with torch.no_grad():
+            fd = float(loss(plus, actions) - loss(minus, actions)) / (2 * eps)
+        assert s.grad[env, col].item() == pytest.approx(fd, rel=2e-2, abs=2e-3), (column, env, col)
+    # and the actions' (the action rate's): every joint of env 1
+    for j in range(NJ):
+        plus, minus = actions.clone(), actions.clone()
+        plus[1, j] += eps
+        minus[1, j] -= eps
+        with torch.no_grad():
+            fd = float(loss(state, plus) - loss(state, minus)) / (2 * eps)
+        assert a.grad[1, j].item() == pytest.approx(fd, rel=2e-2, abs=2e-3), ("actions", j)
+
+
+def test_no_gradient_asked_gives_values_only():
+    cfg = ReachConfig()
+    state, actions = _state(5, 4)
+    with torch.no_grad():
+        values = reward_terms_from_state(state, actions, cfg)
+    assert all(not v.requires_grad and v.shape == (5,) for v in values.values())
