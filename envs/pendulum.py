@@ -6,6 +6,7 @@ Observations: cos and sin of the angle from upright, angular velocity [rad/s]. A
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
@@ -16,6 +17,7 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs import render
 from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
+from horde.envs.terms import TermSet, term_values_torch, unit_clip
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 
 TERMS = ("angle", "velocity", "torque")
@@ -75,34 +77,72 @@ def _sample_state(t: PendulumTask, rng: wp.array(dtype=wp.uint32), state: wp.arr
     rng[i] = s
 
 
-@wp.kernel(enable_backward=False)
-def pendulum_post_step(
-    t: PendulumTask,
-    actions: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    rng: wp.array(dtype=wp.uint32),
-    ep: Episodes,
-    obs: wp.array2d(dtype=float),
-    final_obs: wp.array2d(dtype=float),
-):
-    """Reward terms, time-out, statistics, auto-reset and observations for env i."""
-    i = wp.tid()
-    theta = state[i, 0]
-    theta_dot = state[i, 1]
-    a = wp.clamp(actions[i, 0], -1.0, 1.0)
-    failed = not (wp.isfinite(theta) and wp.isfinite(theta_dot))
-    if failed:  # keep statistics finite; the env is reset below
-        theta = 0.0
-        theta_dot = 0.0
-    angle = wrap_angle(theta)
-    ep.terms[0, i] = angle * angle
-    ep.terms[1, i] = theta_dot * theta_dot
-    ep.terms[2, i] = a * a
-    done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
-    if done:
-        _write_obs(final_obs, i, theta, theta_dot)
-        _sample_state(t, rng, state, i)
-    _write_obs(obs, i, state[i, 0], state[i, 1])
+@wp.struct
+class Swing:
+    """What a pendulum reward term reads of env ``i`` (arrays ``[num_envs, ...]``)."""
+
+    state: wp.array2d(dtype=float)
+    """Angle from upright [rad] and angular velocity [rad/s] after the step."""
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped)."""
+
+
+PENDULUM_TERMS = TermSet("pendulum", Swing)
+"""Reward terms of the pendulum: Warp functions ``(x: Swing, i: int) -> float``; the env's step kernel and the
+differentiable model (SHAC) both call them."""
+
+
+@wp.func
+def _healthy(x: Swing, i: int) -> bool:
+    return wp.isfinite(x.state[i, 0]) and wp.isfinite(x.state[i, 1])
+
+
+@PENDULUM_TERMS.term
+def angle(x: Swing, i: int) -> float:
+    """Angle from upright, wrapped to [-pi, pi), squared [rad^2] (0 for a non-finite state)."""
+    a = wrap_angle(wp.where(_healthy(x, i), x.state[i, 0], 0.0))
+    return a * a
+
+
+@PENDULUM_TERMS.term
+def velocity(x: Swing, i: int) -> float:
+    """Angular velocity squared [rad^2/s^2] (0 for a non-finite state)."""
+    v = wp.where(_healthy(x, i), x.state[i, 1], 0.0)
+    return v * v
+
+
+@PENDULUM_TERMS.term
+def torque(x: Swing, i: int) -> float:
+    """Clipped action squared (torque in units of ``max_torque``)."""
+    a = unit_clip(x.actions[i, 0])
+    return a * a
+
+
+@functools.lru_cache(maxsize=None)
+def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def pendulum_post_step(
+        t: PendulumTask,
+        x: Swing,
+        rng: wp.array(dtype=wp.uint32),
+        ep: Episodes,
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+    ):
+        """Reward terms, time-out, statistics, auto-reset and observations for env i."""
+        i = wp.tid()
+        for k in range(wp.static(len(terms))):
+            ep.terms[k, i] = wp.static(terms[k])(x, i)
+        failed = not _healthy(x, i)
+        done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
+        if done:
+            _write_obs(final_obs, i, wp.where(failed, 0.0, x.state[i, 0]), wp.where(failed, 0.0, x.state[i, 1]))
+            _sample_state(t, rng, x.state, i)
+        _write_obs(obs, i, x.state[i, 0], x.state[i, 1])
+
+    return pendulum_post_step
 
 
 @wp.kernel(enable_backward=False)
@@ -146,9 +186,11 @@ class PendulumEnv(WarpTaskEnv):
         self._task.init_angle_range = cfg.init_angle_range
         self._task.init_vel_range = cfg.init_vel_range
         self._task.max_episode_length = cfg.episode_length
+        self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS))
+        self.step_kernels = (pendulum_advance, self._post_step)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
-
-    step_kernels = (pendulum_advance, pendulum_post_step)
+        self._swing = Swing()
+        self._swing.state, self._swing.actions = self._state, self._actions
 
     def action_scale(self) -> list[float]:
         return [self.cfg.max_torque]
@@ -156,7 +198,8 @@ class PendulumEnv(WarpTaskEnv):
     def _launch_step(self) -> None:
         wp.launch(pendulum_advance, self.num_envs, inputs=[self.physics, self.cfg.decimation, self._actions],
                   outputs=[self._state], device=self.dev.warp)
-        self._launch_post_step(pendulum_post_step, self._task)
+        wp.launch(self._post_step, self.num_envs, inputs=[self._task, self._swing, self._rng, self.episodes()],
+                  outputs=[self._obs, self._final_obs], device=self.dev.warp)
 
     def _launch_reset(self) -> None:
         self._launch_masked_reset(pendulum_reset, self._task)
@@ -174,23 +217,27 @@ def physics_params(cfg: PendulumConfig) -> PendulumParams:
     return p
 
 
-# --- differentiable model: torch mirrors of the kernels above, for horde.sim.diff and SHAC ----------------------
+# --- differentiable model, for horde.sim.diff and SHAC: the reward terms above, the rest in torch ------------------
 def obs_from_state(state: torch.Tensor) -> torch.Tensor:
     """Observations [N, 3] (cos, sin of the angle, angular velocity [rad/s]) of states [N, 2], as the env writes them."""
     theta, theta_dot = state[:, 0], state[:, 1]
     return torch.stack((torch.cos(theta), torch.sin(theta), theta_dot), dim=-1)
 
 
-def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Unscaled reward terms, each [N], of post-step states [N, 2] and actions [N, 1] (``pendulum_post_step``)."""
-    angle = torch.remainder(state[:, 0] + torch.pi, 2.0 * torch.pi) - torch.pi
-    a = torch.clamp(actions[:, 0], -1.0, 1.0)
-    return {"angle": angle * angle, "velocity": state[:, 1] * state[:, 1], "torque": a * a}
+def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: PendulumConfig
+                            ) -> dict[str, torch.Tensor]:
+    """Unscaled reward terms, each [N], of post-step states [N, 2] and actions [N, 1], in ``reward_scales``' order:
+    the env's own Warp terms (:data:`PENDULUM_TERMS`) on torch tensors, differentiable
+    (:func:`horde.envs.terms.term_values_torch`)."""
+    names = tuple(cfg.reward_scales)
+    values = term_values_torch(Swing, PENDULUM_TERMS.resolve(names), {"state": (state, float),
+                                                                     "actions": (actions, float)})
+    return dict(zip(names, values))
 
 
 def reward_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: PendulumConfig) -> torch.Tensor:
     """Reward [N] = sum of ``cfg.reward_scales`` x terms, as the env computes it."""
-    terms = reward_terms_from_state(state, actions)
+    terms = reward_terms_from_state(state, actions, cfg)
     return sum(cfg.reward_scales[k] * v for k, v in terms.items())
 
 
@@ -212,7 +259,7 @@ def diff_task(cfg: PendulumConfig, device: str = "cpu"):
 
     rollout = DiffRollout(physics_params(cfg), decimation=cfg.decimation, device=device)
     return DiffTask(
-        rollout=rollout, obs=obs_from_state, reward_terms=reward_terms_from_state,
+        rollout=rollout, obs=obs_from_state, reward_terms=lambda s, a: reward_terms_from_state(s, a, cfg),
         reward_scales=dict(cfg.reward_scales), failed=lambda s: failed_from_state(s, cfg),
         sample_state=lambda n, g: sample_states(cfg, n, g, rollout.device), episode_length=cfg.episode_length,
     )

@@ -30,7 +30,7 @@ import warp as wp
 from horde.sim.device import init_warp, on_torch_stream
 
 __all__ = ["EVENT_MODES", "EventSet", "term_values_kernel", "term_values_torch", "TerminationSet", "TermSet",
-           "UnknownTermError", "clipped_action_rate"]
+           "UnknownTermError", "clipped_action_rate", "unit_clip"]
 
 
 class UnknownTermError(ValueError):
@@ -273,11 +273,25 @@ def term_values_torch(context: type, terms: tuple[wp.Function, ...], arrays: dic
 
 
 @wp.func
+def unit_clip(x: float) -> float:
+    """``x`` clamped to [-1, 1], whose gradient passes on the closed interval as ``torch.clamp``'s does (Warp's
+    ``clamp`` sends it to the bound at the upper edge): an action that a straight-through clip leaves at exactly
+    +-1 keeps its penalty's gradient in a differentiable model."""
+    return wp.clamp(x, -1.0, 1.0)
+
+
+@wp.func_grad(unit_clip)
+def _adj_unit_clip(x: float, adj_ret: float):
+    if x >= -1.0 and x <= 1.0:
+        wp.adjoint[x] += adj_ret
+
+
+@wp.func
 def clipped_action_rate(actions: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),
                         i: int) -> float:
     """sum_k (clip(a_k, -1, 1) - a_prev_k)^2 of env ``i``: the action-rate penalty that most task families share."""
     rate = float(0.0)
     for k in range(actions.shape[1]):
-        d = wp.clamp(actions[i, k], -1.0, 1.0) - last_actions[i, k]
+        d = unit_clip(actions[i, k]) - last_actions[i, k]
         rate += d * d
     return rate

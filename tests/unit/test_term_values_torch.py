@@ -78,3 +78,38 @@ def test_no_gradient_asked_gives_values_only():
     with torch.no_grad():
         values = reward_terms_from_state(state, actions, cfg)
     assert all(not v.requires_grad and v.shape == (5,) for v in values.values())
+
+
+def test_a_clipped_action_keeps_its_gradient_at_the_bound():
+    """Actions that SHAC's straight-through clip leaves at exactly +-1: the penalty's gradient passes there, as
+    ``torch.clamp``'s does (Warp's own clamp sends it to the bound at +1), and not beyond."""
+    from horde.envs.pendulum import PendulumConfig
+    from horde.envs.pendulum import reward_terms_from_state as pendulum_terms
+
+    actions = torch.tensor([[1.0], [-1.0], [0.5], [1.5], [-2.0]], requires_grad=True)
+    state = torch.zeros(5, 2)
+    torque = pendulum_terms(state, actions, PendulumConfig())["torque"]
+    torch.testing.assert_close(torque, torch.tensor([1.0, 1.0, 0.25, 1.0, 1.0]))
+    (grad,) = torch.autograd.grad(torque.sum(), actions)
+    torch.testing.assert_close(grad[:, 0], torch.tensor([2.0, -2.0, 1.0, 0.0, 0.0]))
+
+    cfg = ReachConfig(reward_scales={"action_rate": 1.0})
+    reach_actions = torch.zeros(2, NJ)
+    reach_actions[0, 0], reach_actions[1, 0] = 1.0, -1.0
+    reach_actions.requires_grad_(True)
+    rate = reward_terms_from_state(torch.zeros(2, DIFF_STATE_DIM), reach_actions, cfg)["action_rate"]
+    (grad,) = torch.autograd.grad(rate.sum(), reach_actions)
+    torch.testing.assert_close(grad[:, 0], torch.tensor([2.0, -2.0]))
+
+
+def test_the_pendulum_model_scores_as_the_env():
+    """The pendulum's differentiable reward is the env's: one step of the env against the model's terms on the
+    env's own post-step state, a wrapped angle included."""
+    from horde.envs import make
+    from horde.envs.pendulum import PendulumConfig, reward_from_state
+
+    env = make("pendulum", num_envs=16, seed=1)
+    actions = torch.linspace(-1.5, 1.5, 16)[:, None]
+    r = env.step(actions)
+    assert not r.dones.any()
+    torch.testing.assert_close(reward_from_state(env.state.clone(), actions, PendulumConfig()), r.reward)
