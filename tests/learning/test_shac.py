@@ -176,7 +176,10 @@ def test_shac_swings_up_the_pendulum_and_the_cartpole(tmp_path):
     crossing), so the bar is the best evaluation within the budget, set below the worst seed.
 
     pendulum (6,144 env steps; start -1,186 to -1,691): best -218, -292, -193, -164, -278, -187, -162, -350, -538,
-    -180 (`python benchmarks/learning_bars.py --tests shac_pendulum shac_swingup` reruns both); a random policy scores about -1,150. swing-up (16,384 env steps; start -13 to -20): best 151, 209, 183,
+    -180 (`python benchmarks/learning_bars.py --tests shac_pendulum shac_swingup` reruns both); a random policy scores about -1,150.
+    Since the model's reward is the env's Warp terms (2026-11-27, the same EPYC; float rounding only, so new
+    trajectories): -162, -200, -223, -209, -173, -146, -222, -317, -432, -580
+    (`benchmarks/results/2026-11-27_learning_bars_shac_cpu.jsonl`). swing-up (16,384 env steps; start -13 to -20): best 151, 209, 183,
     203, 61, 145, 162, 155, 163, 179; a random policy scores about 0 (seed 1 scored 180 on an Intel Xeon)."""
     pendulum, _ = _train_and_track(tmp_path / "p", "pendulum", seed=0, env_steps=6144)
     assert pendulum[0] < -900 and max(pendulum) >= -600, pendulum
@@ -190,9 +193,14 @@ def test_shac_reaches_with_the_arm(tmp_path):
     Seeds 0-9 on a 2-core AMD EPYC (2026-11-23; `benchmarks/learning_bars.py --tests shac_reach`), start -> best: -80 -> 127, -152 -> 140, -74 -> 120, -79 -> 120,
     -105 -> 87, -82 -> 90, -182 -> 3, -177 -> 82, -110 -> 80, -109 -> 140. Nine of ten pass the benchmark's 60, one
     (seed 6) stalls near 0, so the bar is the gain, which every seed made: at least 172 (holding the default pose
-    scores about -60; PPO's tuned runs needed about 180k env steps to reach 60)."""
+    scores about -60; PPO's tuned runs needed about 180k env steps to reach 60).
+    Since the model's reward is the env's Warp terms (2026-11-27, the same EPYC; values within 1.9e-6 of the torch
+    copy's, so new trajectories, not a new objective): gains 179, 294, 168, 191, 94, 190, 196, 259, 185, 161
+    (`benchmarks/results/2026-11-27_learning_bars_shac_cpu.jsonl`); seed 4 rose from -105 to -11 and fell back
+    (the old code's seed 4: 192). The bar sits below the worst seed: a gain of 80. Seed 0 starts at -80, so an
+    arm that learns only to rest (-60) gains 20 and fails it."""
     reach, _ = _train_and_track(tmp_path, "reach", seed=0, env_steps=16384, eval_every=2048)
-    assert reach[0] < 0 and max(reach) - reach[0] >= 120, reach
+    assert reach[0] < 0 and max(reach) - reach[0] >= 80, reach
 
 
 def test_random_episode_start_spreads_the_episode_clocks(tmp_path):
