@@ -266,6 +266,10 @@ def term_values_torch(context: type, terms: tuple[wp.Function, ...], arrays: dic
     gradient of the returned values reaches every floating-point tensor through the kernel's adjoint (Warp's
     tape); fields the terms do not read get zeros."""
     init_warp()  # a differentiable model may score states before any world exists
+    wide = [f for f, (t, _) in arrays.items() if t.is_floating_point() and t.dtype != torch.float32]
+    if wide:
+        raise TypeError(f"term_values_torch: Warp terms run in float32; {', '.join(wide)} "
+                        f"{'is' if len(wide) == 1 else 'are'} {arrays[wide[0]][0].dtype}")
     fields = tuple(arrays)
     return _TermValues.apply(term_values_kernel(context, tuple(terms), True), len(terms), context,
                              dict(constants or {}), fields, tuple(arrays[f][1] for f in fields),

@@ -41,6 +41,17 @@ def _cartpole_ref(state, action, cfg):
 
 REFERENCE = {"pendulum": _pendulum_ref, "cartpole-swingup": _cartpole_ref}
 
+
+def _pendulum_reward_ref(state, action, cfg):
+    """Pendulum-v1's cost in float64, from the equations (the model's reward runs the env's float32 Warp terms)."""
+    angle = torch.remainder(state[:, 0] + math.pi, 2 * math.pi) - math.pi
+    terms = {"angle": angle**2, "velocity": state[:, 1] ** 2, "torque": action[:, 0].clamp(-1, 1) ** 2}
+    return sum(cfg.reward_scales[k] * v for k, v in terms.items())
+
+
+REWARD_REFERENCE = {"pendulum": _pendulum_reward_ref}
+"""float64 rewards where the model's are float32 Warp terms; the others' model rewards are torch and run in float64."""
+
 # Start states away from kinks: speeds far below the pendulum's clip, angles that stay clear of the +-pi wrap of
 # the pendulum's angle term, carts well inside the 2.4 m limit.
 STARTS = {
@@ -49,12 +60,13 @@ STARTS = {
 }
 
 
-def _loss(task, step, state, actions, weights):
+def _loss(task, step, state, actions, weights, reward=None):
     """Sum of rewards over the rollout plus a fixed weighted sum of the final state (exercises every column)."""
+    reward = reward or task.reward
     total = 0.0
     for t in range(actions.shape[0]):
         state = step(state, actions[t])
-        total = total + task.reward(state, actions[t]).sum()
+        total = total + reward(state, actions[t]).sum()
     return total + (weights * state).sum(), state
 
 
@@ -80,12 +92,13 @@ def _fd_gradient(name, task, s0, actions, weights, eps=1e-6):
     cfg = get_task(name).config
     ref = REFERENCE[name]
     step = lambda s, a: ref(s, a, cfg)  # noqa: E731
+    reward = (lambda s, a: REWARD_REFERENCE[name](s, a, cfg)) if name in REWARD_REFERENCE else None
     params = torch.cat((s0.flatten(), actions.flatten()))
 
     def f(p):
         s = p[: s0.numel()].view_as(s0)
         a = p[s0.numel():].view_as(actions)
-        return float(_loss(task, step, s, a, weights)[0])
+        return float(_loss(task, step, s, a, weights, reward)[0])
 
     grad = torch.zeros_like(params)
     for i in range(params.numel()):

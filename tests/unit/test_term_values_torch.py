@@ -113,3 +113,9 @@ def test_the_pendulum_model_scores_as_the_env():
     r = env.step(actions)
     assert not r.dones.any()
     torch.testing.assert_close(reward_from_state(env.state.clone(), actions, PendulumConfig()), r.reward)
+
+
+def test_a_float64_state_is_refused_in_one_line():
+    state, actions = _state(2, 5)
+    with pytest.raises(TypeError, match="Warp terms run in float32; .* torch.float64"):
+        reward_terms_from_state(state.double(), actions, ReachConfig())
