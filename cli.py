@@ -570,7 +570,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         user, exit_1 = _user_errors() if not isinstance(exc, UsageError) else ((UsageError,), ())
         if not isinstance(exc, user):
-            raise
+            from horde.train.memory import out_of_memory
+
+            if (line := out_of_memory(exc)) is None:
+                raise
+            print(f"horde {command}: error: {line}", file=sys.stderr)
+            return 2
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, exit_1) else 2
     return 0

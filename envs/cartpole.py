@@ -31,6 +31,7 @@ from horde.envs.episode import (
 from horde.envs import render
 from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
+from horde.envs.terms import TermSet, term_values_torch, unit_clip
 from horde.sim.classic import (
     CARTPOLE_STATE,
     LANES,
@@ -45,8 +46,6 @@ TERMS = ("alive", "upright", "pole_angle", "cart_pos", "cart_vel", "pole_vel", "
 NUM_TERMS = len(TERMS)
 OBS_DIM = 5
 
-Terms = wp.types.vector(length=NUM_TERMS, dtype=float)
-"""The reward terms of one env, in ``TERMS`` order."""
 Obs = wp.types.vector(length=OBS_DIM, dtype=float)
 """The observation of one env."""
 
@@ -132,51 +131,141 @@ def _sample_state(t: CartpoleTask, rng: wp.array(dtype=wp.uint32), state: wp.arr
     state[i, 3] = theta_dot
 
 
+@wp.struct
+class Cart:
+    """What a cart-pole reward term reads of env ``i`` (arrays ``[num_envs, ...]``)."""
+
+    state: wp.array2d(dtype=float)
+    """Cart position [m], cart velocity [m/s], pole angle from upright [rad], pole rate [rad/s] after the step."""
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped)."""
+    cart_limit: float
+    """The episode fails past this cart position [m]."""
+    pole_limit: float
+    """The episode fails past this pole angle [rad]; 0: never (swing-up)."""
+
+
+CARTPOLE_TERMS = TermSet("cartpole", Cart)
+"""Reward terms of the cart-pole: Warp functions ``(x: Cart, i: int) -> float``; the env's step kernel and the
+differentiable model (SHAC) both call them, and the CPU block step's C++ mirrors them (pinned bit for bit by
+tests/unit/test_sim.py). A non-finite state fails and is scored as zeros, so that statistics stay finite."""
+
+
 @wp.func
-def _evaluate(t: CartpoleTask, x: float, x_dot: float, theta: float, theta_dot: float, action: float):
-    """Failure, the unscaled reward terms and the observation of one post-step state (branch-free).
-
-    A non-finite state fails and is reported as zeros, so that statistics stay finite; the env is reset after.
-    """
-    a = wp.clamp(action, -1.0, 1.0)
-    finite = is_finite(x) and is_finite(x_dot) and is_finite(theta) and is_finite(theta_dot)
-    angle = wp.where(finite, wrap_angle(theta), 0.0)
-    x = wp.where(finite, x, 0.0)
-    x_dot = wp.where(finite, x_dot, 0.0)
-    theta_dot = wp.where(finite, theta_dot, 0.0)
-    failed = (not finite) or wp.abs(x) > t.cart_limit or (t.pole_limit > 0.0 and wp.abs(angle) > t.pole_limit)
-    fail = wp.where(failed, 1.0, 0.0)
-    sin_a, cos_a = sincos(angle)
-    terms = Terms(1.0 - fail, 0.5 * (cos_a + 1.0), angle * angle, x * x, x_dot * x_dot, theta_dot * theta_dot,
-                  a * a, fail)
-    return failed, terms, Obs(x, x_dot, cos_a, sin_a, theta_dot)
+def _finite(x: Cart, i: int) -> bool:
+    return is_finite(x.state[i, 0]) and is_finite(x.state[i, 1]) and is_finite(x.state[i, 2]) and is_finite(
+        x.state[i, 3])
 
 
-@wp.kernel(enable_backward=False)
-def cartpole_post_step(
-    t: CartpoleTask,
-    actions: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    rng: wp.array(dtype=wp.uint32),
-    ep: Episodes,
-    obs: wp.array2d(dtype=float),
-    final_obs: wp.array2d(dtype=float),
-):
-    """Reward terms, failure, time-out, statistics, auto-reset and observations for env i."""
-    i = wp.tid()
-    failed, tv, ov = _evaluate(t, state[i, 0], state[i, 1], state[i, 2], state[i, 3], actions[i, 0])
-    for k in range(NUM_TERMS):
-        ep.terms[k, i] = tv[k]
-    done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
-    if done:
-        for k in range(OBS_DIM):
-            final_obs[i, k] = ov[k]
-        _sample_state(t, rng, state, i)
-        _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
-    else:
-        for k in range(OBS_DIM):
-            obs[i, k] = ov[k]
+@wp.func
+def _var(x: Cart, i: int, k: int) -> float:
+    """State variable ``k`` (the pole angle wrapped to [-pi, pi)), 0 for a non-finite state."""
+    v = x.state[i, k]
+    if k == 2:
+        v = wrap_angle(v)
+    return wp.where(_finite(x, i), v, 0.0)
 
+
+@wp.func
+def _failed(x: Cart, i: int) -> bool:
+    return (not _finite(x, i)) or wp.abs(_var(x, i, 0)) > x.cart_limit or (
+        x.pole_limit > 0.0 and wp.abs(_var(x, i, 2)) > x.pole_limit)
+
+
+@CARTPOLE_TERMS.term
+def alive(x: Cart, i: int) -> float:
+    """1 while the episode goes on, 0 on the failing step."""
+    return 1.0 - wp.where(_failed(x, i), 1.0, 0.0)
+
+
+@CARTPOLE_TERMS.term
+def upright(x: Cart, i: int) -> float:
+    """(cos(pole angle) + 1) / 2: 1 upright, 0 hanging."""
+    sin_a, cos_a = sincos(_var(x, i, 2))
+    return 0.5 * (cos_a + 1.0)
+
+
+@CARTPOLE_TERMS.term
+def pole_angle(x: Cart, i: int) -> float:
+    """Pole angle from upright squared [rad^2]."""
+    a = _var(x, i, 2)
+    return a * a
+
+
+@CARTPOLE_TERMS.term
+def cart_pos(x: Cart, i: int) -> float:
+    """Cart position squared [m^2]."""
+    v = _var(x, i, 0)
+    return v * v
+
+
+@CARTPOLE_TERMS.term
+def cart_vel(x: Cart, i: int) -> float:
+    """Cart velocity squared [m^2/s^2]."""
+    v = _var(x, i, 1)
+    return v * v
+
+
+@CARTPOLE_TERMS.term
+def pole_vel(x: Cart, i: int) -> float:
+    """Pole rate squared [rad^2/s^2]."""
+    v = _var(x, i, 3)
+    return v * v
+
+
+@CARTPOLE_TERMS.term
+def action(x: Cart, i: int) -> float:
+    """Clipped action squared (force in units of ``max_force``)."""
+    a = unit_clip(x.actions[i, 0])
+    return a * a
+
+
+@CARTPOLE_TERMS.term
+def terminated(x: Cart, i: int) -> float:
+    """1 on the failing step."""
+    return wp.where(_failed(x, i), 1.0, 0.0)
+
+
+@functools.lru_cache(maxsize=None)
+def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The one-env-per-thread step kernel (CUDA, and the envs after the last CPU block) for these reward terms,
+    fused with ``wp.static``."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def cartpole_post_step(
+        t: CartpoleTask,
+        actions: wp.array2d(dtype=float),
+        state: wp.array2d(dtype=float),
+        rng: wp.array(dtype=wp.uint32),
+        ep: Episodes,
+        obs: wp.array2d(dtype=float),
+        final_obs: wp.array2d(dtype=float),
+    ):
+        """Reward terms, failure, time-out, statistics, auto-reset and observations for env i."""
+        i = wp.tid()
+        x = Cart()
+        x.state = state
+        x.actions = actions
+        x.cart_limit = t.cart_limit
+        x.pole_limit = t.pole_limit
+        for k in range(wp.static(len(terms))):
+            ep.terms[k, i] = wp.static(terms[k])(x, i)
+        failed = _failed(x, i)
+        done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
+        # the post-step state as scored: the pole angle wrapped, zeros for a non-finite state
+        v0, v1, v2, v3 = _var(x, i, 0), _var(x, i, 1), _var(x, i, 2), _var(x, i, 3)
+        if done:
+            _write_obs(final_obs, i, v0, v1, v2, v3)
+            _sample_state(t, rng, state, i)
+            _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
+        else:
+            _write_obs(obs, i, v0, v1, v2, v3)
+
+    return cartpole_post_step
+
+
+cartpole_post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS))
+"""The step kernel of :data:`TERMS` (every cart-pole task scores all of them; ``reward_scales`` weights them)."""
 
 # --- CPU fast path: LANES envs per Warp thread in native code that clang vectorizes --------------------------------
 # Warp runs a CPU kernel's threads one after another in one OS thread, so a fast CPU step must fill the SIMD lanes
@@ -188,7 +277,7 @@ def cartpole_post_step(
 # in env order (statistics, final observation, a fresh state from the env's random stream). Reward terms and episode
 # sums are term-major ([num_terms, num_envs], see horde.envs.core), so those stores are contiguous across lanes.
 # The C++ mirrors, statement for statement, ``sincos``, ``is_finite``, ``wrap_angle`` and ``cartpole_substep``
-# (horde.sim.classic), ``_evaluate``, ``_draw_state`` and ``_obs`` above, and ``weighted_reward``, ``close_step`` and
+# (horde.sim.classic), the reward terms, ``_failed``, ``_draw_state`` and ``_obs`` above, and ``weighted_reward``, ``close_step`` and
 # ``end_episode`` (horde.envs.episode), calling Warp's own ``wp::clamp``, ``wp::floor``, ``wp::abs`` and ``wp::randf``:
 # tests/unit/test_sim.py pins this path to the one-env-per-thread kernels (which CUDA runs) bit for bit, NaN actions,
 # infinite states, random streams and statistics included, so a change to that maths not mirrored here fails there.
@@ -261,7 +350,8 @@ for (int j = 0; j < lanes; ++j) {
     st[n_state * j + 1] = x_dot;
     st[n_state * j + 2] = theta;
     st[n_state * j + 3] = theta_dot;
-    // reward terms, failure, time-out, observations: horde.envs.cartpole._evaluate, horde.envs.episode.close_step
+    // reward terms (CARTPOLE_TERMS), failure, time-out, observations: horde.envs.cartpole.post_step_kernel,
+    // horde.envs.episode.close_step
     const float a = wp::clamp(act[j], -1.0f, 1.0f);
     const bool finite = wp::abs(x) <= flt_max && wp::abs(x_dot) <= flt_max && wp::abs(theta) <= flt_max
         && wp::abs(theta_dot) <= flt_max;
@@ -480,7 +570,7 @@ def physics_params(cfg: CartpoleConfig) -> CartpoleParams:
     return p
 
 
-# --- differentiable model: torch mirrors of the kernels above, for horde.sim.diff and SHAC ----------------------
+# --- differentiable model, for horde.sim.diff and SHAC: the reward terms above, the rest in torch ------------------
 def obs_from_state(state: torch.Tensor) -> torch.Tensor:
     """Observations [N, 5] (cart pos [m], cart vel [m/s], pole cos, pole sin, pole rate [rad/s]) of states [N, 4]."""
     theta = state[:, 2]
@@ -497,16 +587,13 @@ def failed_from_state(state: torch.Tensor, cfg: CartpoleConfig) -> torch.Tensor:
 
 
 def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: CartpoleConfig) -> dict[str, torch.Tensor]:
-    """Unscaled reward terms, each [N], of post-step states [N, 4] and actions [N, 1] (``cartpole_post_step``)."""
-    x, x_dot, theta_dot = state[:, 0], state[:, 1], state[:, 3]
-    angle = torch.remainder(state[:, 2] + torch.pi, 2.0 * torch.pi) - torch.pi
-    fail = failed_from_state(state.detach(), cfg).to(state.dtype)
-    a = torch.clamp(actions[:, 0], -1.0, 1.0)
-    return {
-        "alive": 1.0 - fail, "upright": 0.5 * (torch.cos(angle) + 1.0), "pole_angle": angle * angle,
-        "cart_pos": x * x, "cart_vel": x_dot * x_dot, "pole_vel": theta_dot * theta_dot, "action": a * a,
-        "terminated": fail,
-    }
+    """Unscaled reward terms, each [N], of post-step states [N, 4] and actions [N, 1], in ``reward_scales``' order:
+    the env's own Warp terms (:data:`CARTPOLE_TERMS`) on torch tensors, differentiable
+    (:func:`horde.envs.terms.term_values_torch`)."""
+    names = tuple(cfg.reward_scales)
+    values = term_values_torch(Cart, CARTPOLE_TERMS.resolve(names), {"state": (state, float), "actions": (actions, float)},
+                               {"cart_limit": cfg.cart_limit, "pole_limit": cfg.pole_limit})
+    return dict(zip(names, values))
 
 
 def reward_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: CartpoleConfig) -> torch.Tensor:

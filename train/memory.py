@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from horde.train.config import ConfigError
 
 __all__ = ["InsufficientMemoryError", "MemoryEstimate", "TASK_MEMORY", "available_bytes", "check_fits", "check_run",
-           "estimate"]
+           "estimate", "out_of_memory"]
 
 
 class TaskMemory(NamedTuple):
@@ -259,3 +259,22 @@ def check_run(cfg: Any, task: str) -> None:
     else:
         n *= int(os.environ.get("LOCAL_WORLD_SIZE", str(world))) if world > 1 else 1
     check_fits(estimate(cfg, task, num_envs=n, device=device))
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """One line for an allocation that failed although the guard let the run start (its estimate is a model: a
+    plugin task, another process taking memory meanwhile, a CUDA figure not yet measured on that GPU), or None when
+    ``exc`` is no out-of-memory error. Knows torch's ``OutOfMemoryError`` (CUDA), Warp's ``Failed to allocate``,
+    and Python's ``MemoryError``."""
+    import sys
+
+    torch = sys.modules.get("torch")  # only when torch was imported: an error before that cannot be torch's
+    oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if oom is not None and isinstance(exc, oom):
+        text = ". ".join(text.split(". ")[:3])  # what failed, how much, the GPU's room; not the allocator advice
+    elif not (isinstance(exc, MemoryError)
+              or (isinstance(exc, RuntimeError) and text.startswith("Failed to allocate"))):
+        return None
+    return (f"out of memory: {text}; lower num_envs (or the update's size: algo.num_mini_batches up, "
+            f"algo.num_steps_per_env down); a training run keeps its last checkpoint for resume=<run>")

@@ -196,6 +196,37 @@ def test_play_episodes_that_do_not_fit(tiny_run, capsys, monkeypatch):
                       "episodes=2000000000: needs about")
 
 
+@pytest.mark.parametrize("error", [
+    MemoryError(),
+    RuntimeError("Failed to allocate 53687091200 bytes on device 'cuda:0'"),
+    "torch",
+])
+def test_an_allocation_that_fails_after_the_guard_ends_in_one_line(tmp_path, capsys, monkeypatch, error):
+    """The guard's estimate is a model (a plugin task, another process taking memory, a GPU it was not measured on):
+    an allocation that fails anyway ends in one line, exit code 2, naming what failed, not in a traceback."""
+    import torch
+
+    if error == "torch":  # torch's CUDA message, as a CUDA allocation failure words it
+        error = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                                       "of 79.15 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this "
+                                       "process has 78.1 GiB memory in use. Of the allocated memory ...")
+
+    def fail(overrides):
+        raise error
+
+    monkeypatch.setitem(__import__("horde.cli", fromlist=["COMMANDS"]).COMMANDS, "train", fail)
+    line = fails_in_one_line(capsys, ["train", "task=quadruped"], "out of memory: ")
+    assert "lower num_envs" in line
+    if isinstance(error, torch.OutOfMemoryError):
+        assert "Tried to allocate 2.00 GiB" in line and "1.02 GiB is free" in line and "Of the allocated" not in line
+    elif isinstance(error, RuntimeError):
+        assert "Failed to allocate 53687091200 bytes on device 'cuda:0'" in line
+    monkeypatch.setitem(__import__("horde.cli", fromlist=["COMMANDS"]).COMMANDS, "train",
+                        lambda overrides: (_ for _ in ()).throw(RuntimeError("Failed in another way")))
+    with pytest.raises(RuntimeError, match="another way"):  # any other error is a bug: its traceback stays
+        main(["train", "task=quadruped"])
+
+
 def test_available_memory_without_psutil_and_without_cuda(monkeypatch):
     import torch
 

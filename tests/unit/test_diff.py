@@ -49,8 +49,20 @@ def _pendulum_reward_ref(state, action, cfg):
     return sum(cfg.reward_scales[k] * v for k, v in terms.items())
 
 
-REWARD_REFERENCE = {"pendulum": _pendulum_reward_ref}
-"""float64 rewards where the model's are float32 Warp terms; the others' model rewards are torch and run in float64."""
+def _cartpole_reward_ref(state, action, cfg):
+    """The cart-pole's reward terms in float64, from their definitions (the model's run the env's float32 Warp
+    terms); no start state here fails (the swing-up has no pole limit, the carts stay inside 2.4 m)."""
+    x, xd, th, thd = state.unbind(-1)
+    angle = torch.remainder(th + math.pi, 2 * math.pi) - math.pi
+    failed = (x.abs() > cfg.cart_limit) | ((angle.abs() > cfg.pole_limit) if cfg.pole_limit > 0 else False)
+    fail = failed.to(state.dtype)
+    terms = {"alive": 1 - fail, "upright": 0.5 * (torch.cos(angle) + 1), "pole_angle": angle**2, "cart_pos": x**2,
+             "cart_vel": xd**2, "pole_vel": thd**2, "action": action[:, 0].clamp(-1, 1) ** 2, "terminated": fail}
+    return sum(cfg.reward_scales[k] * v for k, v in terms.items())
+
+
+REWARD_REFERENCE = {"pendulum": _pendulum_reward_ref, "cartpole-swingup": _cartpole_reward_ref}
+"""float64 rewards: the models' own are float32 Warp terms."""
 
 # Start states away from kinks: speeds far below the pendulum's clip, angles that stay clear of the +-pi wrap of
 # the pendulum's angle term, carts well inside the 2.4 m limit.
