@@ -147,19 +147,21 @@ def _termination_funcs(context: type, names: tuple, ends: tuple, time_outs: tupl
     return wp.func(check, name=f"termination_check_{tag}"), wp.func(count, name=f"termination_count_{tag}")
 
 
-EVENT_MODES = ("startup", "reset", "interval")
+EVENT_MODES = ("startup", "episode", "reset", "interval")
 """When an event term runs: ``startup``, once while the env is built, before the first reset (a host function
-over the world's model: masses, friction; the randomization's own draws are two); ``reset``, in every reset of
-an env, after the world has reset its state and before its first observation; ``interval``, every ``interval``
-seconds of each episode (in the step, before the physics). The per-episode gains and action delay drawn in the
-task's reset kernel stay :class:`RandomizationConfig`'s."""
+over the world's model: masses, friction; the randomization's own draws are two); ``episode``, once per episode
+with the task's own reset draws (the command), before the world resets the env's state: the episode's parameters
+(PD gains, motor strength, action delay; the randomization's own draws are two), not its state; ``reset``, in
+every reset of an env, after the world has reset its state and before its first observation; ``interval``, every
+``interval`` seconds of each episode (in the step, before the physics)."""
 
 
 class EventSet(TermSet):
-    """Event terms of one task family. ``reset`` and ``interval`` events are Warp functions ``(x: Context, i: int,
-    s: wp.uint32) -> wp.uint32`` that change env ``i``'s state (a push, a kick, a payload change), drawing random
-    numbers from the env's own stream ``s`` and returning it advanced (``wp.randf(s)`` advances ``s``); the step
-    kernel (interval) or the reset-event kernel (reset) fuses them with ``wp.static``. ``startup`` events are host
+    """Event terms of one task family. ``episode``, ``reset`` and ``interval`` events are Warp functions ``(x:
+    Context, i: int, s: wp.uint32) -> wp.uint32`` that change env ``i``'s state or parameters (a push, a kick, a
+    payload change, PD gains), drawing random numbers from the env's own stream ``s`` and returning it advanced
+    (``wp.randf(s)`` advances ``s``); the step kernel (interval; episode, in its branch for finished envs), the
+    explicit reset kernel (episode) or the reset-event kernel (reset) fuses them with ``wp.static``. ``startup`` events are host
     functions ``(world, randomization, rng: numpy.random.Generator) -> dict`` run once in config order while the
     env is built; they change the world's model arrays (the solver is told once after them: body inertial and
     shape properties) and return what they drew (``env.randomization``)::
@@ -170,7 +172,7 @@ class EventSet(TermSet):
             return s
 
     A task config names them by mode: ``task.events`` maps interval events to their intervals [s],
-    ``task.reset_events`` and ``task.startup_events`` list the others.
+    ``task.episode_events``, ``task.reset_events`` and ``task.startup_events`` list the others.
     """
 
     def __init__(self, family: str, context: type) -> None:
@@ -201,7 +203,8 @@ class EventSet(TermSet):
         found = self.resolve(names)
         wrong = [f"{n} ({m})" for n, m in zip(names, self.modes(names)) if m != mode]
         if wrong:
-            field = {"interval": "task.events", "reset": "task.reset_events", "startup": "task.startup_events"}
+            field = {"interval": "task.events", "reset": "task.reset_events", "startup": "task.startup_events",
+                     "episode": "task.episode_events"}
             hint = "; ".join(f"{m} events go in {field[m]}"
                              for m in sorted({self._mode[n] for n in names if self._mode[n] != mode}))
             raise UnknownTermError(f"{where} takes {mode} events; not {', '.join(wrong)}: {hint}")

@@ -41,9 +41,10 @@ from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
 from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_step_kernel,  # noqa: F401
-                                         reset_events_kernel, velocity_critic, velocity_observe, velocity_pre_step,
-                                         velocity_reset_episode)
-from horde.envs.velocity_terms import (CLOCK_OBS, ROOT_COORDS, ROOT_DOFS, VELOCITY_EVENTS,  # noqa: F401
+                                         reset_episode_kernel, reset_events_kernel, velocity_critic,
+                                         velocity_observe, velocity_pre_step)
+from horde.envs.velocity_terms import (CLOCK_OBS, EPISODE_EVENTS, ROOT_COORDS, ROOT_DOFS,  # noqa: F401
+                                       VELOCITY_EVENTS,
                                        VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
                                        obs_names, velocity_term)
 from horde.envs.velocity_twin import VelocityTwin
@@ -143,6 +144,10 @@ class VelocityEnv(ArticulatedTaskEnv):
         self.reset_event_names = tuple(cfg.reset_events)
         """Reset events in the order they run (``task.reset_events``)."""
         reset_events = VELOCITY_EVENTS.resolve_mode(self.reset_event_names, "reset", "task.reset_events")
+        self.episode_event_names = EPISODE_EVENTS + tuple(cfg.episode_events)
+        """Episode events in the order they run: the randomization's action delay and actuation draws (always;
+        nothing random when it is off but a delay of 0), then ``task.episode_events``."""
+        episode_events = VELOCITY_EVENTS.resolve_mode(self.episode_event_names, "episode", "task.episode_events")
         self.startup_event_names = (("link_mass", "friction") if dr.enabled else ()) + tuple(cfg.startup_events)
         """Startup events in the order they ran: the randomization's draws, then ``task.startup_events``."""
         startup_events = VELOCITY_EVENTS.resolve_mode(self.startup_event_names, "startup", "task.startup_events")
@@ -246,7 +251,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
         self._post_step = post_step_kernel(terms, VELOCITY_TERMINATIONS.fused(cfg.terminations),
-                                           velocity_obs.extra_spec(self.extras))
+                                           velocity_obs.extra_spec(self.extras), episode_events)
+        self._reset_episode = reset_episode_kernel(episode_events)
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
         reset_kernel = reset_events_kernel(reset_events) if reset_events else None
@@ -287,6 +293,9 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.gait_phase, x.gait_offset = self._gait_phase, self._gait_offset
         x.gait_stance, x.swing_height = cfg.gait_stance, cfg.feet_swing_height
         x.push_velocity = cfg.randomization.push_velocity
+        x.delay, x.max_delay, x.ranges = self._delay, self._task.max_delay, self._ranges
+        x.kp0, x.kd0, x.kp, x.kd = a.nominal_stiffness, a.nominal_damping, a.stiffness, a.damping
+        x.strength = a.motor_strength
         return x
 
     @staticmethod
@@ -374,14 +383,11 @@ class VelocityEnv(ArticulatedTaskEnv):
         return self._applied
 
     def _post_physics(self) -> None:
-        w = self.world
         if self.camera is not None:  # the image of the state the step ends in (final observations included)
             self.camera.update(rng=self._rng)
         wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self.legged, self._grid, self._scan, self._ranges, w.arrays.nominal_stiffness,
-            w.arrays.nominal_damping, self._centre_z, self.episodes(), self._causes], outputs=[
-            self._rng, self._level, self._origin, self._delay, w.arrays.stiffness, w.arrays.damping,
-            w.arrays.motor_strength, self._state, self._obs, self._final_obs])
+            self._task, self.legged, self._grid, self._scan, self._centre_z, self.episodes(), self._causes],
+            outputs=[self._rng, self._level, self._origin, self._state, self._obs, self._final_obs])
 
     def _observe_step(self) -> None:
         if self.camera is not None:  # envs that just reset see their new state
@@ -406,11 +412,9 @@ class VelocityEnv(ArticulatedTaskEnv):
                       inputs=[self.legged, mask, masked, self.obs_dim - self._task.extra_n, 0], outputs=[out])
 
     def _reset_task(self) -> None:
-        w = self.world
-        wp.launch(velocity_reset_episode, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self._ranges, w.arrays.nominal_stiffness, w.arrays.nominal_damping, self._reset_mask],
-            outputs=[self.episodes(), self._rng, self._command, self._air_time, self._last_actions,
-                     self._gait_phase, self._delay, w.arrays.stiffness, w.arrays.damping, w.arrays.motor_strength])
+        wp.launch(self._reset_episode, self.num_envs, device=self.dev.warp, inputs=[
+            self._task, self.legged, self._reset_mask], outputs=[
+            self.episodes(), self._rng, self._command, self._air_time, self._last_actions, self._gait_phase])
 
     def _observe_reset(self) -> None:
         if self.camera is not None:

@@ -139,6 +139,10 @@ class VelocityConfig(TaskConfig):
     reset_events: list[str] = field(default_factory=list)
     """Reset event terms of VELOCITY_EVENTS, in order: run in every reset of an env after the world has reset its
     state (joints, base, spawn point) and before its first observation. E.g. ``[toss_base]``."""
+    episode_events: list[str] = field(default_factory=list)
+    """Episode event terms of VELOCITY_EVENTS, in order: the next episode's parameters, drawn once per episode with
+    the command, before the world resets the env's state; after the randomization's own ``action_delay`` and
+    ``actuation``."""
     startup_events: list[str] = field(default_factory=list)
     """Startup event terms of VELOCITY_EVENTS (host functions over the world's model), run once while the env is
     built, after the randomization's own ``link_mass`` and ``friction`` when it is on."""

@@ -10,11 +10,11 @@ import warp as wp
 
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.velocity_terms import Legged, advance, clock_phase, push
-from horde.sim.randomize import ActuationRanges, delay_actions, draw_actuation
+from horde.sim.randomize import delay_actions
 from horde.sim.terrain import TerrainGrid, height_scan, terrain_height, terrain_level_update
 
-__all__ = ["VelocityTask", "post_step_kernel", "pre_step_kernel", "velocity_critic", "velocity_observe",
-           "velocity_pre_step", "velocity_reset_episode"]
+__all__ = ["VelocityTask", "post_step_kernel", "pre_step_kernel", "reset_episode_kernel", "velocity_critic",
+           "velocity_observe", "velocity_pre_step"]
 
 
 @wp.struct
@@ -189,10 +189,11 @@ velocity_pre_step = pre_step_kernel((push,))
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
-                     extras: tuple = ()) -> wp.Kernel:
+                     extras: tuple = (), episode_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
     """The step's second kernel for these reward terms, terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`) and user observation terms (``extras``:
-    :func:`velocity_obs.extra_spec`), fused with ``wp.static``: one launch for all."""
+    :meth:`horde.envs.terms.TerminationSet.fused`), user observation terms (``extras``:
+    :func:`velocity_obs.extra_spec`) and episode events (finished envs' next episode's parameters, after the
+    command), fused with ``wp.static``: one launch for all."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -201,19 +202,12 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         x: Legged,
         grid: TerrainGrid,
         scan: wp.array(dtype=wp.vec2),
-        ranges: ActuationRanges,
-        kp0: wp.array(dtype=float),
-        kd0: wp.array(dtype=float),
         centre_z: wp.array(dtype=float),
         ep: Episodes,
         causes: wp.array(dtype=wp.float64),
         rng: wp.array(dtype=wp.uint32),
         level: wp.array(dtype=wp.int32),
         origin: wp.array(dtype=wp.vec3),
-        delay: wp.array(dtype=wp.int32),
-        kp: wp.array2d(dtype=float),
-        kd: wp.array2d(dtype=float),
-        strength: wp.array2d(dtype=float),
         state: wp.array2d(dtype=float),
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
@@ -261,8 +255,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
             for f in range(x.n_feet):
                 x.air_time[i, f] = 0.0
             x.gait_phase[i] = 0.0
-            delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
-            s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
+            for e in range(wp.static(len(episode_events))):
+                s = wp.static(episode_events[e])(x, i, s)
         rng[i] = s
 
     return velocity_post_step
@@ -338,35 +332,35 @@ def velocity_observe(
                             last_actions, grid, scan, imu_gyro, depth, phase, state, obs)
 
 
-@wp.kernel(enable_backward=False)
-def velocity_reset_episode(
-    t: VelocityTask,
-    ranges: ActuationRanges,
-    kp0: wp.array(dtype=float),
-    kd0: wp.array(dtype=float),
-    mask: wp.array(dtype=wp.bool),
-    ep: Episodes,
-    rng: wp.array(dtype=wp.uint32),
-    command: wp.array2d(dtype=float),
-    air_time: wp.array2d(dtype=float),
-    last_actions: wp.array2d(dtype=float),
-    phase: wp.array(dtype=float),
-    delay: wp.array(dtype=wp.int32),
-    kp: wp.array2d(dtype=float),
-    kd: wp.array2d(dtype=float),
-    strength: wp.array2d(dtype=float),
-):
-    """Explicit reset of the envs in ``mask``: counters, command, air time, gait clock, action delay, actuation
-    draws."""
-    i = wp.tid()
-    if mask[i]:
-        clear_episode(ep, i)
-        s = _sample_command(t, i, rng[i], command)
-        delay[i] = wp.int32(wp.randi(s, 0, t.max_delay + 1))
-        s = draw_actuation(i, s, ranges, kp0, kd0, kp, kd, strength)
-        rng[i] = s
-        for k in range(last_actions.shape[1]):
-            last_actions[i, k] = 0.0
-        for f in range(air_time.shape[1]):
-            air_time[i, f] = 0.0
-        phase[i] = 0.0
+@functools.lru_cache(maxsize=None)
+def reset_episode_kernel(episode_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+    """The explicit reset's task draws for these episode events (after the command), fused with ``wp.static``."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_reset_episode(
+        t: VelocityTask,
+        x: Legged,
+        mask: wp.array(dtype=wp.bool),
+        ep: Episodes,
+        rng: wp.array(dtype=wp.uint32),
+        command: wp.array2d(dtype=float),
+        air_time: wp.array2d(dtype=float),
+        last_actions: wp.array2d(dtype=float),
+        phase: wp.array(dtype=float),
+    ):
+        """Explicit reset of the envs in ``mask``: counters, command, the episode events (action delay, actuation
+        draws), air time, gait clock."""
+        i = wp.tid()
+        if mask[i]:
+            clear_episode(ep, i)
+            s = _sample_command(t, i, rng[i], command)
+            for e in range(wp.static(len(episode_events))):
+                s = wp.static(episode_events[e])(x, i, s)
+            rng[i] = s
+            for k in range(last_actions.shape[1]):
+                last_actions[i, k] = 0.0
+            for f in range(air_time.shape[1]):
+                air_time[i, f] = 0.0
+            phase[i] = 0.0
+
+    return velocity_reset_episode

@@ -9,7 +9,7 @@ import warp as wp
 
 from horde.envs.observations import ObsTermSet
 from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
-from horde.sim.randomize import randomize_friction, randomize_link_mass
+from horde.sim.randomize import ActuationRanges, draw_actuation, randomize_friction, randomize_link_mass
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_OBSERVATIONS", "VELOCITY_TERMINATIONS",
            "VELOCITY_TERMS", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
@@ -114,6 +114,22 @@ class Legged:
     """Height [m] a swinging foot should clear above the lowest foot."""
     push_velocity: float
     """The push event's largest velocity change [m/s] (``randomization.push_velocity``)."""
+    delay: wp.array(dtype=wp.int32)
+    """Control steps each env's actions act late this episode [num_envs] (the ``action_delay`` episode event)."""
+    max_delay: int
+    """The longest action delay drawn [control steps] (``randomization.max_action_delay``; 0 when it is off)."""
+    ranges: ActuationRanges
+    """The per-episode PD gain and motor strength ranges (``randomization``; off: nominal gains)."""
+    kp0: wp.array(dtype=float)
+    """Nominal PD stiffness per actuated joint [N m/rad] (one env)."""
+    kd0: wp.array(dtype=float)
+    """Nominal PD damping per actuated joint [N m s/rad] (one env)."""
+    kp: wp.array2d(dtype=float)
+    """This episode's PD stiffness [num_envs, joints] (the world's, which the actuation law reads)."""
+    kd: wp.array2d(dtype=float)
+    """This episode's PD damping [num_envs, joints]."""
+    strength: wp.array2d(dtype=float)
+    """This episode's motor strength factor [num_envs, joints]."""
 
 
 VELOCITY_TERMS = TermSet("velocity", Legged)
@@ -138,6 +154,25 @@ def push(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * x.push_velocity
     x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * x.push_velocity
     return s
+
+
+@VELOCITY_EVENTS.term(mode="episode")
+def action_delay(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+    """The episode's action delay, uniform in 0..``randomization.max_action_delay`` control steps (drawn, as 0,
+    when the randomization is off too: every task's random stream stays as it was)."""
+    x.delay[i] = wp.int32(wp.randi(s, 0, x.max_delay + 1))
+    return s
+
+
+@VELOCITY_EVENTS.term(mode="episode")
+def actuation(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+    """The episode's PD gains (nominal x U(lo, hi)) and motor strengths (``randomization``'s ranges; nothing is
+    drawn when it is off)."""
+    return draw_actuation(i, s, x.ranges, x.kp0, x.kd0, x.kp, x.kd, x.strength)
+
+
+EPISODE_EVENTS = ("action_delay", "actuation")
+"""The randomization's episode events: every velocity task runs them first, then ``task.episode_events``."""
 
 
 VELOCITY_EVENTS.term(randomize_link_mass, name="link_mass", mode="startup")

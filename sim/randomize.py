@@ -6,8 +6,9 @@ Two kinds, as in legged-robot sim-to-real practice:
   masses, an added base mass and the friction of the robot's shapes (they live in the solver's model), as the
   startup event terms ``link_mass`` (:func:`randomize_link_mass`) and ``friction`` (:func:`randomize_friction`)
   that :func:`apply_startup` runs;
-* **every episode** (drawn on the device at each reset from the env's own random stream, inside the task's
-  kernels): PD stiffness and damping, motor strength (:func:`draw_actuation`), action delay of 0..k control steps;
+* **every episode** (drawn on the device at each reset from the env's own random stream, with the command): PD
+  stiffness and damping, motor strength (:func:`draw_actuation`), action delay of 0..k control steps, as the
+  velocity task's episode event terms ``actuation`` and ``action_delay``;
 * **every step / on an interval**: observation noise, delayed actions (:func:`delay_actions`), random pushes.
 
 Everything is off when ``RandomizationConfig.enabled`` is false (the contract tests build tasks that way).

@@ -349,7 +349,8 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
     env_cls = get_task(task_name).env_cls
     for attr, field, mode in (("term_set", "reward_scales", None), ("termination_set", "terminations", None),
                               ("observation_set", "extra_observations", None), ("event_set", "events", "interval"),
-                              ("event_set", "reset_events", "reset"), ("event_set", "startup_events", "startup")):
+                              ("event_set", "episode_events", "episode"), ("event_set", "reset_events", "reset"),
+                              ("event_set", "startup_events", "startup")):
         term_set = getattr(env_cls, attr, None)
         if term_set is not None and hasattr(task_cfg, field):
             try:

@@ -1,9 +1,11 @@
 """Event terms from a user's side: an interval event added from outside horde is one definition and one config line
 (``task.events: {name: seconds}``), runs on the steps its interval names and nowhere else, draws from the env's own
 random stream, and sits beside the push that randomization adds (itself an event term now; the trajectory digests
-in benchmarks/README.md did not change when the push moved out of the kernel). A reset event
-(``task.reset_events``) runs in every reset, explicit or inside the step, after the world wrote the joint state; a
-startup event (``task.startup_events``) is a host function over the world's model, run once while the env is built,
+in benchmarks/README.md did not change when the push moved out of the kernel). An episode event
+(``task.episode_events``) draws the next episode's parameters with the command, after the randomization's own
+``action_delay`` and ``actuation`` (event terms too; the digests did not change when they moved out of the
+kernels). A reset event (``task.reset_events``) runs in every reset, explicit or inside the step, after the world
+wrote the joint state; a startup event (``task.startup_events``) is a host function over the world's model, run once while the env is built,
 after the randomization's own ``link_mass`` and ``friction``."""
 
 import dataclasses
@@ -31,6 +33,13 @@ def kick_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
 def toss_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     """Every episode starts with the base moving up at 1 to 2 m/s."""
     x.joint_qd[i, 2] = wp.randf(s, 1.0, 2.0)
+    return s
+
+
+@VELOCITY_EVENTS.term(mode="episode")
+def soft_knees(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+    """Each episode, the first joint's PD stiffness is its nominal one times U(0.5, 0.6)."""
+    x.kp[i, 0] = x.kp0[0] * wp.randf(s, 0.5, 0.6)
     return s
 
 
@@ -85,7 +94,7 @@ def test_unknown_events_and_bad_intervals_fail_in_one_line():
 
     with pytest.raises(FieldError, match=r"task.events: every interval must be > 0 seconds, got kick_up=0"):
         make("quadruped", num_envs=2, config=dataclasses.replace(cfg, events={"kick_up": 0.0}))
-    with pytest.raises(ValueError, match="event mode 'sometimes'; valid modes: startup, reset, interval"):
+    with pytest.raises(ValueError, match="event mode 'sometimes'; valid modes: startup, episode, reset, interval"):
         VELOCITY_EVENTS.term(lambda x, i, s: s, name="never", mode="sometimes")
 
 
@@ -106,6 +115,40 @@ def test_a_user_reset_event_runs_in_every_reset_after_the_joint_state():
     assert bool(tossed.episode_length.eq(0).all()), "the 3-step episodes did not end in the step"
     again = tossed.world.joint_qd[:, 2]
     assert ((again >= 1.0) & (again <= 2.0)).all() and not torch.equal(again, vz), again
+
+
+def test_episode_events_draw_each_episodes_gains_and_delay_in_every_reset():
+    """The randomization's own episode events (the G1: gains, motor strength and action delay randomized) and a
+    user's, after them: explicit resets and the ends of episodes inside the step draw new parameters per env."""
+    cfg = get_task("g1-velocity").config
+    r = cfg.randomization
+    env = make("g1-velocity", num_envs=8, seed=0,
+               config=dataclasses.replace(cfg, episode_events=["soft_knees"], episode_length=3))
+    assert env.episode_event_names == ("action_delay", "actuation", "soft_knees")
+    env.reset()
+    w = env.world
+
+    def scales():
+        return (w.stiffness / wp.to_torch(w.arrays.nominal_stiffness)).clone(), (
+            w.damping / wp.to_torch(w.arrays.nominal_damping)).clone()
+
+    kp, kd = scales()
+    assert ((kp[:, 1:] >= r.stiffness_scale[0] - 1e-6) & (kp[:, 1:] <= r.stiffness_scale[1] + 1e-6)).all()
+    assert ((kd >= r.damping_scale[0] - 1e-6) & (kd <= r.damping_scale[1] + 1e-6)).all()
+    assert kp[:, 1:].unique().numel() > 8, "every env and joint draws its own gain"
+    assert ((kp[:, 0] >= 0.5 - 1e-6) & (kp[:, 0] <= 0.6 + 1e-6)).all(), "the user's event runs after the actuation's"
+    delay = wp.to_torch(env._delay).clone()
+    assert ((delay >= 0) & (delay <= r.max_action_delay)).all()
+    for _ in range(3):
+        env.step(torch.zeros(8, env.num_actions))
+    assert bool(env.episode_length.eq(0).all()), "the 3-step episodes did not end in the step"
+    again, _ = scales()
+    assert not torch.equal(again, kp) and ((again[:, 0] >= 0.5 - 1e-6) & (again[:, 0] <= 0.6 + 1e-6)).all()
+    plain = make("quadruped", num_envs=2, seed=0)  # randomization off: nominal gains, no delay
+    plain.reset()
+    nominal = wp.to_torch(plain.world.arrays.nominal_stiffness)
+    assert torch.equal(plain.world.stiffness, nominal.expand_as(plain.world.stiffness))
+    assert int(wp.to_torch(plain._delay).abs().max()) == 0
 
 
 def test_a_user_startup_event_changes_the_model_once_after_the_randomizations():
