@@ -167,6 +167,12 @@ def _var(x: Cart, i: int, k: int) -> float:
 
 
 @wp.func
+def _squared(x: Cart, i: int, k: int) -> float:
+    v = _var(x, i, k)
+    return v * v
+
+
+@wp.func
 def _failed(x: Cart, i: int) -> bool:
     return (not _finite(x, i)) or wp.abs(_var(x, i, 0)) > x.cart_limit or (
         x.pole_limit > 0.0 and wp.abs(_var(x, i, 2)) > x.pole_limit)
@@ -188,29 +194,25 @@ def upright(x: Cart, i: int) -> float:
 @CARTPOLE_TERMS.term
 def pole_angle(x: Cart, i: int) -> float:
     """Pole angle from upright squared [rad^2]."""
-    a = _var(x, i, 2)
-    return a * a
+    return _squared(x, i, 2)
 
 
 @CARTPOLE_TERMS.term
 def cart_pos(x: Cart, i: int) -> float:
     """Cart position squared [m^2]."""
-    v = _var(x, i, 0)
-    return v * v
+    return _squared(x, i, 0)
 
 
 @CARTPOLE_TERMS.term
 def cart_vel(x: Cart, i: int) -> float:
     """Cart velocity squared [m^2/s^2]."""
-    v = _var(x, i, 1)
-    return v * v
+    return _squared(x, i, 1)
 
 
 @CARTPOLE_TERMS.term
 def pole_vel(x: Cart, i: int) -> float:
     """Pole rate squared [rad^2/s^2]."""
-    v = _var(x, i, 3)
-    return v * v
+    return _squared(x, i, 3)
 
 
 @CARTPOLE_TERMS.term

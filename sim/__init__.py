@@ -1,14 +1,10 @@
 """Batched worlds on Warp: devices, graph-replayed steps, hand-written classic-control dynamics, and
-differentiable control steps into torch."""
+differentiable control steps into torch.
 
-from horde.sim.device import Device, resolve_device
-from horde.sim.diff import (
-    DiffRollout,
-    DiffTask,
-    NotDifferentiableError,
-    ZeroGradientError,
-)
-from horde.sim.graph import StepGraph
+The names below are imported on first use (PEP 562): ``horde.sim.fields`` (the config schema's helpers) must not pay
+for torch and Warp when only a config is composed or described (``horde train --help``)."""
+
+from horde._lazy import lazy_exports
 
 __all__ = [
     "DiffRollout",
@@ -19,3 +15,9 @@ __all__ = [
     "ZeroGradientError",
     "resolve_device",
 ]
+
+_HOME = {"Device": "device", "resolve_device": "device", "DiffRollout": "diff", "DiffTask": "diff",
+         "NotDifferentiableError": "diff", "ZeroGradientError": "diff", "StepGraph": "graph"}
+"""Where each public name lives."""
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

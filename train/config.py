@@ -13,9 +13,9 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
-from horde.policies.actor_critic import ActorCriticConfig
+from horde.policies.config import ActorCriticConfig
 from horde.sim.fields import FieldError, bounded, check_fields, choice
-from horde.train.shac import SHACConfig
+from horde.train.shac_config import SHACConfig
 
 SCHEMA_VERSION = 1
 """Version of the saved config and checkpoint layout; older ones go through :func:`horde.train.checkpoint.migrate`."""

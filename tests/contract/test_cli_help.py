@@ -37,8 +37,9 @@ def _help(capsys, *argv: str) -> str:
 
 
 def test_tasks_and_help_import_nothing_heavy(tmp_path):
-    """``horde tasks``, ``--help`` and a command's ``--help`` answer from static tables (under 2 s on 2 cores, ~0.2 s
-    measured; the time itself is a benchmark figure, not asserted)."""
+    """``horde tasks``, ``--help``, a command's ``--help`` and the run's and a learner's fields answer from static
+    tables and the config's dataclasses (under 2 s on 2 cores: ``benchmarks/cli_time.py``; the time itself is a
+    benchmark figure, not asserted)."""
     proc = _python("""
         import sys
         from horde.cli import main
@@ -46,6 +47,15 @@ def test_tasks_and_help_import_nothing_heavy(tmp_path):
             assert main(argv) == 0, argv
         print("LOADED", sorted(m for m in sys.modules if m.startswith(%r)))
     """ % (HEAVY,), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "LOADED []", proc.stdout.splitlines()[-1]
+    proc = _python("""
+        import sys
+        from horde.cli import main
+        for argv in (["train", "--help"], ["train", "--help", "algo=shac"], ["train", "--help", "algo=ppo"]):
+            assert main(argv) == 0, argv
+        print("LOADED", sorted(m for m in sys.modules if m.startswith(%r)))
+    """ % (("torch", "warp", "newton", "mujoco", "rsl_rl", "horde.envs"),), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "LOADED []", proc.stdout.splitlines()[-1]
 

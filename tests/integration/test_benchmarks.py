@@ -318,6 +318,15 @@ def test_learning_suite_merges_an_earlier_run(tmp_path):
         ls.load_earlier(str(tmp_path / "missing.json"), "cpu")
 
 
+def test_cli_time_quick_json():
+    proc = subprocess.run([sys.executable, str(BENCH / "cli_time.py"), "--quick", "--json"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = json.loads(proc.stdout)
+    assert set(row["median_s"]) == {"python -c 'import horde'", "horde tasks"} and row["floor_s"] == 2.0, row
+    assert all(t > 0 for t in row["median_s"].values()) and row["tasks_met"] == (row["median_s"]["horde tasks"] < 2)
+
+
 def test_memory_benchmark_quick_json():
     proc = subprocess.run([sys.executable, str(BENCH / "memory_per_env.py"), "--quick", "--json"],
                           capture_output=True, text=True, timeout=600)
