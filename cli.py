@@ -464,11 +464,12 @@ def _user_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
     from horde.train.config import ConfigError
     from horde.demo import DemoError
     from horde.train.session import RunDirError
+    from horde.train.sweep import SweepError
     from horde.train.viewer import ViewerError
 
     return ((ConfigError, UsageError, CheckpointError, UnknownTaskError, ExportError, DemoError, Sim2SimError,
-             RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError, RunDirError),
-            (ExportError, DemoError, CudaCompileError))
+             RobotNotInstalledError, CudaCompileError, ViewerError, FieldError, MotorLogError, RunDirError,
+             SweepError), (ExportError, DemoError, CudaCompileError, SweepError))
 
 
 def _line_buffered() -> None:
@@ -555,6 +556,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if wants_help:
             _print(command_help(command, rest))
+        elif sweep and any(a.startswith(("hydra/launcher=", "hydra.launcher.")) for a in rest):
+            from horde.train.sweep import launch
+
+            folder = launch(rest)  # Hydra's multirun with that launcher (submitit: Slurm jobs or local processes)
+            print(f"== sweep done: Hydra's sweep folder {folder}", flush=True)
         elif sweep:
             from horde.train.config import expand_sweep
 

@@ -163,9 +163,16 @@ class TrainConfig:
     lib: str = choice(("horde", "rsl-rl", "skrl", "sb3", "rl-games"))
     """Who trains: horde's own PPO/SHAC loop, or another library's PPO on the same env (horde.train.libs; the
     library's own settings, ``num_envs``, ``seed``, ``device`` and ``max_iterations`` from here)."""
+    logger: str = choice(("tensorboard", "wandb"))
+    """Where the training curves go: TensorBoard event files in the run directory, or those and Weights & Biases
+    (rsl-rl's ``WandbLogWriter``; ``pip install "horde[wandb]"``, ``wandb login`` or ``WANDB_MODE=offline``; its
+    files in ``<run>/wandb``). lib=horde only."""
+    wandb_project: str = "horde"
+    """The Weights & Biases project of ``logger=wandb`` (the entity from ``WANDB_USERNAME``, as rsl-rl reads it)."""
 
 
-RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "memory_check", "resume")
+RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "memory_check", "resume", "logger",
+                       "wandb_project")
 """Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 
@@ -376,6 +383,13 @@ def validate(cfg: TrainConfig) -> None:
         resolve_device(cfg.device)
     except ValueError as exc:
         raise ConfigError(f"device={cfg.device}: {exc}") from None
+    if cfg.logger == "wandb":
+        import importlib.util
+
+        if cfg.lib != "horde":
+            raise ConfigError(f"logger=wandb: horde's own loop only (lib=horde), not lib={cfg.lib}")
+        if importlib.util.find_spec("wandb") is None:
+            raise ConfigError('logger=wandb needs the wandb package: pip install "horde[wandb]"')
 
 
 def _robot_shorthand(parsed: list) -> list[str]:

@@ -51,18 +51,41 @@ class Learner(Protocol):
     def policy(self) -> torch.nn.Module: ...
 
 
+def log_writer(cfg: Any, run_dir: Path):
+    """The run's curve writer: TensorBoard's ``SummaryWriter`` in ``run_dir``, or with ``logger=wandb`` rsl-rl's
+    ``WandbLogWriter`` (a ``SummaryWriter`` that sends every scalar to Weights & Biases too) with the run's config,
+    its files in ``run_dir/wandb`` unless ``WANDB_DIR`` says otherwise."""
+    if cfg.logger != "wandb":
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(log_dir=str(run_dir), flush_secs=10)
+    import dataclasses
+    import os
+
+    from rsl_rl.utils.wandb_log_writer import WandbLogWriter
+
+    before = os.environ.get("WANDB_DIR")
+    os.environ["WANDB_DIR"] = before or str(run_dir)
+    try:
+        writer = WandbLogWriter(log_dir=str(run_dir), project_name=cfg.wandb_project)
+    finally:
+        if before is None:
+            del os.environ["WANDB_DIR"]
+    writer.store_config(cfg.task, {k: v for k, v in dataclasses.asdict(cfg).items() if k != "task"})
+    return writer
+
+
 def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> dict:
     """Train ``learner`` for ``cfg.max_iterations`` iterations; returns the run's summary figures.
 
     ``on_iteration(learner)`` runs after every iteration (evaluation, early stopping); returning True stops. A
     SIGTERM/SIGINT stops every rank after the same iteration with a checkpoint (``resume=`` continues it).
     """
-    from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
     cfg, dist = learner.cfg, learner.dist
     main = dist.is_main
-    learner.writer = SummaryWriter(log_dir=str(learner.run_dir), flush_secs=10) if main else None
+    learner.writer = log_writer(cfg, learner.run_dir) if main else None
     steps = learner.steps_per_iteration
     start_iteration = learner.iteration
     learner.start()
@@ -113,6 +136,8 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
     in_sync = all_ranks_agree(parameters_digest(learner.policy()), dist)
     if learner.writer is not None:
         learner.writer.close()
+        if hasattr(learner.writer, "stop"):  # W&B: the run finishes (an offline run's files are complete)
+            learner.writer.stop()
     wall = time.perf_counter() - t_start
     totals["other"] = max(wall - totals["sim"] - totals["inference"] - totals["learn"], 0.0)  # logging, saving
     env_steps = steps * (learner.iteration - start_iteration)

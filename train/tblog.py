@@ -38,6 +38,10 @@ def write_scalars(writer, it: int, scalars: dict[str, float]) -> None:
 
     values = [Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()]
     writer.file_writer.add_summary(Summary(value=values), global_step=it)
+    if type(writer).__name__ == "WandbLogWriter":  # logger=wandb: the same values to W&B, one record a step
+        import wandb
+
+        wandb.log({k: float(v) for k, v in scalars.items()}, step=it)
 
 
 def log_iteration(writer, it: int, *, stats: dict, losses: dict, split: dict, steps: int, iter_s: float,

@@ -204,6 +204,14 @@ def check_command(argv: list[str], monkeypatch, tmp_path: Path) -> str | None:
         real_kv(args, allowed, command)
         raise _Parsed(command)
 
+    def launch_only(args: list[str]) -> Path:  # a sweep through a Hydra launcher: its name and every combination
+        from horde.train import sweep
+
+        for combination in config_mod.expand_sweep(sweep.plan(list(args))):
+            config_mod.compose(_composable(combination, tmp_path))
+        return tmp_path
+
+    monkeypatch.setattr("horde.train.sweep.launch", launch_only)
     monkeypatch.setattr(cli, "_kv", kv_then_stop)
     monkeypatch.setattr(cli, "COMMANDS", {**cli.COMMANDS, "train": compose_only, "demo": demo_only,
                                           "tasks": tasks_only})
