@@ -20,7 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BUILTIN_TASKS", "LEARNERS", "LIBRARIES", "field_doc", "field_lines", "tasks_lines", "train_help"]
+__all__ = ["BUILTIN_TASKS", "LEARNERS", "LIBRARIES", "TASK_FIELDS", "field_doc", "field_lines", "field_records",
+           "record_lines", "task_fields_table", "tasks_lines", "train_help"]
 
 BUILTIN_TASKS: dict[str, tuple[str, bool]] = {
     "ant": ("Newton nv_ant: run forward along +x; fails when the torso drops below 0.31 m or flips", False),
@@ -143,12 +144,10 @@ def _wrap(text: str, indent: int, hang: int = 0) -> list[str]:
                          subsequent_indent=" " * (indent + hang), break_on_hyphens=False) or []
 
 
-def field_lines(obj: Any, prefix: str, tuned: dict[str, Any] | None = None, *, skip: tuple[str, ...] = (),
-                indent: int = 2) -> Iterator[str]:
-    """Lines describing every field of dataclass instance ``obj`` (nested ones indented under theirs): ``path: type
-    = default {choices} | (bounds)`` then the doc. ``tuned`` maps dotted paths to the tuned file's values."""
-    tuned = tuned or {}
-    cls = type(obj)
+def field_records(obj: Any, prefix: str, *, skip: tuple[str, ...] = ()) -> list[dict]:
+    """Every field of dataclass instance ``obj`` as plain data (JSON-able: what :func:`field_lines` prints, and what
+    the static table of the built-in tasks' fields holds): a nested dataclass as a group of its own records."""
+    cls, out = type(obj), []
     for f in dataclasses.fields(obj):
         if f.name in skip:
             continue
@@ -156,18 +155,109 @@ def field_lines(obj: Any, prefix: str, tuned: dict[str, Any] | None = None, *, s
         value = getattr(obj, f.name)
         doc = field_doc(cls, f.name)
         if dataclasses.is_dataclass(value):
-            yield from _wrap(f"{path}: {type(value).__name__}" + (f" -- {doc}" if doc else ""), indent, 4)
-            yield from field_lines(value, path, tuned, indent=indent + 2)
+            out.append({"path": path, "type": type(value).__name__, "doc": doc,
+                        "fields": field_records(value, path)})
+        else:
+            out.append({"path": path, "type": _type(f), "value": _encode(value), "rule": _rule(cls, f.name),
+                        "doc": doc})
+    return out
+
+
+def _encode(v: Any) -> Any:
+    """A default as JSON (a tuple tagged, so that it compares as the schema's tuple again)."""
+    if isinstance(v, tuple):
+        return {"__tuple__": [_encode(x) for x in v]}
+    if isinstance(v, list):
+        return [_encode(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _encode(x) for k, x in v.items()}
+    return v
+
+
+def _decode(v: Any) -> Any:
+    if isinstance(v, dict):
+        return tuple(_decode(x) for x in v["__tuple__"]) if set(v) == {"__tuple__"} else {
+            k: _decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+def record_lines(records: list[dict], tuned: dict[str, Any] | None = None, *, indent: int = 2) -> Iterator[str]:
+    """Lines describing ``records`` (:func:`field_records`; nested ones indented under theirs): ``path: type =
+    default {choices} | (bounds)`` then the doc. ``tuned`` maps dotted paths to the tuned file's values."""
+    tuned = tuned or {}
+    for r in records:
+        path, doc = r["path"], r["doc"]
+        if "fields" in r:
+            yield from _wrap(f"{path}: {r['type']}" + (f" -- {doc}" if doc else ""), indent, 4)
+            yield from record_lines(r["fields"], tuned, indent=indent + 2)
             continue
+        value = _decode(r["value"])
         shown = _value(value)
         if path in tuned:
             new = {**value, **tuned[path]} if isinstance(value, dict) and isinstance(tuned[path], dict) else tuned[path]
             if new != value:
                 shown = f"{_value(new)} [tuned; schema default {_value(value)}]"
-        rule = _rule(cls, f.name)
-        yield from _wrap(f"{path}: {_type(f)} = {shown}" + (f"  {rule}" if rule else ""), indent, 8)
+        yield from _wrap(f"{path}: {r['type']} = {shown}" + (f"  {r['rule']}" if r["rule"] else ""), indent, 8)
         if doc:
             yield from _wrap(doc, indent + 4)
+
+
+def field_lines(obj: Any, prefix: str, tuned: dict[str, Any] | None = None, *, skip: tuple[str, ...] = (),
+                indent: int = 2) -> Iterator[str]:
+    """:func:`record_lines` of dataclass instance ``obj``'s fields."""
+    return record_lines(field_records(obj, prefix, skip=skip), tuned, indent=indent)
+
+
+# --- the built-in tasks' fields, read without importing the tasks --------------------------------------------------
+
+TASK_FIELDS = Path(__file__).with_name("task_fields.json")
+"""The built-in tasks' fields, written by ``python -m horde.train.help`` from the registry: each config class's
+:func:`field_records` (its defaults) and, per task, its class and the values it sets otherwise. ``horde train --help
+task=<built-in>`` reads it instead of importing the task modules (~10 s); ``tests/contract/test_cli_help.py`` checks
+it equals what the registry gives."""
+
+
+def _flat_values(records: list[dict]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in records:
+        out.update(_flat_values(r["fields"]) if "fields" in r else {r["path"]: r["value"]})
+    return out
+
+
+def _with_values(records: list[dict], values: dict[str, Any]) -> list[dict]:
+    return [{**r, "fields": _with_values(r["fields"], values)} if "fields" in r
+            else ({**r, "value": values[r["path"]]} if r["path"] in values else r) for r in records]
+
+
+def task_fields_table() -> dict[str, dict]:
+    """What :data:`TASK_FIELDS` should hold (imports every built-in task)."""
+    from horde.envs import get_task
+
+    classes: dict[str, list[dict]] = {}
+    tasks: dict[str, dict] = {}
+    for name in sorted(BUILTIN_TASKS):
+        config = get_task(name).config
+        cls = type(config).__name__
+        base = classes.setdefault(cls, field_records(type(config)(), "task"))
+        default = _flat_values(base)
+        values = {k: v for k, v in _flat_values(field_records(config, "task")).items() if default.get(k) != v}
+        tasks[name] = {"config": cls, "values": values}
+    return {"classes": classes, "tasks": tasks}
+
+
+@functools.cache
+def _stored_task_fields() -> dict[str, tuple[str, list[dict]]]:
+    """Built-in task -> (config class, field records), from :data:`TASK_FIELDS` ({} when it cannot be read)."""
+    import json
+
+    try:
+        table = json.loads(TASK_FIELDS.read_text())
+        return {name: (t["config"], _with_values(table["classes"][t["config"]], t["values"]))
+                for name, t in table["tasks"].items()}
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 def tuned_values(task: str, algo: str) -> tuple[dict[str, Any], str | None]:
@@ -224,13 +314,19 @@ def train_help(args: list[str]) -> str:
         return "\n".join(out)
     tuned, tuned_file = tuned_values(task, algo or "ppo") if task else ({}, None)
     if task is not None:
-        from horde.envs import get_task
+        stored = _stored_task_fields().get(task) if "imports" not in chosen else None
+        if stored is not None:  # a built-in task: its fields from the static table, no task module imported
+            (description, differentiable), (config, records) = BUILTIN_TASKS[task], stored
+        else:
+            from horde.envs import get_task
 
-        spec = get_task(task)
-        out += _wrap(f"task={task}: {spec.description}" + (" [differentiable]" if spec.differentiable else ""), 0)
-        out += [f"fields of task.* ({type(spec.config).__name__}), set with task.<field>=<value>"
+            spec = get_task(task)
+            description, differentiable = spec.description, spec.differentiable
+            config, records = type(spec.config).__name__, field_records(spec.config, "task")
+        out += _wrap(f"task={task}: {description}" + (" [differentiable]" if differentiable else ""), 0)
+        out += [f"fields of task.* ({config}), set with task.<field>=<value>"
                 + (f"; [tuned] values come from {tuned_file}" if tuned_file else "") + ":"]
-        out += field_lines(spec.config, "task", tuned)
+        out += record_lines(records, tuned)
         run_tuned = {k: v for k, v in tuned.items() if "." not in k}
         if run_tuned:
             out += ["", f"run fields {tuned_file} sets: " + ", ".join(f"{k}={_value(v)}" for k, v in run_tuned.items())]
@@ -243,3 +339,10 @@ def train_help(args: list[str]) -> str:
     elif task is not None:
         out += ["", f"the learner's fields: horde train --help task={task} algo=<{'|'.join(ALGORITHMS)}>"]
     return "\n".join(out)
+
+
+if __name__ == "__main__":  # python -m horde.train.help: rewrite the static table of the built-in tasks' fields
+    import json
+
+    TASK_FIELDS.write_text(json.dumps(task_fields_table(), indent=0) + "\n")
+    print(f"wrote {TASK_FIELDS}")

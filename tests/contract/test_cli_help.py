@@ -52,7 +52,8 @@ def test_tasks_and_help_import_nothing_heavy(tmp_path):
     proc = _python("""
         import sys
         from horde.cli import main
-        for argv in (["train", "--help"], ["train", "--help", "algo=shac"], ["train", "--help", "algo=ppo"]):
+        for argv in (["train", "--help"], ["train", "--help", "algo=shac"], ["train", "--help", "algo=ppo"],
+                     ["train", "--help", "task=g1-velocity"], ["train", "--help", "task=lift", "algo=ppo"]):
             assert main(argv) == 0, argv
         print("LOADED", sorted(m for m in sys.modules if m.startswith(%r)))
     """ % (("torch", "warp", "newton", "mujoco", "rsl_rl", "horde.envs"),), cwd=tmp_path)
@@ -67,6 +68,23 @@ def test_static_tables_match_the_registry_and_schema(capsys):
     assert LIBRARIES == valid_choices(TrainConfig, "lib")
     assert _help(capsys, "tasks").splitlines() == tasks_lines()
     assert set(cli.SUMMARY) == set(cli.COMMANDS)
+
+
+def test_the_static_task_fields_match_the_registry(monkeypatch):
+    """``horde train --help task=<built-in>`` reads the tasks' fields from a static table
+    (``train/task_fields.json``); it must be what the registry gives (refresh: ``python -m horde.train.help``), and
+    the help printed from it the same as from the live config, tuned values included."""
+    import json
+
+    from horde.train import help as help_mod
+
+    assert json.loads(help_mod.TASK_FIELDS.read_text()) == json.loads(json.dumps(help_mod.task_fields_table())), (
+        "train/task_fields.json is stale: run python -m horde.train.help")
+    stored = {(t, a): help_mod.train_help([f"task={t}", *([f"algo={a}"] if a else [])])
+              for t in ("lift", "quadruped", "reach") for a in ("", "shac")}
+    monkeypatch.setattr(help_mod, "_stored_task_fields", lambda: {})  # the live config instead
+    for (t, a), text in stored.items():
+        assert text == help_mod.train_help([f"task={t}", *([f"algo={a}"] if a else [])]), (t, a)
 
 
 def test_help_lists_commands_tasks_and_groups(capsys):
