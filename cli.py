@@ -161,22 +161,9 @@ def _kv(args: list[str], allowed: dict[str, Key], command: str) -> dict:
 
 
 def cmd_train(args: list[str]) -> dict:
-    from horde.train.config import ALGORITHMS, algorithm_name, compose
-    from horde.train.memory import check_run
-    from horde.train.session import run_directory, teardown_distributed
+    from horde.train.session import run_training
 
-    cfg, task, raw = compose(args)
-    check_run(cfg, task)  # before any env is built: a run that will not fit is refused in one line
-    if cfg.lib != "horde":
-        from horde.train.libs import train_with_library
-
-        return train_with_library(cfg, task, raw)
-    trainer_cls = ALGORITHMS[algorithm_name(cfg)].learner_class()
-    main_rank = not cfg.distributed or int(os.environ.get("RANK", "0")) == 0
-    with run_directory(cfg.run_root, task, resume=cfg.resume, main=main_rank) as run_dir:  # locked while written
-        summary = trainer_cls(cfg, task, raw, run_dir=run_dir).learn()
-    teardown_distributed()  # every rank leaves gloo/NCCL together (left to exit, a rank aborted once under load)
-    return summary
+    return run_training(args)
 
 
 def cmd_play(args: list[str]) -> dict:

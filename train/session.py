@@ -387,3 +387,24 @@ def run_directory(run_root: str | Path, task: str, *, resume: str | Path | None 
             with contextlib.suppress(OSError):  # rmdir removes only an empty folder: stop at the first that is not
                 for p in (run_dir, *new_parents):
                     p.rmdir()
+
+
+def run_training(args: list[str]) -> dict:
+    """What ``horde train <overrides>`` does (and each job of a launched sweep, :mod:`horde.train.sweep`): compose,
+    check the memory, train with horde's learner in a locked run directory (or another library's), and return the
+    run's summary."""
+    from horde.train.config import ALGORITHMS, algorithm_name, compose
+    from horde.train.memory import check_run
+
+    cfg, task, raw = compose(args)
+    check_run(cfg, task)  # before any env is built: a run that will not fit is refused in one line
+    if cfg.lib != "horde":
+        from horde.train.libs import train_with_library
+
+        return train_with_library(cfg, task, raw)
+    trainer_cls = ALGORITHMS[algorithm_name(cfg)].learner_class()
+    main_rank = not cfg.distributed or int(os.environ.get("RANK", "0")) == 0
+    with run_directory(cfg.run_root, task, resume=cfg.resume, main=main_rank) as run_dir:  # locked while written
+        summary = trainer_cls(cfg, task, raw, run_dir=run_dir).learn()
+    teardown_distributed()  # every rank leaves gloo/NCCL together (left to exit, a rank aborted once under load)
+    return summary

@@ -61,11 +61,11 @@ def run_job(cfg) -> dict:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from horde.cli import cmd_train
+    from horde.train.session import run_training
 
     hc = HydraConfig.get()
     try:
-        return cmd_train(list(hc.overrides.task))
+        return run_training(list(hc.overrides.task))
     except Exception as exc:  # noqa: BLE001 - reported by the launching process
         line = " ".join(str(exc).split()) or type(exc).__name__
         Path(hc.runtime.output_dir, ERROR_FILE).write_text(f"{line}\n\n{traceback.format_exc()}")

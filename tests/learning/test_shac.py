@@ -180,7 +180,9 @@ def test_shac_swings_up_the_pendulum_and_the_cartpole(tmp_path):
     Since the model's reward is the env's Warp terms (2026-11-27, the same EPYC; float rounding only, so new
     trajectories): -162, -200, -223, -209, -173, -146, -222, -317, -432, -580
     (`benchmarks/results/2026-11-27_learning_bars_shac_cpu.jsonl`). swing-up (16,384 env steps; start -13 to -20): best 151, 209, 183,
-    203, 61, 145, 162, 155, 163, 179; a random policy scores about 0 (seed 1 scored 180 on an Intel Xeon)."""
+    203, 61, 145, 162, 155, 163, 179; a random policy scores about 0 (seed 1 scored 180 on an Intel Xeon). Since the
+    cart-pole's model reward is its env's Warp terms (2026-11-27, the same EPYC; float rounding only): 151, 201, 145,
+    196, 159, 115, 175, 109, 201, 180 (the same file)."""
     pendulum, _ = _train_and_track(tmp_path / "p", "pendulum", seed=0, env_steps=6144)
     assert pendulum[0] < -900 and max(pendulum) >= -600, pendulum
     swingup, _ = _train_and_track(tmp_path / "c", "cartpole-swingup", seed=1, env_steps=16384)
