@@ -171,8 +171,8 @@ class TrainConfig:
     """The Weights & Biases project of ``logger=wandb`` (the entity from ``WANDB_USERNAME``, as rsl-rl reads it)."""
 
 
-RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "memory_check", "resume", "logger",
-                       "wandb_project")
+RESUMABLE_OVERRIDES = ("max_iterations", "save_interval", "log_interval", "memory_check", "logger", "wandb_project",
+                       "resume")
 """Keys a resumed run may change; everything else comes from the checkpoint so that it continues exactly."""
 
 

@@ -50,7 +50,8 @@ def test_resume_continues_exactly(tmp_path):
 
 def test_resume_refuses_changed_settings(tmp_path):
     first, _ = _train(tmp_path, [*SMALL, "max_iterations=1"])
-    with pytest.raises(ConfigError, match="only max_iterations, save_interval, log_interval, memory_check can change"):
+    with pytest.raises(ConfigError, match="only max_iterations, save_interval, log_interval, memory_check, logger, "
+                                          "wandb_project can change"):
         compose([f"resume={first.run_dir}", "num_envs=64"])
 
 
