@@ -61,20 +61,27 @@ def test_a_sweep_runs_each_combination_through_hydras_submitit_launcher(tmp_path
     assert f"== sweep done: Hydra's sweep folder {sweep}" in proc.stdout
 
 
-def test_a_launched_sweep_fails_in_one_line(tmp_path):
+def test_a_launched_sweep_fails_in_one_line(tmp_path, capsys, monkeypatch):
+    """In process (Hydra's basic launcher runs the jobs here, as the submitit launcher's do on their nodes): an
+    unknown launcher, a typo and a job that fails each end the command in one line."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    bad = horde("train", "-m", "hydra/launcher=submitit_cloud", "seed=0,1", f"run_root={tmp_path}", cwd=tmp_path)
-    lines = bad.stderr.strip().splitlines()
-    assert bad.returncode == 2 and len(lines) == 1, bad.stderr[-2000:]
-    assert lines[0].startswith("horde train: error: unknown hydra/launcher 'submitit_cloud'; valid choices: basic, "
-                               "submitit_local, submitit_slurm"), lines
-    wrong = horde("train", "-m", "hydra/launcher=submitit_local", "task=cartpol", "seed=0,1", cwd=tmp_path)
-    lines = wrong.stderr.strip().splitlines()  # every combination is composed before a job starts
-    assert wrong.returncode == 2 and len(lines) == 1 and "unknown task 'cartpol'" in lines[0], wrong.stderr[-2000:]
-    # a job that fails on its node (its memory estimate refuses 10^9 envs there): one line naming the logs
-    failed = horde("train", "-m", "hydra/launcher=submitit_local", "task=cartpole", "num_envs=1000000000",
-                   "seed=0,1", f"run_root={tmp_path}", cwd=tmp_path)
-    lines = [ln for ln in failed.stderr.strip().splitlines() if not ln.startswith("[")]  # Hydra's [HYDRA] log lines
-    assert failed.returncode == 1 and len(lines) == 1, failed.stderr[-3000:]
-    assert lines[0].startswith("horde train: error: 2 of 2 jobs failed; job 0: num_envs=1000000000: needs about "), lines
-    assert "horde_error.txt" in lines[0] and not (tmp_path / "cartpole").exists()
+    from horde.cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def one_line(args: list[str], code: int) -> str:
+        capsys.readouterr()
+        assert main(args) == code, args
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("horde train: error: "), lines
+        return lines[0]
+
+    line = one_line(["train", "-m", "hydra/launcher=submitit_cloud", "seed=0,1", f"run_root={tmp_path}"], 2)
+    assert "unknown hydra/launcher 'submitit_cloud'; valid choices: basic, submitit_local, submitit_slurm" in line
+    line = one_line(["train", "-m", "hydra/launcher=submitit_local", "task=cartpol", "seed=0,1"], 2)
+    assert "unknown task 'cartpol'" in line  # every combination is composed before a job starts
+    # jobs that fail where they run (their memory estimate refuses 10^9 envs): the first one's error and its file
+    line = one_line(["train", "-m", "hydra/launcher=basic", "task=cartpole", "num_envs=1000000000", "seed=0,1",
+                     f"run_root={tmp_path}"], 1)
+    assert "2 of 2 jobs failed; job 0: num_envs=1000000000: needs about " in line and "horde_error.txt" in line
+    assert not (tmp_path / "cartpole").exists()
