@@ -190,7 +190,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         t = VelocityTask()
         t.root, t.dt, t.max_episode_length = self.world.root_body, control_dt, cfg.episode_length
         t.resample_steps = max(int(round(cfg.command_resample_s / control_dt)), 0)
-        t.max_delay = dr.max_action_delay if on else 0
+        self._max_delay = dr.max_action_delay if on else 0
         noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
         t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
         t.vy_lo, t.vy_hi = cfg.command_vy
@@ -221,7 +221,7 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._air_time = wp.zeros((num_envs, nf), dtype=float)
             self._last_actions = wp.zeros((num_envs, na), dtype=float)
             self._failed = wp.zeros(num_envs, dtype=wp.bool)
-            self._history = wp.zeros((num_envs, t.max_delay + 1, na), dtype=float)
+            self._history = wp.zeros((num_envs, self._max_delay + 1, na), dtype=float)
             self._delayed = wp.zeros((num_envs, na), dtype=float)
             self._applied = wp.zeros((num_envs, nj), dtype=float)
             """Every joint's action [num_envs, joints] as the actuation law takes it: the acting joints' delayed,
@@ -293,7 +293,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.gait_phase, x.gait_offset = self._gait_phase, self._gait_offset
         x.gait_stance, x.swing_height = cfg.gait_stance, cfg.feet_swing_height
         x.push_velocity = cfg.randomization.push_velocity
-        x.delay, x.max_delay, x.ranges = self._delay, self._task.max_delay, self._ranges
+        x.delay, x.max_delay, x.ranges = self._delay, self._max_delay, self._ranges
         x.kp0, x.kd0, x.kp, x.kd = a.nominal_stiffness, a.nominal_damping, a.stiffness, a.damping
         x.strength = a.motor_strength
         return x

@@ -25,7 +25,6 @@ class VelocityTask:
     dt: float
     max_episode_length: int
     resample_steps: int
-    max_delay: int
     noise_lin: float
     noise_ang: float
     noise_grav: float

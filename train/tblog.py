@@ -38,7 +38,9 @@ def write_scalars(writer, it: int, scalars: dict[str, float]) -> None:
 
     values = [Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()]
     writer.file_writer.add_summary(Summary(value=values), global_step=it)
-    if type(writer).__name__ == "WandbLogWriter":  # logger=wandb: the same values to W&B, one record a step
+    from rsl_rl.utils.wandb_log_writer import WandbLogWriter
+
+    if isinstance(writer, WandbLogWriter):  # logger=wandb: the same values to W&B, one record a step
         import wandb
 
         wandb.log({k: float(v) for k, v in scalars.items()}, step=it)

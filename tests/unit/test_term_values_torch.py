@@ -119,3 +119,15 @@ def test_a_float64_state_is_refused_in_one_line():
     state, actions = _state(2, 5)
     with pytest.raises(TypeError, match="Warp terms run in float32; .* torch.float64"):
         reward_terms_from_state(state.double(), actions, ReachConfig())
+
+
+def test_cartpole_failure_is_its_terminated_term():
+    """The differentiable model's episode ends come from the env's own ``terminated`` term: past the cart limit,
+    past the pole limit (balance only; the swing-up has none), or a non-finite state."""
+    from horde.envs.cartpole import CartpoleConfig, failed_from_state
+
+    state = torch.tensor([[0.0, 0.0, 0.1, 0.0], [2.5, 0.0, 0.0, 0.0], [0.0, 0.0, 0.5, 0.0],
+                          [0.0, float("nan"), 0.0, 0.0], [0.0, 0.0, 0.5 + 2 * math.pi, 0.0]])
+    assert failed_from_state(state, CartpoleConfig()).tolist() == [False, True, True, True, True]
+    swingup = CartpoleConfig(pole_limit=0.0)
+    assert failed_from_state(state, swingup).tolist() == [False, True, False, True, False]
