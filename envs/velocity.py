@@ -28,6 +28,7 @@ curriculum and domain randomization), ``g1-velocity`` and ``g1-velocity-rough`` 
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 
 import newton
@@ -61,11 +62,30 @@ __all__ = ["VELOCITY_TERMS", "Legged", "VelocityConfig", "VelocityEnv", "Velocit
            "post_step_kernel", "velocity_term"]
 
 def _gains(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[list[float], list[float], list[float]]:
-    """Action scale, stiffness and damping per joint: the robot's, or the config's override for every joint."""
+    """Action scale, stiffness and damping per joint: the robot's, or the config's override for every joint, then
+    ``joint_gains``' per-joint overrides."""
     n = len(robot.joints)
     pick = lambda over, own: [float(over)] * n if over is not None else list(own)  # noqa: E731
-    return (pick(cfg.action_scale, robot.action_scale), pick(cfg.stiffness, robot.stiffness),
-            pick(cfg.damping, robot.damping))
+    stiffness, damping = pick(cfg.stiffness, robot.stiffness), pick(cfg.damping, robot.damping)
+    unmatched = dict(cfg.joint_gains)
+    for k, joint in enumerate(robot.joints):
+        for pattern, gains in cfg.joint_gains.items():
+            try:
+                if not re.fullmatch(pattern, joint):
+                    continue
+            except re.error as exc:
+                raise FieldError(f"task.joint_gains: '{pattern}' is not a regular expression ({exc})") from None
+            if (not isinstance(gains, (list, tuple)) or len(gains) != 2
+                    or not all(isinstance(g, (int, float)) and g >= 0 for g in gains)):
+                raise FieldError(f"task.joint_gains['{pattern}']={gains}: give [stiffness, damping], both >= 0")
+            stiffness[k], damping[k] = float(gains[0]), float(gains[1])
+            unmatched.pop(pattern, None)
+            break  # the first matching pattern wins
+    if unmatched:
+        raise FieldError(f"task.joint_gains: {', '.join(repr(p) for p in unmatched)} sets no joint (it matches none "
+                         f"that an earlier pattern did not take); robot '{cfg.robot}''s joints: "
+                         f"{', '.join(robot.joints)}")
+    return pick(cfg.action_scale, robot.action_scale), stiffness, damping
 
 
 def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrain

@@ -98,6 +98,10 @@ class VelocityConfig(TaskConfig):
     """PD stiffness [N m/rad] for every joint; null keeps the robot's per-joint gains."""
     damping: float | None = None
     """PD damping [N m s/rad] for every joint; null keeps the robot's per-joint gains."""
+    joint_gains: dict[str, list[float]] = field(default_factory=dict)
+    """PD gains of some joints: a joint-name pattern (a regex over the whole name) to [stiffness, damping], applied
+    after ``stiffness``/``damping``; the first matching pattern wins. E.g. ``{"waist_.*": [200, 5]}``: the G1's
+    held waist and arms (``action_joints=legs``) at Isaac Lab's G1 gains. Action scales are unchanged."""
     command_vx: list[float] = field(default_factory=lambda: [-1.0, 1.0])
     """Range of the commanded forward velocity [m/s]."""
     command_vy: list[float] = field(default_factory=lambda: [-0.5, 0.5])
