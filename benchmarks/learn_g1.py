@@ -20,8 +20,10 @@ randomization; env k holds the forward command vx = 0.8 k / (n - 1) m/s (vy = ya
 ``up_fraction``: envs whose first episode did not fail. ``lin_vel_error_mps``: |cmd_xy - v_xy| in the base frame,
 averaged over the steps after the first ``--settle`` of every env while it is up. The baselines, in the same run and
 on the same commands: ``standing_still`` (the error of a robot that stays up without moving: the mean |command|, the
-floor's reference) and ``zero_action`` (the default pose held by PD, simulated: its up fraction and error). Evaluation
-time is not counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
+floor's reference) and ``zero_action`` (the default pose held by PD, simulated: its up fraction and error). Where
+the robots fall, with every evaluation: ``fall_median_s`` (the median time of a fall), ``falls_after_push`` (the
+share of falls within 1 s after one of the randomization's pushes) and ``up_fraction_slow`` / ``_fast`` (up among
+the slower and the faster half of the commands). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
 run's summary as one JSON line (seeds over sessions).
 """
 
@@ -75,11 +77,13 @@ def walk_figures(policy, task_cfg, seed: int, *, num_envs: int, steps: int, sett
     obs[:, env.obs_names.index("cmd_vx"):env.obs_names.index("cmd_vx") + 3] = command  # the reset obs held others
     first = torch.ones(num_envs, dtype=torch.bool, device=env.device)  # still in its first episode
     fell = torch.zeros(num_envs, dtype=torch.bool, device=env.device)
+    fell_at = torch.full((num_envs,), -1, dtype=torch.long, device=env.device)  # the control step of the fall
     err_sum = torch.zeros((), dtype=torch.float64, device=env.device)
     count = torch.zeros((), dtype=torch.float64, device=env.device)
     for k in range(steps):
         r = env.step(policy(obs.clone()))
         obs = r.obs
+        fell_at = torch.where(first & r.terminated & ~fell, torch.full_like(fell_at, k), fell_at)
         fell |= first & r.terminated
         alive = first & ~r.dones  # a finished env was reset inside the step: its velocity is the new episode's
         if k >= settle:
@@ -93,7 +97,24 @@ def walk_figures(policy, task_cfg, seed: int, *, num_envs: int, steps: int, sett
     n = float(count)
     return {"up_fraction": 1.0 - float(fell.float().mean()),
             "lin_vel_error_mps": float(err_sum) / n if n > 0 else float("nan"),
-            "standing_still_error_mps": float(command[:, :2].norm(dim=1).mean())}
+            "standing_still_error_mps": float(command[:, :2].norm(dim=1).mean()),
+            **fall_figures(fell_at.cpu(), command[:, 0].cpu(), env)}
+
+
+def fall_figures(fell_at: torch.Tensor, vx: torch.Tensor, env) -> dict:
+    """Where an evaluation's robots fall: the median time of a fall [s], the share of falls within 1 s after a push
+    (the randomization's pushes come every ``push_interval`` seconds of an episode), and the share up for the whole
+    episode among the slower and the faster half of the forward commands (below and from the middle of FORWARD)."""
+    dt = env.cfg.sim_dt * env.cfg.decimation
+    falls = fell_at[fell_at >= 0]
+    dr = env.cfg.randomization
+    every = int(round(dr.push_interval / dt)) if dr.enabled and dr.push_interval > 0 else 0
+    after_push = ((falls + 1) % every < int(round(1.0 / dt))) & (falls + 1 >= every) if every else falls < 0
+    slow = vx < 0.5 * (FORWARD[0] + FORWARD[1])
+    up = fell_at < 0
+    return {"fall_median_s": float(falls.float().median() * dt) if len(falls) else None,
+            "falls_after_push": float(after_push.float().mean()) if len(falls) else None,
+            "up_fraction_slow": float(up[slow].float().mean()), "up_fraction_fast": float(up[~slow].float().mean())}
 
 
 def baselines(task_cfg, args, device: str) -> dict:
@@ -166,8 +187,10 @@ def main(argv: list[str] | None = None) -> int:
 
     run = train_with_evals(
         overrides, evaluate, eval_every=args.eval_every, minutes=args.minutes,
-        describe=lambda p: f"up {p['up_fraction']:.2f}  forward error {p['lin_vel_error_mps']:.3f} m/s (standing "
-                           f"{p['standing_still_error_mps']:.3f})")
+        describe=lambda p: f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
+                           f"{p['up_fraction_fast']:.2f})  forward error {p['lin_vel_error_mps']:.3f} m/s (standing "
+                           f"{p['standing_still_error_mps']:.3f})  falls: median {_fmt(p['fall_median_s'], 's')}, "
+                           f"{_fmt(p['falls_after_push'], '', pct=True)} within 1 s of a push")
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]
     if not curve:
         print("g1-velocity: no evaluation ran (training stopped before the first one)", file=sys.stderr)
@@ -207,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
               f"standing still {result['standing_still_error_mps']:.3f} m/s, zero actions up "
               f"{100 * base['zero_action']['up_fraction']:.0f}%: {verdict}")
     return 0
+
+
+def _fmt(value: float | None, unit: str, pct: bool = False) -> str:
+    if value is None:
+        return "none"
+    return f"{100 * value:.0f}%" if pct else f"{value:.1f} {unit}"
 
 
 def full_range(policy, task_cfg, args, device: str) -> dict:

@@ -171,3 +171,24 @@ def test_go2_from_the_robots_extra_stands_on_its_feet():
     weight = env.world.contact_forces[:, :4, 2].sum(dim=1)
     assert torch.allclose(weight, torch.full((2,), mass * G), rtol=0.1), (weight, mass * G)
     assert (env.world.root_pose[:, 2] > 0.2).all() and not env.dones.any()
+
+
+def test_joint_gains_override_the_matching_joints():
+    from horde.envs.velocity import _gains
+    from horde.sim.fields import FieldError
+
+    robot = resolve_robot("quad12")
+    cfg = _config(joint_gains={".*_calf_joint": [40.0, 1.5], "FL_.*": [7.0, 0.7]})
+    _, kp, kd = _gains(cfg, robot)
+    for k, j in enumerate(robot.joints):
+        want = (40.0, 1.5) if j.endswith("_calf_joint") else (7.0, 0.7) if j.startswith("FL_") else \
+            (robot.stiffness[k], robot.damping[k])  # the first matching pattern wins: FL_calf takes 40 / 1.5
+        assert (kp[k], kd[k]) == pytest.approx(want), j
+    env = make("quadruped", num_envs=2, seed=0, config=cfg)
+    assert env.world.stiffness[0].tolist() == pytest.approx(kp) and env.world.damping[1].tolist() == pytest.approx(kd)
+    with pytest.raises(FieldError, match="'knee_.\\*' sets no joint.*FL_hip_joint"):
+        _gains(_config(joint_gains={"knee_.*": [1.0, 1.0]}), robot)
+    with pytest.raises(FieldError, match="give \\[stiffness, damping\\]"):
+        _gains(_config(joint_gains={"FL_.*": [1.0]}), robot)
+    with pytest.raises(FieldError, match="not a regular expression"):
+        _gains(_config(joint_gains={"FL_(": [1.0, 1.0]}), robot)
