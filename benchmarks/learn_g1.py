@@ -1,8 +1,8 @@
 """Train PPO on ``g1-velocity`` (Unitree G1 humanoid, flat ground, pushes on) and report whether it walks, beside
 what standing still scores on the same measure.
 
-    python benchmarks/learn_g1.py [--minutes 60] [--seed 0] [--eval-every 50] [--append FILE] [--json] [--quick]
-                                  [--out docs/img] [override ...]
+    python benchmarks/learn_g1.py [--minutes 60] [--seed 0] [--eval-every 50] [--append FILE] [--also-without-pushes] [--json]
+                                  [--quick] [--out docs/img] [override ...]
 
 The floor (issue 29), on 2 CPU cores within 60 minutes of training: at least 95% of 64 fresh envs stay up for a
 whole 20 s episode with pushes on (``up_fraction``), AND the linear-velocity tracking error on forward commands in
@@ -23,7 +23,9 @@ on the same commands: ``standing_still`` (the error of a robot that stays up wit
 floor's reference) and ``zero_action`` (the default pose held by PD, simulated: its up fraction and error). Where
 the robots fall, with every evaluation: ``fall_median_s`` (the median time of a fall), ``falls_after_push`` (the
 share of falls within 1 s after one of the randomization's pushes) and ``up_fraction_slow`` / ``_fast`` (up among
-the slower and the faster half of the commands). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
+the slower and the faster half of the commands), ``fall_times_s`` (each fall's time); ``--also-without-pushes``
+evaluates again with the pushes off (``no_push_*``: a diagnosis, not the floor's measure). Evaluation time is not
+counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
 run's summary as one JSON line (seeds over sessions).
 """
 
@@ -112,7 +114,8 @@ def fall_figures(fell_at: torch.Tensor, vx: torch.Tensor, env) -> dict:
     after_push = ((falls + 1) % every < int(round(1.0 / dt))) & (falls + 1 >= every) if every else falls < 0
     slow = vx < 0.5 * (FORWARD[0] + FORWARD[1])
     up = fell_at < 0
-    return {"fall_median_s": float(falls.float().median() * dt) if len(falls) else None,
+    return {"fall_times_s": [round(float(f + 1) * dt, 2) for f in falls.sort().values],
+            "fall_median_s": float(falls.float().median() * dt) if len(falls) else None,
             "falls_after_push": float(after_push.float().mean()) if len(falls) else None,
             "up_fraction_slow": float(up[slow].float().mean()), "up_fraction_fast": float(up[~slow].float().mean())}
 
@@ -157,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-steps", type=int, default=1000, help="control steps of an evaluation (1000 = 20 s)")
     ap.add_argument("--settle", type=int, default=50, help="control steps ignored by the tracking error")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
+    ap.add_argument("--also-without-pushes", action="store_true",
+                    help="a diagnosis: every evaluation again with the pushes off (no_push_* figures)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 device=cuda:0")
@@ -182,15 +187,24 @@ def main(argv: list[str] | None = None) -> int:
           f"{base['zero_action']['lin_vel_error_mps']:.3f} m/s while up", file=sys.stderr, flush=True)
 
     def evaluate(pol, cfg, seed):
-        return walk_figures(pol.to(device), cfg, seed, num_envs=args.eval_envs, steps=args.eval_steps,
-                            settle=args.settle, device=device)
+        out = walk_figures(pol.to(device), cfg, seed, num_envs=args.eval_envs, steps=args.eval_steps,
+                           settle=args.settle, device=device)
+        if args.also_without_pushes:  # a diagnosis, not the floor's measure: the same envs and seed, no pushes
+            calm = copy.deepcopy(cfg)
+            calm.randomization.push_interval = 0.0
+            quiet = walk_figures(pol.to(device), calm, seed, num_envs=args.eval_envs, steps=args.eval_steps,
+                                 settle=args.settle, device=device)
+            out.update({f"no_push_{k}": quiet[k] for k in ("up_fraction", "lin_vel_error_mps", "fall_median_s")})
+        return out
 
     run = train_with_evals(
         overrides, evaluate, eval_every=args.eval_every, minutes=args.minutes,
         describe=lambda p: f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
                            f"{p['up_fraction_fast']:.2f})  forward error {p['lin_vel_error_mps']:.3f} m/s (standing "
                            f"{p['standing_still_error_mps']:.3f})  falls: median {_fmt(p['fall_median_s'], 's')}, "
-                           f"{_fmt(p['falls_after_push'], '', pct=True)} within 1 s of a push")
+                           f"{_fmt(p['falls_after_push'], '', pct=True)} within 1 s of a push"
+                           + (f"; without pushes up {p['no_push_up_fraction']:.2f}" if "no_push_up_fraction" in p
+                              else ""))
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]
     if not curve:
         print("g1-velocity: no evaluation ran (training stopped before the first one)", file=sys.stderr)

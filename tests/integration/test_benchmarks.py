@@ -24,6 +24,22 @@ def test_g1_zero_action_falls_in_plain_mujoco():
     assert 0.5 < row["com_height"] < 0.8 and row["final_base_height"] > 0.3, row  # on the floor, not in free fall
 
 
+def test_physics_options_times_each_variant_of_the_same_states():
+    """One row per MuJoCo option, the reference at 1.0, the contact rows of a real state (the robot stands on its
+    feet: MuJoCo's pyramidal cones give more rows than elliptic ones); a task MuJoCo does not step: one line."""
+    proc = subprocess.run([sys.executable, str(BENCH / "physics_options.py"), "--task", "quadruped", "--envs", "2",
+                           "--warm", "2", "--steps", "2", "--repeats", "1", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r["variant"]: r for r in (json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{"))}
+    assert len(rows) == 6 and rows["as horde steps it"]["vs_horde"] == 1.0, rows
+    assert all(r["us_per_step"] > 0 for r in rows.values()), rows
+    assert rows["as horde steps it"]["nefc_first_env"] > rows["elliptic cones"]["nefc_first_env"] > 0, rows
+    bad = subprocess.run([sys.executable, str(BENCH / "physics_options.py"), "--task", "quadrupedd"],
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "quadruped" in bad.stderr
+
+
 def test_train_throughput_split_quick_json():
     proc = subprocess.run([sys.executable, str(BENCH / "train_throughput.py"), "--quick", "--no-train", "--json"],
                           capture_output=True, text=True, timeout=600)

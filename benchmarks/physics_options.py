@@ -1,0 +1,117 @@
+"""What would a cheaper MuJoCo step cost a legged task? One MuJoCo step of the task's own model (as horde steps it
+on the CPU: ``mujoco-c``) from the states the task reaches, under MuJoCo options a recipe could change.
+
+    python benchmarks/physics_options.py [--task g1-velocity] [--envs 32] [--warm 40] [--steps 20] [--repeats 5]
+                                         [--json]
+
+The states: ``--envs`` envs of the task after ``--warm`` control steps of Gaussian actions (std 0.5: the robots
+step, stumble and fall, as early in training). From each env's state (positions, velocities, the applied joint
+torques of its last substep, held), every variant runs ``--steps`` ``mj_step`` calls on one thread; the variants
+alternate ``--repeats`` times and each prints its median microseconds per step, its ratio to the model as horde
+steps it, and the contact rows (``nefc``) of the first state. Variants (each one MuJoCo option of the same model):
+``as horde steps it``; ``no sensors`` (horde's acceleration-stage sensor makes MuJoCo compute ``cfrc_ext``, the
+contact forces the task reads after the last substep only); ``islands`` (MuJoCo's constraint islands, which horde
+turns off so that each env solves one problem as on MuJoCo-Warp); ``elliptic cones``; ``CG solver``; ``10 solver
+iterations``. The contact geometry, time step and gains are the recipe's and stay as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import statistics
+import sys
+import time
+
+
+def _variants(mujoco) -> dict:
+    dsbl = mujoco.mjtDisableBit
+
+    def flags(x, on: int = 0, off: int = 0) -> None:
+        x.opt.disableflags = (x.opt.disableflags | on) & ~off
+
+    return {"as horde steps it": lambda x: None,
+            "no sensors": lambda x: flags(x, on=int(dsbl.mjDSBL_SENSOR)),
+            "islands": lambda x: flags(x, off=int(dsbl.mjDSBL_ISLAND)),
+            "elliptic cones": lambda x: setattr(x.opt, "cone", int(mujoco.mjtCone.mjCONE_ELLIPTIC)),
+            "CG solver": lambda x: setattr(x.opt, "solver", int(mujoco.mjtSolver.mjSOL_CG)),
+            "10 solver iterations": lambda x: setattr(x.opt, "iterations", 10)}
+
+
+def measure(task: str, envs: int, warm: int, steps: int, repeats: int, seed: int = 0) -> list[dict]:
+    import mujoco
+    import torch
+
+    from horde.envs import get_task, make
+
+    torch.set_num_threads(1)
+    cfg = get_task(task).config
+    cfg = dataclasses.replace(cfg, sim=dataclasses.replace(cfg.sim, solver="mujoco-c", cpu_threads=1))
+    env = make(task, num_envs=envs, device="cpu", seed=seed, config=cfg)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(warm):
+        env.step(0.5 * torch.randn(envs, env.num_actions, generator=gen))
+    base = env.world.mj_model
+    sources = [env.world.batch.get_data(i) for i in range(envs)]
+    models = {}
+    for name, change in _variants(mujoco).items():
+        models[name] = copy.deepcopy(base)
+        change(models[name])
+    times: dict[str, list[float]] = {name: [] for name in models}
+    for _ in range(repeats):
+        for name, m in models.items():
+            datas = []
+            for src in sources:
+                d = mujoco.MjData(m)
+                d.qpos[:], d.qvel[:], d.qfrc_applied[:] = src.qpos, src.qvel, src.qfrc_applied
+                datas.append(d)
+            t0 = time.perf_counter()
+            for d in datas:
+                for _ in range(steps):
+                    mujoco.mj_step(m, d)
+            times[name].append(1e6 * (time.perf_counter() - t0) / (steps * envs))
+    rows, ref = [], statistics.median(times["as horde steps it"])
+    for name, m in models.items():
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = sources[0].qpos, sources[0].qvel, sources[0].qfrc_applied
+        mujoco.mj_forward(m, d)
+        us = statistics.median(times[name])
+        rows.append({"task": task, "variant": name, "us_per_step": round(us, 2), "vs_horde": round(us / ref, 3),
+                     "nefc_first_env": int(d.nefc), "ncon_first_env": int(d.ncon), "envs": envs, "warm": warm,
+                     "steps": steps, "repeats": repeats})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task", default="g1-velocity", help="a task stepped by MuJoCo (a legged velocity task)")
+    ap.add_argument("--envs", type=int, default=32)
+    ap.add_argument("--warm", type=int, default=40, help="random-action control steps before the states are taken")
+    ap.add_argument("--steps", type=int, default=20, help="mj_step calls per env per timed round")
+    ap.add_argument("--repeats", type=int, default=5, help="alternating rounds (the median is reported)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from horde.envs import UnknownTaskError
+    from horde.envs.robots import RobotNotInstalledError
+
+    try:
+        rows = measure(args.task, args.envs, args.warm, args.steps, args.repeats)
+    except (UnknownTaskError, RobotNotInstalledError) as exc:
+        print(f"physics_options.py: --task {args.task}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except AttributeError as exc:
+        print(f"physics_options.py: --task {args.task} is not stepped by MuJoCo on the CPU ({exc})", file=sys.stderr)
+        return 2
+    for row in rows:
+        if args.json:
+            print(json.dumps(row))
+        else:
+            print(f"{row['variant']:22s} {row['us_per_step']:7.1f} us a step  {row['vs_horde']:.2f}x  "
+                  f"(first env: {row['ncon_first_env']} contacts, {row['nefc_first_env']} constraint rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
