@@ -100,8 +100,9 @@ class VelocityConfig(TaskConfig):
     """PD damping [N m s/rad] for every joint; null keeps the robot's per-joint gains."""
     joint_gains: dict[str, list[float]] = field(default_factory=dict)
     """PD gains of some joints: a joint-name pattern (a regex over the whole name) to [stiffness, damping], applied
-    after ``stiffness``/``damping``; the first matching pattern wins. E.g. ``{"waist_.*": [200, 5]}``: the G1's
-    held waist and arms (``action_joints=legs``) at Isaac Lab's G1 gains. Action scales are unchanged."""
+    after ``stiffness``/``damping``; the first matching pattern wins; action scales are unchanged. On the command
+    line (Hydra adds dict keys with +, floats written as floats): ``+task.joint_gains={waist_.*:[200.0,5.0]}``, the
+    G1's held waist (``action_joints=legs``) at Isaac Lab's torso gains."""
     command_vx: list[float] = field(default_factory=lambda: [-1.0, 1.0])
     """Range of the commanded forward velocity [m/s]."""
     command_vy: list[float] = field(default_factory=lambda: [-0.5, 0.5])
