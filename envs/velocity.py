@@ -28,6 +28,7 @@ curriculum and domain randomization), ``g1-velocity`` and ``g1-velocity-rough`` 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import warnings
 
@@ -38,7 +39,7 @@ import warp as wp
 
 from horde.envs import velocity_obs
 from horde.envs.articulated import ArticulatedTaskEnv
-from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, resolve_robot
+from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, per_joint, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
 from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_step_kernel,  # noqa: F401
@@ -67,24 +68,21 @@ def _gains(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[list[float], list[f
     n = len(robot.joints)
     pick = lambda over, own: [float(over)] * n if over is not None else list(own)  # noqa: E731
     stiffness, damping = pick(cfg.stiffness, robot.stiffness), pick(cfg.damping, robot.damping)
-    unmatched = dict(cfg.joint_gains)
-    for k, joint in enumerate(robot.joints):
-        for pattern, gains in cfg.joint_gains.items():
-            try:
-                if not re.fullmatch(pattern, joint):
-                    continue
-            except re.error as exc:
-                raise FieldError(f"task.joint_gains: '{pattern}' is not a regular expression ({exc})") from None
-            if (not isinstance(gains, (list, tuple)) or len(gains) != 2
-                    or not all(isinstance(g, (int, float)) and g >= 0 for g in gains)):
-                raise FieldError(f"task.joint_gains['{pattern}']={gains}: give [stiffness, damping], both >= 0")
-            stiffness[k], damping[k] = float(gains[0]), float(gains[1])
-            unmatched.pop(pattern, None)
-            break  # the first matching pattern wins
-    if unmatched:
-        raise FieldError(f"task.joint_gains: {', '.join(repr(p) for p in unmatched)} sets no joint (it matches none "
-                         f"that an earlier pattern did not take); robot '{cfg.robot}''s joints: "
-                         f"{', '.join(robot.joints)}")
+    for pattern, gains in cfg.joint_gains.items():
+        try:
+            hits = [j for j in robot.joints if re.fullmatch(pattern, j)]
+        except re.error as exc:
+            raise FieldError(f"task.joint_gains: '{pattern}' is not a regular expression ({exc})") from None
+        if not hits:
+            raise FieldError(f"task.joint_gains: '{pattern}' sets no joint; robot '{cfg.robot}''s joints: "
+                             f"{', '.join(robot.joints)}")
+        if (not isinstance(gains, (list, tuple)) or len(gains) != 2
+                or not all(isinstance(g, (int, float)) and g >= 0 for g in gains)):
+            raise FieldError(f"task.joint_gains['{pattern}']={gains}: give [stiffness, damping], both >= 0")
+    # the first matching pattern wins, as in the robots' own per-joint tables (NaN: no pattern, the gain stays)
+    for out, col in ((stiffness, 0), (damping, 1)):
+        over = per_joint(robot.joints, {p: g[col] for p, g in cfg.joint_gains.items()}, default=math.nan)
+        out[:] = [v if math.isnan(o) else o for v, o in zip(out, over)]
     return pick(cfg.action_scale, robot.action_scale), stiffness, damping
 
 
