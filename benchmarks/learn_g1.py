@@ -15,8 +15,8 @@ device=cuda:0 num_envs=4096``. Moonshot: the task's full command range tracked b
 (``full_range_lin_vel_error_mps``, from the final policy).
 
 The measure: the deterministic policy (its action mean, the normalizer frozen) drives ``--eval-envs`` fresh envs
-(other seeds than training) for one episode (``--eval-steps``, 1000 = 20 s) with the task's own pushes and domain
-randomization; env k holds the forward command vx = 0.8 k / (n - 1) m/s (vy = yaw rate = 0) for the whole episode.
+(other seeds than training) for one episode (``--eval-steps``, 1000 = 20 s) with the task's own pushes (its default
+``push_interval`` and ``push_velocity``, even when training overrides them) and domain randomization; env k holds the forward command vx = 0.8 k / (n - 1) m/s (vy = yaw rate = 0) for the whole episode.
 ``up_fraction``: envs whose first episode did not fail. ``lin_vel_error_mps``: |cmd_xy - v_xy| in the base frame,
 averaged over the steps after the first ``--settle`` of every env while it is up. The baselines, in the same run and
 on the same commands: ``standing_still`` (the error of a robot that stays up without moving: the mean |command|, the
@@ -103,6 +103,14 @@ def walk_figures(policy, task_cfg, seed: int, *, num_envs: int, steps: int, sett
             **fall_figures(fell_at.cpu(), command[:, 0].cpu(), env)}
 
 
+def with_pushes(task_cfg, pushes: dict):
+    """A copy of the task config with these randomization push fields (the floor's measure uses the task's own)."""
+    cfg = copy.deepcopy(task_cfg)
+    for k, v in pushes.items():
+        setattr(cfg.randomization, k, v)
+    return cfg
+
+
 def fall_figures(fell_at: torch.Tensor, vx: torch.Tensor, env) -> dict:
     """Where an evaluation's robots fall: the median time of a fall [s], the share of falls within 1 s after a push
     (the randomization's pushes come every ``push_interval`` seconds of an episode), and the share up for the whole
@@ -177,16 +185,23 @@ def main(argv: list[str] | None = None) -> int:
     from horde.train.config import compose
 
     task_cfg = compose(overrides)[0].task
-    pushes = task_cfg.randomization.enabled and task_cfg.randomization.push_interval > 0
+    recipe = compose([f"task={TASK}"])[0].task.randomization  # the floor's pushes, whatever training used
+    pushes = task_cfg.randomization.enabled and recipe.push_interval > 0
+    trained_pushes = {k: getattr(task_cfg.randomization, k) for k in ("push_interval", "push_velocity")}
+    floor_pushes = {k: getattr(recipe, k) for k in trained_pushes}
+    if trained_pushes != floor_pushes:
+        print(f"g1-velocity: training pushes {trained_pushes}; every evaluation uses the task's own {floor_pushes} "
+              "(the floor's measure)", file=sys.stderr)
     if not pushes:
         print("g1-velocity: pushes are off in this config (task.randomization): the floor asks for them",
               file=sys.stderr)
-    base = baselines(task_cfg, args, device)
+    base = baselines(with_pushes(task_cfg, floor_pushes), args, device)
     print(f"trivial baselines on vx in {list(FORWARD)} m/s: standing still "
           f"{base['standing_still']['lin_vel_error_mps']:.3f} m/s; zero actions up {base['zero_action']['up_fraction']:.2f}, error "
           f"{base['zero_action']['lin_vel_error_mps']:.3f} m/s while up", file=sys.stderr, flush=True)
 
     def evaluate(pol, cfg, seed):
+        cfg = with_pushes(cfg, floor_pushes)
         out = walk_figures(pol.to(device), cfg, seed, num_envs=args.eval_envs, steps=args.eval_steps,
                            settle=args.settle, device=device)
         if args.also_without_pushes:  # a diagnosis, not the floor's measure: the same envs and seed, no pushes
@@ -214,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"task": TASK, "overrides": overrides, "device": cfg.device, "num_envs": cfg.num_envs,
               "seed": args.seed, "date": time.strftime("%Y-%m-%d"), "iterations": run["iterations"],
               "train_s": run["train_s"], "env_steps": last["env_steps"], "pushes": bool(pushes),
+              "training_pushes": trained_pushes, "evaluation_pushes": floor_pushes,
               "up_fraction": last["up_fraction"], "lin_vel_error_mps": last["lin_vel_error_mps"],
               "standing_still_error_mps": last["standing_still_error_mps"],
               "target_up_fraction": TARGET_UP, "target_error_ratio": TARGET_RATIO,
@@ -224,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
               "baseline_standing_still": base["standing_still"], "png": str(out / "g1_learning.png"),
               "curve": curve}
     if not args.quick:
-        result.update(full_range(run["policy"], cfg.task, args, device))
+        result.update(full_range(run["policy"], with_pushes(cfg.task, floor_pushes), args, device))
         plot_curve(curve, out / "g1_learning.png", key="lin_vel_error_mps",
                    target=TARGET_RATIO * last["standing_still_error_mps"],
                    extra=("up_fraction", "fraction up for 20 s (pushes)"),
