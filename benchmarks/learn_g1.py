@@ -1,8 +1,8 @@
 """Train PPO on ``g1-velocity`` (Unitree G1 humanoid, flat ground, pushes on) and report whether it walks, beside
 what standing still scores on the same measure.
 
-    python benchmarks/learn_g1.py [--minutes 60] [--seed 0] [--eval-every 50] [--append FILE] [--also-without-pushes] [--json]
-                                  [--quick] [--out docs/img] [override ...]
+    python benchmarks/learn_g1.py [--minutes 60] [--seed 0] [--eval-every 50] [--append FILE] [--also-without-pushes]
+                                  [--also-stochastic] [--json] [--quick] [--out docs/img] [override ...]
 
 The floor (issue 29), on 2 CPU cores within 60 minutes of training: at least 95% of 64 fresh envs stay up for a
 whole 20 s episode with pushes on (``up_fraction``), AND the linear-velocity tracking error on forward commands in
@@ -24,8 +24,10 @@ floor's reference) and ``zero_action`` (the default pose held by PD, simulated: 
 the robots fall, with every evaluation: ``fall_median_s`` (the median time of a fall), ``falls_after_push`` (the
 share of falls within 1 s after one of the randomization's pushes) and ``up_fraction_slow`` / ``_fast`` (up among
 the slower and the faster half of the commands), ``fall_times_s`` (each fall's time); ``--also-without-pushes``
-evaluates again with the pushes off (``no_push_*``: a diagnosis, not the floor's measure). Evaluation time is not
-counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
+evaluates again with the pushes off (``no_push_*``: a diagnosis, not the floor's measure) and ``--also-stochastic``
+with the actions sampled as PPO samples them in training (``sampled_*``); every evaluation also records the
+training envs' last finished episodes (``train_episode_s``, ``train_termination_rate``) and the mean action noise
+std (``train_noise_std``). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
 run's summary as one JSON line (seeds over sessions).
 """
 
@@ -103,6 +105,29 @@ def walk_figures(policy, task_cfg, seed: int, *, num_envs: int, steps: int, sett
             **fall_figures(fell_at.cpu(), command[:, 0].cpu(), env)}
 
 
+class SampledPolicy(torch.nn.Module):
+    """The deterministic policy's actions plus the training noise (Gaussian, ``std`` per action), as PPO acts."""
+
+    def __init__(self, policy: torch.nn.Module, std: torch.Tensor) -> None:
+        super().__init__()
+        self.policy = policy
+        self.register_buffer("std", std.detach().clone())
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        mean = self.policy(obs)
+        return mean + self.std * torch.randn_like(mean)
+
+
+def training_figures(seen: dict, task_cfg) -> dict:
+    """The training envs' last finished episodes (mean length [s], the share that failed) and the mean action
+    noise std: beside each evaluation, where the sampled policy in training and the deterministic one part."""
+    stats, trainer = seen.get("stats", {}), seen.get("trainer")
+    dt = task_cfg.sim_dt * task_cfg.decimation
+    return {"train_episode_s": stats["length_mean"] * dt if "length_mean" in stats else None,
+            "train_termination_rate": stats.get("termination_rate"),
+            "train_noise_std": trainer.noise_std() if trainer is not None else float("nan")}
+
+
 def with_pushes(task_cfg, pushes: dict):
     """A copy of the task config with these randomization push fields (the floor's measure uses the task's own)."""
     cfg = copy.deepcopy(task_cfg)
@@ -170,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--also-without-pushes", action="store_true",
                     help="a diagnosis: every evaluation again with the pushes off (no_push_* figures)")
+    ap.add_argument("--also-stochastic", action="store_true",
+                    help="a diagnosis: every evaluation again with the actions sampled as in training (sampled_*)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 device=cuda:0")
@@ -200,10 +227,28 @@ def main(argv: list[str] | None = None) -> int:
           f"{base['standing_still']['lin_vel_error_mps']:.3f} m/s; zero actions up {base['zero_action']['up_fraction']:.2f}, error "
           f"{base['zero_action']['lin_vel_error_mps']:.3f} m/s while up", file=sys.stderr, flush=True)
 
+    seen: dict = {}  # the trainer and its last training episodes (a diagnosis beside every evaluation)
+
+    def on_start(trainer) -> None:
+        seen["trainer"], pop = trainer, trainer.pop_episode_stats
+
+        def pop_and_keep() -> dict:
+            stats = pop()
+            if stats["episodes"] > 0:
+                seen["stats"] = stats
+            return stats
+
+        trainer.pop_episode_stats = pop_and_keep
+
     def evaluate(pol, cfg, seed):
         cfg = with_pushes(cfg, floor_pushes)
         out = walk_figures(pol.to(device), cfg, seed, num_envs=args.eval_envs, steps=args.eval_steps,
                            settle=args.settle, device=device)
+        out.update(training_figures(seen, cfg))
+        if args.also_stochastic:  # a diagnosis: the actions sampled as in training, the same envs and seed
+            noisy = walk_figures(SampledPolicy(pol, seen["trainer"].action_std()).to(device), cfg, seed,
+                                 num_envs=args.eval_envs, steps=args.eval_steps, settle=args.settle, device=device)
+            out.update({f"sampled_{k}": noisy[k] for k in ("up_fraction", "lin_vel_error_mps", "fall_median_s")})
         if args.also_without_pushes:  # a diagnosis, not the floor's measure: the same envs and seed, no pushes
             calm = copy.deepcopy(cfg)
             calm.randomization.push_interval = 0.0
@@ -213,13 +258,17 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     run = train_with_evals(
-        overrides, evaluate, eval_every=args.eval_every, minutes=args.minutes,
+        overrides, evaluate, eval_every=args.eval_every, minutes=args.minutes, on_start=on_start,
         describe=lambda p: f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
                            f"{p['up_fraction_fast']:.2f})  forward error {p['lin_vel_error_mps']:.3f} m/s (standing "
                            f"{p['standing_still_error_mps']:.3f})  falls: median {_fmt(p['fall_median_s'], 's')}, "
                            f"{_fmt(p['falls_after_push'], '', pct=True)} within 1 s of a push"
                            + (f"; without pushes up {p['no_push_up_fraction']:.2f}" if "no_push_up_fraction" in p
-                              else ""))
+                              else "")
+                           + (f"; sampled actions up {p['sampled_up_fraction']:.2f}" if "sampled_up_fraction" in p
+                              else "")
+                           + f"; training: episodes {_fmt(p['train_episode_s'], 's')}, noise std "
+                             f"{p['train_noise_std']:.2f}")
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]
     if not curve:
         print("g1-velocity: no evaluation ran (training stopped before the first one)", file=sys.stderr)

@@ -208,9 +208,9 @@ class PPOTrainer:
     def learning_rate(self) -> float:
         return float(self.alg.learning_rate)
 
-    def noise_std(self) -> float:
-        """Mean standard deviation of the action noise, from the distribution's parameters (the actor need not have
-        run a forward pass in this process: with the overlapped learner process it has not)."""
+    def action_std(self) -> torch.Tensor:
+        """Standard deviation of each action's noise ``[num_actions]``, from the distribution's parameters (the
+        actor need not have run a forward pass in this process: with the overlapped learner process it has not)."""
         dist = self.alg.get_policy().distribution
         kind = getattr(dist, "std_type", None)
         if kind == "scalar":
@@ -219,7 +219,11 @@ class PPOTrainer:
             std = dist.log_std_param.clamp(*dist.log_std_range).exp()
         else:
             std = self.alg.get_policy().output_std
-        return float(std.detach().mean())
+        return std.detach().reshape(-1)
+
+    def noise_std(self) -> float:
+        """Mean standard deviation of the action noise (:meth:`action_std`)."""
+        return float(self.action_std().mean())
 
     def policy(self) -> torch.nn.Module:
         return self.alg.get_policy()
