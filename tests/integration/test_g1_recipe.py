@@ -362,6 +362,30 @@ def test_the_benchmark_scores_standing_still_on_the_same_commands():
     assert not learn_g1.reached({"standing_still_error_mps": 0.4, "up_fraction": 1.0, "lin_vel_error_mps": 0.4})
 
 
+def test_the_benchmark_evaluates_with_the_tasks_pushes_and_samples_as_ppo_does():
+    """Training may push more often (a recipe probe); the floor's evaluation keeps the task's own pushes. The
+    sampled policy (a diagnosis) adds the training noise to the deterministic actions."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import learn_g1
+
+    from horde.train.config import compose
+
+    trained = compose(["task=g1-velocity", "task.randomization.push_interval=2.0"])[0].task
+    floor = {"push_interval": 8.0, "push_velocity": 0.5}
+    evaluated = learn_g1.with_pushes(trained, floor)
+    assert evaluated.randomization.push_interval == 8.0 and trained.randomization.push_interval == 2.0
+    mean = torch.full((4000, 3), 0.3)
+    sampled = learn_g1.SampledPolicy(lambda obs: mean, torch.tensor([0.0, 0.5, 1.0]))(torch.zeros(4000, 5))
+    assert torch.equal(sampled[:, 0], mean[:, 0])  # no noise where the std is 0
+    assert sampled[:, 1:].mean(0).sub(0.3).abs().max() < 0.06
+    assert sampled[:, 1:].std(0).sub(torch.tensor([0.5, 1.0])).abs().max() < 0.05
+    figures = learn_g1.training_figures({"stats": {"length_mean": 250.0, "termination_rate": 0.5}}, trained)
+    assert figures["train_episode_s"] == pytest.approx(5.0) and figures["train_termination_rate"] == 0.5
+
+
 def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     """Through the CLI as a user would: train (1 iteration), then the export ladder with rung 3 in MuJoCo's C
     engine (the G1 twin runs the task's own Warp terms), then deploy_unitree's dry run. Every joint acts, nothing is
