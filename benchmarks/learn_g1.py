@@ -16,7 +16,8 @@ device=cuda:0 num_envs=4096``. Moonshot: the task's full command range tracked b
 
 The measure: the deterministic policy (its action mean, the normalizer frozen) drives ``--eval-envs`` fresh envs
 (other seeds than training) for one episode (``--eval-steps``, 1000 = 20 s) with the task's own pushes (its default
-``push_interval`` and ``push_velocity``, even when training overrides them) and domain randomization; env k holds the forward command vx = 0.8 k / (n - 1) m/s (vy = yaw rate = 0) for the whole episode.
+``push_interval`` and ``push_velocity``, even when training overrides them) and domain randomization; env k holds
+the forward command vx = 0.8 k / (n - 1) m/s (vy = yaw rate = 0) for the whole episode.
 ``up_fraction``: envs whose first episode did not fail. ``lin_vel_error_mps``: |cmd_xy - v_xy| in the base frame,
 averaged over the steps after the first ``--settle`` of every env while it is up. The baselines, in the same run and
 on the same commands: ``standing_still`` (the error of a robot that stays up without moving: the mean |command|, the
@@ -27,8 +28,8 @@ the slower and the faster half of the commands), ``fall_times_s`` (each fall's t
 evaluates again with the pushes off (``no_push_*``: a diagnosis, not the floor's measure) and ``--also-stochastic``
 with the actions sampled as PPO samples them in training (``sampled_*``); every evaluation also records the
 training envs' last finished episodes (``train_episode_s``, ``train_termination_rate``) and the mean action noise
-std (``train_noise_std``). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and ``<out>/g1_learning.json``; ``--append FILE`` adds the
-run's summary as one JSON line (seeds over sessions).
+std (``train_noise_std``). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and
+``<out>/g1_learning.json``; ``--append FILE`` adds the run's summary as one JSON line (seeds over sessions).
 """
 
 from __future__ import annotations
