@@ -251,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                                  num_envs=args.eval_envs, steps=args.eval_steps, settle=args.settle, device=device)
             out.update({f"sampled_{k}": noisy[k] for k in ("up_fraction", "lin_vel_error_mps", "fall_median_s")})
         if args.also_without_pushes:  # a diagnosis, not the floor's measure: the same envs and seed, no pushes
-            calm = copy.deepcopy(cfg)
-            calm.randomization.push_interval = 0.0
+            calm = with_pushes(cfg, {"push_interval": 0.0})
             quiet = walk_figures(pol.to(device), calm, seed, num_envs=args.eval_envs, steps=args.eval_steps,
                                  settle=args.settle, device=device)
             out.update({f"no_push_{k}": quiet[k] for k in ("up_fraction", "lin_vel_error_mps", "fall_median_s")})
