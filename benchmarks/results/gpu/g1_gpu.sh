@@ -7,7 +7,7 @@
 # machine's return folder) or benchmarks/results.
 MIN=${1:-6.5}; SEED=${2:-0}
 START=$(date +%s); DEST=${OUT:-benchmarks/results}; mkdir -p "$DEST"
-source "$(dirname "$0")/gpu_env.sh"
+source "$(dirname "$0")/gpu_env.sh" || exit 1
 echo "== setup $(( $(date +%s) - START ))s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $(nproc) cores; $(python -V 2>&1)"
 python benchmarks/learn_g1.py --minutes "$MIN" --seed "$SEED" --eval-every 150 --out "$DEST" \
   --append "$DEST/g1_learning_gpu.jsonl" device=cuda:0 num_envs=4096 "${@:3}" 2>&1 | grep -v "^Module \|^Warp " | tee "$DEST/g1_gpu.txt"

@@ -14,3 +14,8 @@ if ! python -c "import horde" 2>/dev/null; then  # the repository root is the pa
   mkdir -p /tmp/hp && ln -sfn "$PWD" /tmp/hp/horde && export PYTHONPATH=/tmp/hp:$PYTHONPATH
 fi
 export PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1
+if ! python -c "import torch, warp, newton, mujoco_warp, rsl_rl, horde" 2>/dev/null; then
+  echo "horde's stack is not on this machine (a fresh one after 30 s idle?): carry .whl/site.part.aa, .ab, then .ac with" \
+       "wcache90.tar.xz and extra.tar.xz (README.md here), back to back"
+  return 1 2>/dev/null || exit 1
+fi

@@ -16,7 +16,7 @@ SECONDS_MAX=${1:-540}
 START=$(date +%s)
 DEST=${OUT:-benchmarks/results}
 mkdir -p "$DEST"
-source "$(dirname "$0")/gpu_env.sh"
+source "$(dirname "$0")/gpu_env.sh" || exit 1
 echo "== setup $(( $(date +%s) - START ))s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $(nproc) cores; $(python -V 2>&1)"
 LEFT=$(( SECONDS_MAX - ($(date +%s) - START) ))
 timeout $LEFT python benchmarks/learning_suite.py --device cuda:0 --deadline-s $(( LEFT - 30 )) --out "$DEST" \
