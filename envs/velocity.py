@@ -32,7 +32,6 @@ import math
 import re
 import warnings
 
-import newton
 import numpy as np
 import torch
 import warp as wp
@@ -100,6 +99,8 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
                       self_collisions=False, meshes=False)
     set_joint_positions(robot, robot_def.joints, robot_def.default_joint_pos)
     q_idx, qd_idx = joint_dof_layout(robot, robot_def.joints)
+    import newton
+
     if robot.joint_type[0] != newton.JointType.FREE or min(q_idx) < len(ROOT_COORDS):
         raise ValueError(f"robot '{cfg.robot}': the velocity task needs a floating base (a free joint first in the "
                          "MJCF)")

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import newton
+from typing import TYPE_CHECKING
+
 import warp as wp
+
+if TYPE_CHECKING:  # newton's import costs seconds; a process that never builds a chain skips it
+    import newton
 
 __all__ = ["MAX_CHAIN", "Chain", "chain_from_builder", "dls_step", "mat6", "orientation_error", "site_jacobian",
            "vec6"]
@@ -44,6 +48,8 @@ class Chain:
 
 def chain_from_builder(builder: newton.ModelBuilder, joints: Sequence[str], device) -> Chain:
     """The chain of the hinge joints labelled ``joints`` (label suffixes, base to tip) of one env's builder."""
+    import newton
+
     if len(joints) > MAX_CHAIN:
         raise ValueError(f"a chain has at most {MAX_CHAIN} joints, got {len(joints)}")
     labels = [lbl.split("/")[-1] for lbl in builder.joint_label]

@@ -1,8 +1,10 @@
 """Plugins round-trip with a robot and a reward term (#31): a legged robot (``register_robot``) and a velocity reward
 term (``VELOCITY_TERMS``) defined in a module outside horde, made importable by ``PYTHONPATH`` only, train with
-``imports=[...]`` and then play, export (sim2sim rung included), verify, sim2sim and resume from another working
-directory, each a subprocess as a user would run it. The cartpole variant of tests/contract/test_plugins.py is the
-fast half; this one builds the quadruped (about a minute on 2 cores)."""
+``imports=[...]`` and then export (its closed-loop and sim2sim rungs play the policy), sim2sim from the bundle and
+resume from another working directory, each a subprocess as a user would run it. `play` and `verify` load a run the
+same way (the run's config imports its ``imports`` first): the cartpole variant in tests/contract/test_plugins.py
+runs them; this one builds the quadruped in every process (15-20 s each on 2 cores), so it keeps the commands whose
+robot side differs: the MuJoCo twin built from the plugin's robot, and the bundle's own record of the imports."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def horde(*args: str, cwd: Path, plugins: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-def test_a_plugin_robot_and_reward_term_train_play_export_sim2sim_and_resume(tmp_path):
+def test_a_plugin_robot_and_reward_term_train_export_sim2sim_and_resume(tmp_path):
     plugins, project, elsewhere = tmp_path / "my_pkg", tmp_path / "project", tmp_path / "elsewhere"
     for d in (plugins, project, elsewhere):
         d.mkdir()
@@ -49,9 +51,6 @@ def test_a_plugin_robot_and_reward_term_train_play_export_sim2sim_and_resume(tmp
     assert train.returncode == 0, train.stderr[-2000:]
     (run,) = (runs / "quadruped").iterdir()
 
-    play = horde("play", f"run={run}", "episodes=2", cwd=elsewhere, plugins=plugins)
-    assert play.returncode == 0, play.stderr[-2000:]
-
     export = horde("export", f"run={run}", "sim2sim_episodes=2", cwd=elsewhere, plugins=plugins)
     assert export.returncode == 0, export.stderr[-2000:]
     (bundle,) = (run / "exported").iterdir()
@@ -59,9 +58,8 @@ def test_a_plugin_robot_and_reward_term_train_play_export_sim2sim_and_resume(tmp
     assert spec["task_config"]["robot"] == "my-quad" and "base_height_error" in spec["task_config"]["reward_scales"]
     assert spec["checkpoint"]["imports"] == ["my_quad"]
 
-    for cmd in (("verify", f"run={run}"), ("sim2sim", f"run={bundle}", "episodes=2")):
-        proc = horde(*cmd, cwd=elsewhere, plugins=plugins)
-        assert proc.returncode == 0, (cmd, proc.stderr[-2000:])
+    sim2sim = horde("sim2sim", f"run={bundle}", "episodes=2", cwd=elsewhere, plugins=plugins)
+    assert sim2sim.returncode == 0, sim2sim.stderr[-2000:]
 
     resume = horde("train", f"resume={run}", "max_iterations=2", cwd=elsewhere, plugins=plugins)
     assert resume.returncode == 0, resume.stderr[-2000:]
