@@ -13,3 +13,12 @@ def run_cli(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedPr
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def run_main(*args: str) -> int:
+    """``horde <args>`` through the command line's entry point in this process; its exit code. For tests whose
+    subject is what the command makes (a run, a bundle), not the process: no process of its own saves the 5-10 s of
+    imports one costs (test_cli.py and the plugin tests run real processes)."""
+    from horde.cli import main
+
+    return main(list(args))

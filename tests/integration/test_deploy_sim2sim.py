@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 import torch
-from clihelp import run_cli
+from clihelp import run_cli, run_main
 
 from horde.deploy import export_run
 from horde.deploy.sim2sim import Sim2SimError, load_setup, run_sim2sim
@@ -23,9 +23,8 @@ QUAD_STEPS = 50
 @pytest.fixture(scope="module")
 def reach_bundle(tmp_path_factory):
     root = tmp_path_factory.mktemp("reach")
-    proc = run_cli("train", "task=reach", "num_envs=16", "max_iterations=2", f"task.episode_length={REACH_STEPS}",
-                   f"run_root={root}", cwd=root)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run_main("train", "task=reach", "num_envs=16", "max_iterations=2", f"task.episode_length={REACH_STEPS}",
+                     f"run_root={root}") == 0
     (run,) = (root / "reach").iterdir()
     report = export_run(run)  # in-process: the CLI's export is tested in test_export.py
     assert any(ln.startswith("[3/3] sim-to-sim (MuJoCo 3") and "ratio" in ln for ln in report.lines), report.lines
@@ -37,9 +36,8 @@ def quad_export(tmp_path_factory):
     """An untrained quadruped run (8 envs, 1 iteration, 50-step episodes, commands redrawn every 0.4 s) exported
     with 4 MuJoCo episodes in rung 3."""
     root = tmp_path_factory.mktemp("quad")
-    proc = run_cli("train", "task=quadruped", "num_envs=8", "max_iterations=1", f"task.episode_length={QUAD_STEPS}",
-                   "task.command_resample_s=0.4", f"run_root={root}", cwd=root)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run_main("train", "task=quadruped", "num_envs=8", "max_iterations=1", f"task.episode_length={QUAD_STEPS}",
+                     "task.command_resample_s=0.4", f"run_root={root}") == 0
     (run,) = (root / "quadruped").iterdir()
     report = export_run(run, sim2sim_episodes=4)
     return report

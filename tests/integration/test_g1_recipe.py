@@ -303,13 +303,12 @@ def test_a_tiny_legs_only_run_exports_and_verifies(tmp_path):
     import json
     from pathlib import Path
 
-    from clihelp import run_cli
+    from clihelp import run_main
 
     from horde.deploy import export_run
 
-    proc = run_cli("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
-                   f"run_root={tmp_path}", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run_main("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
+                     f"run_root={tmp_path}") == 0
     (run,) = (tmp_path / "g1-velocity").iterdir()
     report = export_run(run, sim2sim_episodes=2)
     assert report.passed, report.lines
@@ -395,14 +394,13 @@ def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     import json
     from pathlib import Path
 
-    from clihelp import run_cli
+    from clihelp import run_main
 
     from horde.deploy import export_run
 
-    proc = run_cli("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
-                   "task.action_joints=all", "task.randomization.enabled=false", "task.gait_clock=false",
-                   "task.reward_scales.gait_contact=0", f"run_root={tmp_path}", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run_main("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
+                     "task.action_joints=all", "task.randomization.enabled=false", "task.gait_clock=false",
+                     "task.reward_scales.gait_contact=0", f"run_root={tmp_path}") == 0
     (run,) = (tmp_path / "g1-velocity").iterdir()
     report = export_run(run, sim2sim_episodes=4)
     rung3 = report.ladder["sim_to_sim"]

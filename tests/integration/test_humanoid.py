@@ -4,7 +4,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 import torch
-from clihelp import run_cli
+from clihelp import run_cli, run_main
 
 from horde.envs import make
 from horde.envs.humanoid import GEARS, JOINTS
@@ -14,9 +14,8 @@ from horde.envs.humanoid import GEARS, JOINTS
 def humanoid_run(tmp_path_factory):
     """A 2-iteration humanoid run made through the CLI with the tuned config (plumbing, not competence)."""
     root = tmp_path_factory.mktemp("runs")
-    proc = run_cli("train", "task=humanoid", "num_envs=8", "max_iterations=2", "save_interval=1",
-                   f"run_root={root}", cwd=root)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run_main("train", "task=humanoid", "num_envs=8", "max_iterations=2", "save_interval=1",
+                     f"run_root={root}") == 0
     (run,) = list((root / "humanoid").iterdir())
     return run
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from clihelp import run_cli
+from clihelp import run_cli, run_main
 
 from horde.train.config import ConfigError, compose
 from horde.train.shac import (
@@ -104,9 +104,8 @@ def test_actor_gradient_reaches_every_parameter_through_the_simulator(tmp_path):
 
 
 def test_shac_run_through_the_cli_plays_and_exports(tmp_path):
-    proc = run_cli("train", "task=pendulum", "algo=shac", "num_envs=8", "max_iterations=3", "save_interval=2",
-                   f"run_root={tmp_path}", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run_main("train", "task=pendulum", "algo=shac", "num_envs=8", "max_iterations=3", "save_interval=2",
+                     f"run_root={tmp_path}") == 0
     run = next((tmp_path / "pendulum").iterdir())
     names = {p.name for p in run.iterdir()}
     assert {"config.yaml", "model_2.pt", "model_3.pt", "train_summary.json"} <= names
@@ -126,8 +125,7 @@ def test_shac_run_through_the_cli_plays_and_exports(tmp_path):
 
     play = run_cli("play", f"run={run}", "episodes=4", cwd=tmp_path)
     assert play.returncode == 0 and "over 4 deterministic episodes" in play.stdout, play.stderr[-2000:]
-    export = run_cli("export", f"run={run}", cwd=tmp_path)
-    assert export.returncode == 0, export.stderr[-2000:]
+    assert run_main("export", f"run={run}") == 0
     assert list(run.rglob("*.onnx"))
 
 
