@@ -51,11 +51,8 @@ def test_train_throughput_split_quick_json():
     assert row["raw_default_ms"] > 0 and row["raw_visited_ms"] > 0 and row["raw_per_substep_ms"] > 0, row
 
 
-def test_sim_throughput_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "sim_throughput.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+def check_sim_throughput_rows(rows: list[dict]) -> None:
+    """``sim_throughput.py --quick --json``'s rows (run by run_all's test below, which runs that command)."""
     cart = [r for r in rows if r["task"] == "cartpole"]
     assert {"horde-graph", "horde-eager", "numpy", "ratio:horde-graph/numpy"} <= {r["impl"] for r in cart}
     for r in rows:
@@ -67,6 +64,8 @@ def test_sim_throughput_quick_json():
     assert {"horde-graph", "newton-raw", "ratio:horde/newton", "mujoco-c", "ratio:horde/mujoco-c"} <= ant
     # and the CPU backend's rows: horde on MuJoCo's C engine against raw mujoco.batch and horde on MuJoCo-Warp
     assert {"horde-mujoco-c", "batch-raw", "horde-mujoco-warp", "ratio:horde-c/raw", "ratio:horde-c/horde-warp"} <= ant
+    (mj,) = [r for r in rows if r["task"] == "ant" and r["impl"] == "mujoco-c"]
+    assert mj["integrator"] and mj["solver"] and mj["threads"] >= 1 and mj["model_changes"] == []
 
 
 def test_train_vs_sb3_quick_json():
@@ -130,6 +129,7 @@ def test_run_all_writes_json_table_and_plots(tmp_path):
     data = json.loads(next(tmp_path.glob("*_quick.json")).read_text())
     assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
     assert data["results"]["sim_throughput"]["status"] == "ok"
+    check_sim_throughput_rows(data["results"]["sim_throughput"]["rows"])  # `sim_throughput.py --quick --json`'s
     assert data["results"]["train_vs_sb3"] == kept
     assert list(tmp_path.glob("*_throughput.png"))
     table = (BENCH / "RESULTS_quick.md").read_text()
