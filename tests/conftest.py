@@ -11,16 +11,9 @@ from clihelp import run_cli
 torch.set_num_threads(1)
 
 
-HEAVY_TIERS = ("integration", "learning")
-"""Tiers whose tests start processes, build robots or train: run first, so that the two workers of ``make test``
-(pytest-xdist hands tests out in this order) end on the short unit and contract tests, not one on a minute-long
-test while the other idles."""
-
-
 def pytest_collection_modifyitems(config, items):
-    """Heavy tiers first (a stable sort: each file's tests stay together). ``@pytest.mark.gpu`` tests need CUDA:
-    without a usable device they skip, with that reason. On a GPU machine ``pytest -m gpu`` runs exactly them."""
-    items.sort(key=lambda item: 0 if Path(str(item.fspath)).parent.name in HEAVY_TIERS else 1)
+    """``@pytest.mark.gpu`` tests need CUDA: without a usable device they skip, with that reason. On a GPU machine
+    ``pytest -m gpu`` runs exactly them."""
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (torch sees none here); run `pytest -m gpu` on a GPU machine")

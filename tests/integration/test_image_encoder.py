@@ -1,11 +1,12 @@
 """The CNN image encoder (algo.policy.image_encoder=cnn): which columns it encodes, and a depth-camera policy that
-trains, plays and exports to ONNX with the convolutions inside the graph (through ``horde.cli.main`` in this
+trains, plays and exports to ONNX with the convolutions inside the graph (through ``clihelp.run_main``, in this
 process: the command line itself is tested in test_cli.py; a process of its own would add ~8 s of imports)."""
 
 import json
 
 import pytest
 import torch
+from clihelp import run_main
 
 from horde.policies.actor_critic import ActorCriticConfig, build_actor
 from horde.policies.image_encoder import ImageEncoder
@@ -50,14 +51,12 @@ def test_actor_and_inference_policy_read_the_image():
 def test_depth_cnn_policy_trains_and_exports_with_the_cnn_in_the_graph(tmp_path):
     import onnx
 
-    from horde.cli import main
-
-    assert main(["train", "task=quadruped-rough-depth", "num_envs=8", "max_iterations=1", "save_interval=1",
-                 "task.depth_camera.width=16", "task.depth_camera.height=12", "algo.policy.image_encoder=cnn",
-                 "algo.policy.cnn_channels=[4,8]", "algo.num_steps_per_env=8", "task.episode_length=40",
-                 f"run_root={tmp_path}"]) == 0  # short episodes: the export's closed-loop rung stays quick
+    assert run_main("train", "task=quadruped-rough-depth", "num_envs=8", "max_iterations=1", "save_interval=1",
+                    "task.depth_camera.width=16", "task.depth_camera.height=12", "algo.policy.image_encoder=cnn",
+                    "algo.policy.cnn_channels=[4,8]", "algo.num_steps_per_env=8", "task.episode_length=40",
+                    f"run_root={tmp_path}") == 0  # short episodes: the export's closed-loop rung stays quick
     (run,) = list((tmp_path / "quadruped-rough-depth").iterdir())
-    assert main(["export", f"run={run}"]) == 0
+    assert run_main("export", f"run={run}") == 0
     (bundle,) = [p for p in (run / "exported").iterdir() if p.is_dir()]
     model = onnx.load(str(bundle / "policy.onnx"))
     assert sum(node.op_type == "Conv" for node in model.graph.node) == 2
