@@ -19,8 +19,9 @@
     horde plot run=<dir>            # PNG of the training curves from the TensorBoard events
     horde demo                      # train cartpole on CPU, evaluate, export, verify, summarize
     horde tasks                     # registered tasks
-    horde compile-cuda [archs=87,90] [tasks=a,b] [spread=true]   # build every task on the CPU, compile its CUDA
-                                                  # kernels (no GPU); spread: each module for one arch in turn
+    horde compile-cuda [archs=87,90] [tasks=a,b] [spread=true] [origin=horde]   # build every task on the CPU,
+                                                  # compile its CUDA kernels (no GPU); spread: each module for one
+                                                  # arch in turn; origin: only modules with a kernel of that package
     horde actuator-net data=<motor log>.npz out=<net>.onnx [history=0,1,2] [hidden=32,32,32] [epochs=60] [seed=0]
                                     # fit an actuator network to logged joints (pos_error, velocity, torque per
                                     # physics step) for task.actuator_net=<net>.onnx; data=pd-demo: a synthetic
@@ -118,7 +119,8 @@ KEYS: dict[str, dict[str, Key]] = {
     "plot": {"run": Key(str, "run directory"), "out": Key(str, "the PNG (default <run>/plots/training.png)")},
     "compile-cuda": {"archs": Key(ints, "CUDA architectures (default 87,90)"),
                      "tasks": Key(names, "tasks to build (default every registered task)"),
-                     "spread": Key(true_or_false, "compile each module for one arch in turn")},
+                     "spread": Key(true_or_false, "compile each module for one arch in turn"),
+                     "origin": Key(str, "only modules with a kernel from this Python package (horde)")},
     "actuator-net": {"data": Key(str, "motor log .npz (pos_error, velocity, torque per physics step) or pd-demo "
                                       "(a synthetic PD motor with 2 steps of delay)"),
                      "out": Key(str, "the network's .onnx file"),
@@ -401,7 +403,8 @@ def cmd_compile_cuda(args: list[str]) -> dict:
 
         for name in kv["tasks"]:
             get_task(name)  # an unknown name stops here with the valid ones
-    return compile_tasks(kv.get("tasks"), tuple(kv.get("archs") or (87, 90)), spread=kv.get("spread", False))
+    return compile_tasks(kv.get("tasks"), tuple(kv.get("archs") or (87, 90)), spread=kv.get("spread", False),
+                         origin=kv.get("origin"))
 
 
 def cmd_actuator_net(args: list[str]) -> dict:

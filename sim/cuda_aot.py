@@ -57,12 +57,16 @@ def module_origin(module: Module) -> str:
     return ", ".join(origins) or module.name
 
 
-def loaded_modules() -> list[Module]:
+def loaded_modules(origin: str | None = None) -> list[Module]:
     """Every Warp module that has been loaded on some device in this process (and so was launched or captured),
-    sorted by name."""
+    sorted by name; with ``origin`` (a Python package, ``horde``) only those with a kernel defined in it."""
     from warp._src.context import user_modules
 
-    return [m for _, m in sorted(user_modules.items()) if m.execs and m.kernels]
+    modules = [m for _, m in sorted(user_modules.items()) if m.execs and m.kernels]
+    if origin is not None:
+        modules = [m for m in modules if any(o == origin or o.startswith(origin + ".")
+                                             for o in module_origin(m).split(", "))]
+    return modules
 
 
 def _error_lines(log: str, exc: BaseException) -> str:
@@ -89,8 +93,9 @@ def compile_module(module: Module, archs=DEFAULT_ARCHS, *, module_dir: str | Pat
 
 
 def compile_loaded_modules(archs=DEFAULT_ARCHS, *, module_dir: str | Path | None = None, threads: int | None = None,
-                           spread: bool = False) -> tuple[list[str], list[AotFailure]]:
-    """Compile every loaded module for ``archs``. Returns the module names compiled and the failures.
+                           spread: bool = False, origin: str | None = None) -> tuple[list[str], list[AotFailure]]:
+    """Compile every loaded module (``origin``: those :func:`loaded_modules` keeps) for ``archs``. Returns the
+    module names compiled and the failures.
 
     NVRTC runs outside the GIL, so ``threads`` workers (default: the CPU count) compile modules side by side; a
     module that fails is compiled once more alone, with the compiler's log captured for the report.
@@ -100,7 +105,7 @@ def compile_loaded_modules(archs=DEFAULT_ARCHS, *, module_dir: str | Path | None
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    modules = loaded_modules()
+    modules = loaded_modules(origin)
     jobs = ([(m, archs[k % len(archs)]) for k, m in enumerate(modules)] if spread
             else [(m, arch) for m in modules for arch in archs])
 

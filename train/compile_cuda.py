@@ -2,6 +2,7 @@
 
     horde compile-cuda                      # sm_87 (Jetson Orin) and sm_90 (H100), every registered task
     horde compile-cuda archs=86,90 tasks=quadruped,reach
+    horde compile-cuda origin=horde         # only the modules with a kernel of horde's (make test's check)
 
 Runs on a machine with no GPU (Warp's NVRTC). Compiled modules go to Warp's kernel cache, so a second run skips
 what did not change. See :mod:`horde.sim.cuda_aot` for what a pass does and does not prove.
@@ -49,10 +50,12 @@ def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: in
 
 
 def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet: bool = False,
-                  variants: dict[str, list[list[str]]] | None = None, spread: bool = False) -> dict:
+                  variants: dict[str, list[list[str]]] | None = None, spread: bool = False,
+                  origin: str | None = None) -> dict:
     """Exercise ``tasks`` (default: every registered one, plus :data:`EXTRA_VARIANTS` whose packages are
     installed), then compile every loaded module for ``archs`` (``spread``: each module for one of them in turn,
-    :func:`horde.sim.cuda_aot.compile_loaded_modules`). Raises :class:`CudaCompileError` on a failure."""
+    :func:`horde.sim.cuda_aot.compile_loaded_modules`; ``origin="horde"``: only the modules with a kernel of horde's).
+    Raises :class:`CudaCompileError` on a failure."""
     from horde.envs import task_names
     from horde.envs.robots import RobotNotInstalledError
 
@@ -75,10 +78,11 @@ def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet:
             built.append(" ".join([name, *overrides]))
             say(f"built {built[-1]}")
     t1 = time.perf_counter()
-    modules, failures = compile_loaded_modules(archs, spread=spread)
+    modules, failures = compile_loaded_modules(archs, spread=spread, origin=origin)
     t2 = time.perf_counter()
     arch_list = ", ".join(f"sm_{a}" for a in archs) + (" in turn" if spread else "")
-    say(f"compiled {len(modules)} Warp modules for {arch_list}: {len(failures)} failure(s) "
+    of = f" of {origin}" if origin else ""
+    say(f"compiled {len(modules)} Warp modules{of} for {arch_list}: {len(failures)} failure(s) "
         f"(build {t1 - t0:.0f} s, CUDA compile {t2 - t1:.0f} s)")
     if failures:
         raise CudaCompileError(f"{len(failures)} module(s) do not compile for CUDA: "
