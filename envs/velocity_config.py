@@ -9,6 +9,7 @@ from horde.envs.core import TaskConfig
 from horde.envs.robots import ROBOTS, LeggedRobot
 from horde.sim.depth_camera import DepthCameraConfig
 from horde.sim.fields import FieldError, bounded, choice, file_path
+from horde.sim.newton_build import MUJOCO_SOLVERS
 from horde.sim.newton_world import SimConfig
 from horde.sim.randomize import RandomizationConfig
 from horde.sim.terrain import HeightScanConfig, TerrainConfig
@@ -194,6 +195,9 @@ def check_options(cfg: VelocityConfig) -> None:
     if cfg.vx_curriculum and "track_lin_vel" not in cfg.reward_scales:
         raise FieldError("task.vx_curriculum=true widens the vx range on the track_lin_vel term's episode sums: "
                          "add track_lin_vel to task.reward_scales")
+    if cfg.imu and cfg.sim.solver not in MUJOCO_SOLVERS:  # before the build: Newton takes seconds to import
+        raise FieldError(f"task.sim.solver={cfg.sim.solver}: the IMU needs body accelerations, which need the "
+                         "mujoco solver")
     lo, hi = cfg.command_vx
     if cfg.vx_curriculum and not lo <= hi:
         raise FieldError(f"task.command_vx={cfg.command_vx}: the curriculum needs lo <= hi")

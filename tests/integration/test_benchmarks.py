@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchhelp import run_benchmark
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -15,8 +16,7 @@ def test_g1_zero_action_falls_in_plain_mujoco():
     """The G1's trivial baseline (zero actions fall: 0% up) is MuJoCo's, not horde's: the robot's MJCF held at its
     default pose by the task's PD law, stepped by MuJoCo alone, tips past the task's tilt limit within 2 s; its
     ankles' stiffness is below the inverted pendulum's m g h."""
-    proc = subprocess.run([sys.executable, str(BENCH / "g1_stand.py"), "--seconds", "2", "--kp-scale", "1", "--kp",
-                           "--json"], capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("g1_stand.py", "--seconds", "2", "--kp-scale", "1", "--kp", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert row["fall_s"] is not None and 0.5 < row["fall_s"] < 2.0, row
@@ -27,9 +27,8 @@ def test_g1_zero_action_falls_in_plain_mujoco():
 def test_physics_options_times_each_variant_of_the_same_states():
     """One row per MuJoCo option, the reference at 1.0, the contact rows of a real state (the G1 stands on its
     feet: MuJoCo's pyramidal cones give more rows than elliptic ones); an unknown task: one line."""
-    proc = subprocess.run([sys.executable, str(BENCH / "physics_options.py"), "--task", "g1-velocity", "--envs", "2",
-                           "--warm", "5", "--steps", "2", "--repeats", "1", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("physics_options.py", "--task", "g1-velocity", "--envs", "2", "--warm", "5", "--steps", "2",
+                         "--repeats", "1", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {r["variant"]: r for r in (json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{"))}
     assert len(rows) == 6 and rows["as horde steps it"]["vs_horde"] == 1.0, rows
@@ -41,8 +40,7 @@ def test_physics_options_times_each_variant_of_the_same_states():
 
 
 def test_train_throughput_split_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "train_throughput.py"), "--quick", "--no-train", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("train_throughput.py", "--quick", "--no-train", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert "ratio" not in row and row["task"] == "lift" and row["substeps"] >= 1
@@ -69,8 +67,7 @@ def check_sim_throughput_rows(rows: list[dict]) -> None:
 
 
 def test_train_vs_sb3_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "train_vs_sb3.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("train_vs_sb3.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     runs = [r for r in rows if "seed" in r and "summary" not in r]
@@ -99,8 +96,7 @@ def test_overlap_quick_json():
 
 
 def test_rollout_precision_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "rollout_precision.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("rollout_precision.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     runs = {r["rollout_precision"]: r for r in rows if "summary" not in r}
@@ -164,8 +160,7 @@ def test_ratio_rows_collects_each_scripts_ratios():
 
 
 def test_learning_bars_prints_one_line_per_seed():
-    proc = subprocess.run([sys.executable, str(BENCH / "learning_bars.py"), "--tests", "gru", "--seeds", "0", "1"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("learning_bars.py", "--tests", "gru", "--seeds", "0", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert [(r["test"], r["seed"]) for r in rows] == [("gru", 0), ("gru", 1)]
@@ -185,8 +180,7 @@ def test_trajectory_digest_is_reproducible():
 
 
 def test_perception_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "perception.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("perception.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert [r["variant"] for r in rows] == ["blind", "scan", "scan+critic", "depth"]
@@ -205,8 +199,7 @@ def test_libraries_benchmark_draws_its_plot_from_saved_results(tmp_path):
 
 
 def test_symmetry_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "symmetry.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("symmetry.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.splitlines()[-1])
     assert set(summary) == {"off", "augment", "mirror_loss"}
@@ -216,8 +209,7 @@ def test_symmetry_quick_json():
 
 
 def test_backend_agreement_quick_json(tmp_path):
-    proc = subprocess.run([sys.executable, str(BENCH / "backend_agreement.py"), "--quick", "--json", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("backend_agreement.py", "--quick", "--json", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert [r["task"] for r in rows] == ["reach"] and len(rows[0]["max_abs_diff"]) == 5
@@ -226,8 +218,7 @@ def test_backend_agreement_quick_json(tmp_path):
 
 
 def test_actuator_net_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH / "actuator_net.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("actuator_net.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert [r["part"] for r in rows] == ["fit", "fit", "cost", "agreement"]
@@ -355,8 +346,7 @@ def test_memory_benchmark_quick_json():
 
 def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
     results = tmp_path / "runs.jsonl"
-    out = subprocess.run([sys.executable, str(BENCH / "learn_quadruped.py"), "--quick", "--json", "--out",
-                          str(tmp_path), "--append", str(results)], capture_output=True, text=True, timeout=600)
+    out = run_benchmark("learn_quadruped.py", "--quick", "--json", "--out", str(tmp_path), "--append", str(results))
     assert out.returncode == 0, out.stderr[-2000:]
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["iterations"] == 2 and row["target_mps"] == 0.25
@@ -367,8 +357,7 @@ def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
 
 
 def test_learn_push_quick_reports_the_share_on_target(tmp_path):
-    out = subprocess.run([sys.executable, str(BENCH / "learn_push.py"), "--quick", "--json", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=600)
+    out = run_benchmark("learn_push.py", "--quick", "--json", "--out", str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["iterations"] == 2 and row["target_fraction"] == 0.5 and row["target_key"] == "on_target_fraction"

@@ -2,16 +2,12 @@
 met is a figure the benchmark prints (it depends on the machine), not asserted here."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "policy_latency.py"
+from benchhelp import run_benchmark
 
 
 def test_policy_latency_quick_json():
-    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--json"], capture_output=True, text=True,
-                          timeout=600)
+    proc = run_benchmark("policy_latency.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     timed = [r for r in rows if "median_us" in r]

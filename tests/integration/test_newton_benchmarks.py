@@ -1,18 +1,17 @@
 """The Newton benchmark scripts run in quick mode and print their documented JSON."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from benchhelp import run_benchmark
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _json_lines(script, *args):
-    proc = subprocess.run([sys.executable, str(BENCH / script), "--quick", "--json", *args],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark(script, "--quick", "--json", *args)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
 
@@ -45,7 +44,6 @@ def test_raw_newton_reference_simulates_the_same_motion_as_horde(task):
     """The overhead ratio compares like with like: same model, solver, torques and initial pose on both sides."""
     sys.path.insert(0, str(BENCH))
     import newton_throughput as nt
-    import torch
     import warp as wp
 
     from horde.envs import make

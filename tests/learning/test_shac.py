@@ -2,13 +2,12 @@
 and the benchmark's quick mode."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from clihelp import run_cli, run_main
+from benchhelp import run_benchmark
 
 from horde.train.config import ConfigError, compose
 from horde.train.shac import (
@@ -220,9 +219,8 @@ def test_random_episode_start_spreads_the_episode_clocks(tmp_path):
 
 
 def test_benchmark_runs_one_learner_with_overrides():
-    proc = subprocess.run([sys.executable, str(BENCH / "diff_vs_ppo.py"), "--quick", "--json", "--tasks", "pendulum",
-                           "--learners", "shac", "--shac-overrides", "algo.horizon=2", "--eval-every", "1024"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("diff_vs_ppo.py", "--quick", "--json", "--tasks", "pendulum", "--learners", "shac",
+                         "--shac-overrides", "algo.horizon=2", "--eval-every", "1024")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     runs = [r for r in rows if r["kind"] == "run"]
@@ -235,8 +233,7 @@ def test_benchmark_runs_one_learner_with_overrides():
 
 
 def test_benchmark_quick_mode_prints_every_figure():
-    proc = subprocess.run([sys.executable, str(BENCH / "diff_vs_ppo.py"), "--quick", "--json"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_benchmark("diff_vs_ppo.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     kinds = {r["kind"] for r in rows}
