@@ -26,16 +26,19 @@ class CudaCompileError(RuntimeError):
     """One or more modules did not compile; the message names each module and the compiler's error."""
 
 
-def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: int = 4, steps: int = 3) -> None:
+def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: int = 4, steps: int = 3,
+                  gpu_solver: bool = True) -> None:
     """Build ``name`` on the CPU and step it with random actions, so every kernel of its step is loaded; for a
-    differentiable task also run its taped rollout forward and backward."""
+    differentiable task also run its taped rollout forward and backward. ``gpu_solver``: an articulated task on the
+    solver a GPU runs (MuJoCo-Warp), not the CPU's default (MuJoCo's C engine, which has no CUDA code; its
+    Warp kernels are the same modules apart from ``horde.sim.mujoco_batch``'s)."""
     from horde.envs import get_task, make
     from horde.envs import make_diff_task
     from horde.train.config import compose
 
     cfg = compose([f"task={name}", *(overrides or [])])[0].task
     sim = getattr(cfg, "sim", None)
-    if sim is not None and sim.solver == "auto":  # the solver a GPU runs (the CPU's, mujoco-c, has no CUDA code)
+    if gpu_solver and sim is not None and sim.solver == "auto":  # the solver a GPU runs
         cfg.sim = dataclasses.replace(sim, solver="mujoco")
     env = make(name, num_envs=num_envs, seed=0, config=cfg)
     g = torch.Generator().manual_seed(0)
@@ -51,11 +54,11 @@ def exercise_task(name: str, overrides: list[str] | None = None, *, num_envs: in
 
 def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet: bool = False,
                   variants: dict[str, list[list[str]]] | None = None, spread: bool = False,
-                  origin: str | None = None) -> dict:
+                  origin: str | None = None, gpu_solver: bool = True) -> dict:
     """Exercise ``tasks`` (default: every registered one, plus :data:`EXTRA_VARIANTS` whose packages are
     installed), then compile every loaded module for ``archs`` (``spread``: each module for one of them in turn,
-    :func:`horde.sim.cuda_aot.compile_loaded_modules`; ``origin="horde"``: only the modules with a kernel of horde's).
-    Raises :class:`CudaCompileError` on a failure."""
+    :func:`horde.sim.cuda_aot.compile_loaded_modules`; ``origin="horde"``: only the modules with a kernel of horde's;
+    ``gpu_solver``: :func:`exercise_task`'s). Raises :class:`CudaCompileError` on a failure."""
     from horde.envs import task_names
     from horde.envs.robots import RobotNotInstalledError
 
@@ -71,7 +74,7 @@ def compile_tasks(tasks: list[str] | None = None, archs=DEFAULT_ARCHS, *, quiet:
     for name in tasks or task_names():
         for overrides in [[], *variants.get(name, [])]:
             try:
-                exercise_task(name, overrides)
+                exercise_task(name, overrides, gpu_solver=gpu_solver)
             except RobotNotInstalledError as exc:
                 say(f"skipped {name} {' '.join(overrides)}: {exc}")
                 continue
