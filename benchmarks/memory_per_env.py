@@ -11,7 +11,8 @@ reports:
   steps a quadruped had touched 26 KB per env, after 200 steps 37 KB);
 - ``device_bytes``: the bytes of every live Warp array and torch tensor (their union: views and zero-copy tensors
   counted once) when built with the backend a CUDA run gets (MuJoCo-Warp for the Newton tasks, on Warp's CPU
-  backend here: its arrays have the same sizes on a GPU);
+  backend here: its arrays have the same sizes on a GPU; a task without a solver to swap, cartpole or the pendulum,
+  takes the CPU run's figure: 148 B/env for cartpole, where a second build stepped 8 times gave 152);
 - ``obs``: the floats per env of every observation group (policy, critic, teacher), ``actions``.
 
 The per-env figure is the difference between two sizes over the difference in envs, so the interpreter, the
@@ -83,6 +84,13 @@ def _child(task: str, n: int, backend: str) -> dict:
             "actions": env.num_actions, "tape": tape}
 
 
+def has_solver(task: str) -> bool:
+    """Whether ``task`` has a ``sim`` config, whose solver a CUDA run sets otherwise than the CPU's default."""
+    from horde.envs import get_task
+
+    return hasattr(get_task(task).config, "sim")
+
+
 def env_is_differentiable(task: str) -> bool:
     from horde.envs import get_task
 
@@ -136,7 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     small, large = (16, 272) if args.quick else tuple(int(s) for s in args.sizes.split(","))
     for task in tasks:
         cpu = [_measure(task, n, "cpu") for n in (small, large)]
-        dev = None if args.cpu_only else [_measure(task, n, "cuda-like") for n in (small, large)]
+        if args.cpu_only:
+            dev = None
+        elif has_solver(task):
+            dev = [_measure(task, n, "cuda-like") for n in (small, large)]
+        else:  # no solver to swap (cartpole, pendulum): a CUDA run builds these very arrays
+            dev = cpu
         row = {"task": task, "sizes": [small, large],
                "cpu_bytes_per_env": round((cpu[1]["cpu_rss"] - cpu[0]["cpu_rss"]) / (large - small)),
                "cpu_tensor_bytes_per_env": round((cpu[1]["device_bytes"] - cpu[0]["device_bytes"]) / (large - small)),
