@@ -3,9 +3,8 @@ stepping every task loads, for sm_87 (Jetson Orin) and sm_90 (H100).
 
 Newton's and MuJoCo-Warp's modules (about 120 more, their runtime-created kernels included) are compiled by
 ``make check-cuda`` and by the GPU list's stack pack (``benchmarks/results/gpu/pack_stack.sh``), not here: with an
-empty kernel cache they took 516 s of a 2-core machine's test run, and building the tasks on MuJoCo-Warp to load
-them another ~100 s. Compiled modules land in Warp's kernel cache, so
-only the first run on a machine (or after a kernel changes) pays for the compile. See horde.sim.cuda_aot for what a
+empty kernel cache they took 516 s of a 2-core machine's test run. Compiled modules land in Warp's kernel cache,
+so only the first run on a machine (or after a kernel changes) pays for the compile. See horde.sim.cuda_aot for what a
 pass does and does not prove."""
 
 import importlib.util
