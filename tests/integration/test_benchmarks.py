@@ -26,14 +26,17 @@ def test_g1_zero_action_falls_in_plain_mujoco():
 
 def test_physics_options_times_each_variant_of_the_same_states():
     """One row per MuJoCo option, the reference at 1.0, the contact rows of a real state (the G1 stands on its
-    feet: MuJoCo's pyramidal cones give more rows than elliptic ones); an unknown task: one line."""
+    feet: MuJoCo's pyramidal cones give more rows than elliptic ones; a contact gap adds contacts, not rows); an unknown task: one line."""
     proc = run_benchmark("physics_options.py", "--task", "g1-velocity", "--envs", "2", "--warm", "5", "--steps", "2",
                          "--repeats", "1", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {r["variant"]: r for r in (json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{"))}
-    assert len(rows) == 6 and rows["as horde steps it"]["vs_horde"] == 1.0, rows
+    assert len(rows) == 7 and rows["as horde steps it"]["vs_horde"] == 1.0, rows
     assert all(r["us_per_step"] > 0 for r in rows.values()), rows
     assert rows["as horde steps it"]["nefc_first_env"] > rows["elliptic cones"]["nefc_first_env"] > 0, rows
+    # Newton's former gap adds contacts the solver leaves out (the feet's capsules above the floor), no rows
+    gap, horde = rows["0.1 m contact gap"], rows["as horde steps it"]
+    assert gap["ncon_first_env"] > horde["ncon_first_env"] and gap["nefc_first_env"] == horde["nefc_first_env"], rows
     bad = subprocess.run([sys.executable, str(BENCH / "physics_options.py"), "--task", "quadrupedd"],
                          capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "quadruped" in bad.stderr
