@@ -9,8 +9,9 @@ from horde.envs import GymVectorEnv, RslRlVecEnv, get_task, make, task_names
 N = 16
 SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-rough-student": "quadruped-rough",
                 "quadruped-rough-depth": "quadruped-rough"}
-"""Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps, about
-2 minutes on 2 cores for a rough-terrain task) already run on that task, so these get a fifth of the steps."""
+"""Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps: about
+2 minutes on 2 cores for a rough-terrain task until 2026-11-28, 30 s since its MuJoCo model has no contact gap)
+already run on that task, so these get a fifth of the steps."""
 SAME_SCENE = {"push": "lift"}
 """Tasks on another task's scene and physics with targets and rewards of their own: a third of the long runs (the
 push's 250-step episodes must end in the 1,000-step one), and no backend runs of their own."""
