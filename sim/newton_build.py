@@ -97,11 +97,11 @@ def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, so
     scene.joint_target_kd = [0.0] * len(scene.joint_target_kd)
     model = scene.finalize(device=device, requires_grad=requires_grad)
     if solver in MUJOCO_SOLVERS:
-        # Newton gives every shape a 0.1 m contact gap (its own pipeline's speculative contacts); converted to MuJoCo's
-        # geom gap, it makes MuJoCo (C and Warp) detect every contact up to margin + 0.2 m away and hand the solver
-        # none of the extra ones: on the rough terrain's heightfield up to 50 per geom pair, about 360 per quadruped
-        # where 4-20 act (4.9x the step time on the CPU, and MuJoCo-Warp's contact buffer sized for them). Without
-        # it the active contacts are the same (benchmarks/README.md, "The rough terrain's contact gap").
+        # Newton gives every shape a 0.1 m contact gap (its own pipeline's speculative contacts); as MuJoCo's geom gap
+        # it makes MuJoCo (C and Warp) detect every contact up to margin + 0.2 m away and hand its solver none of the
+        # extra ones: on the rough terrain's heightfield up to 50 per geom pair (505 contacts for one quadruped whose
+        # solver used 3; 6x the step time on the CPU, and MuJoCo-Warp's contact buffer sized for them). The solver's
+        # rows are the same without it (benchmarks/README.md, "The rough terrain's contact gap").
         model.shape_gap.fill_(0.0)
     return model
 

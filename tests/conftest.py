@@ -11,6 +11,45 @@ from clihelp import run_cli
 torch.set_num_threads(1)
 
 
+def _one_build_per_module():
+    """pytest-xdist's workers share Warp's kernel cache, and with an empty cache two workers that need the same
+    module at once both compile it (Warp builds in a folder of its own per process, then renames). A file lock per
+    module makes the second wait and then load the first one's build. Test infrastructure only: it wraps a private
+    Warp method, and where that method is missing the tests run without the lock."""
+    import fcntl
+    import functools
+    import hashlib
+    import os
+
+    import warp as wp
+
+    try:
+        from warp._src.context import Module
+    except ImportError:
+        return
+    compile_module = getattr(Module, "_compile", None)
+    if compile_module is None or getattr(compile_module, "horde_locked", False):
+        return
+
+    @functools.wraps(compile_module)
+    def locked(self, device=None, output_dir=None, *args, **kwargs):
+        folder = os.path.join(wp.config.kernel_cache_dir or ".", "horde_build_locks")
+        os.makedirs(folder, exist_ok=True)
+        key = hashlib.sha1(f"{self.name}|{output_dir}".encode()).hexdigest()[:16]
+        with open(os.path.join(folder, key), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                return compile_module(self, device, output_dir, *args, **kwargs)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    locked.horde_locked = True
+    Module._compile = locked
+
+
+_one_build_per_module()
+
+
 def pytest_collection_modifyitems(config, items):
     """``@pytest.mark.gpu`` tests need CUDA: without a usable device they skip, with that reason. On a GPU machine
     ``pytest -m gpu`` runs exactly them."""

@@ -152,9 +152,9 @@ def test_env_state_of_another_backend_is_refused_in_one_line():
 
 
 def test_mujoco_hands_the_solver_every_contact_it_detects_on_the_rough_terrain():
-    """No contact gap in the MuJoCo models (C and Warp): with Newton's 0.1 m gap MuJoCo detected ~360 contacts per
-    quadruped on the heightfield (up to 50 per geom pair) where 4-20 act, and stepped 4.9x slower; now every contact
-    it makes is one the solver uses."""
+    """No contact gap in the MuJoCo models (C and Warp): with Newton's 0.1 m gap MuJoCo detected hundreds of contacts
+    per quadruped on the heightfield (up to 50 per geom pair) that its solver left out, and stepped 6x slower
+    (benchmarks/physics_options.py); now every contact it makes is one the solver uses."""
     import mujoco
 
     env = _env("quadruped-rough", "mujoco-c", num_envs=4)
