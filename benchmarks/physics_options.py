@@ -13,7 +13,8 @@ steps it, and the contact rows (``nefc``) of the first state. Variants (each one
 contact forces the task reads after the last substep only); ``islands`` (MuJoCo's constraint islands, which horde
 turns off so that each env solves one problem as on MuJoCo-Warp); ``elliptic cones``; ``CG solver``; ``10 solver
 iterations``; ``0.1 m contact gap`` (Newton's default shape gap, which horde's MuJoCo models carried until
-2026-11-28: MuJoCo then also detects the contacts up to 0.2 m away that its solver leaves out). The contact geometry, time step and gains are the recipe's and stay as they are.
+2026-11-28: MuJoCo then also detects the contacts up to 0.2 m away that its solver leaves out). The contact
+geometry, time step and gains are the recipe's and stay as they are.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ def test_g1_zero_action_falls_in_plain_mujoco():
 
 def test_physics_options_times_each_variant_of_the_same_states():
     """One row per MuJoCo option, the reference at 1.0, the contact rows of a real state (the G1 stands on its
-    feet: MuJoCo's pyramidal cones give more rows than elliptic ones; a contact gap adds contacts, not rows); an unknown task: one line."""
+    feet: MuJoCo's pyramidal cones give more rows than elliptic ones; a contact gap adds contacts, not rows); an
+    unknown task: one line."""
     proc = run_benchmark("physics_options.py", "--task", "g1-velocity", "--envs", "2", "--warm", "5", "--steps", "2",
                          "--repeats", "1", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
