@@ -1,11 +1,12 @@
 """Plugins round-trip with a robot and a reward term (#31): a legged robot (``register_robot``) and a velocity reward
 term (``VELOCITY_TERMS``) defined in a module outside horde, made importable by ``PYTHONPATH`` only, train with
 ``imports=[...]`` and then export (its closed-loop and sim2sim rungs play the policy; the sim2sim rung is
-``horde sim2sim``'s ``run_sim2sim(bundle)``, whose import of a bundle's plugins test_plugins.py checks) and
-resume from another working directory, each a subprocess as a user would run it. `play` and `verify` load a run the
-same way (the run's config imports its ``imports`` first): the cartpole variant in tests/contract/test_plugins.py
-runs them; this one builds the quadruped in every process (15-20 s each on 2 cores), so it keeps the commands whose
-robot side differs: the MuJoCo twin built from the plugin's robot, and the bundle's own record of the imports."""
+``horde sim2sim``'s ``run_sim2sim(bundle)``, whose import of a bundle's plugins test_plugins.py checks) from
+another working directory, each a subprocess as a user would run it. `play`, `verify` and `train resume=` load a run
+the same way (the run's config imports its ``imports`` before it checks its choices): the cartpole variant in
+tests/contract/test_plugins.py runs them; this one builds the quadruped in every process (15-20 s each on 2 cores),
+so it keeps the commands whose robot side differs: the MuJoCo twin built from the plugin's robot, and the bundle's
+own record of the imports."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def horde(*args: str, cwd: Path, plugins: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-def test_a_plugin_robot_and_reward_term_train_export_and_resume(tmp_path):
+def test_a_plugin_robot_and_reward_term_train_and_export(tmp_path):
     plugins, project, elsewhere = tmp_path / "my_pkg", tmp_path / "project", tmp_path / "elsewhere"
     for d in (plugins, project, elsewhere):
         d.mkdir()
@@ -58,7 +59,3 @@ def test_a_plugin_robot_and_reward_term_train_export_and_resume(tmp_path):
     spec = json.loads((bundle / "policy.json").read_text())
     assert spec["task_config"]["robot"] == "my-quad" and "base_height_error" in spec["task_config"]["reward_scales"]
     assert spec["checkpoint"]["imports"] == ["my_quad"]
-
-    resume = horde("train", f"resume={run}", "max_iterations=2", cwd=elsewhere, plugins=plugins)
-    assert resume.returncode == 0, resume.stderr[-2000:]
-    assert (run / "model_2.pt").is_file()
