@@ -179,15 +179,13 @@ def test_ppo_gives_the_critic_the_privileged_group_and_exports_the_actor_alone(t
 
 
 def test_blind_vs_perceptive_benchmark_quick(tmp_path):
-    """benchmarks/perceptive.py in quick mode: both variants train, evaluate and write their curves."""
+    """benchmarks/perceptive.py in quick mode: both variants train, evaluate and write their curves (its ``main``
+    in this process: as a process of its own it paid 10-15 s of imports first)."""
     import json
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "perceptive.py"
-    proc = subprocess.run([sys.executable, str(script), "--quick", "--json", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=900)
+    from benchhelp import run_benchmark
+
+    proc = run_benchmark("perceptive.py", "--quick", "--json", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert [r["variant"] for r in rows if "variant" in r] == ["blind", "perceptive"]
