@@ -174,8 +174,10 @@ def test_combined_tasks_are_their_parts():
 WARP_SUPERSET = {"quadruped": "quadruped-rough", "reach": "lift"}
 """Tasks whose MuJoCo model is contained in another task's: quadruped-rough is the quadruped's robot on its plane
 plus a heightfield, and lift is reach's arm (reach has no colliders) plus fingers, a table and a cube. MuJoCo-Warp
-compiles kernels for each model's collision pairs and sizes: these two took 28 s of a fresh clone's test run on
-2 cores (2026-11-28; 9 s with a warm Warp cache) to cover what their supersets cover."""
+compiles kernels for each model's collision pairs and sizes: these two took 28 s on 2 cores with an empty Warp cache
+(9 s warm; 2026-11-28, ``pytest -n 0 -k contract_on_mujoco_warp`` with ``WARP_CACHE_PATH`` a new folder) to cover
+what their supersets cover. The quadruped's MuJoCo-Warp kernels still compile in test_actuator_net.py's mujoco-warp
+run."""
 WARP_TASKS = [t for t in task_names() if hasattr(get_task(t).config, "sim") and t not in SAME_PHYSICS
               and t not in COMBINED and t not in SAME_SCENE and t not in WARP_SUPERSET]
 """Articulated tasks with physics of their own. Their CPU default is MuJoCo's C engine (``solver=auto``), which the
