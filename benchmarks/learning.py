@@ -103,22 +103,30 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
         if on_start is not None:
             on_start(trainer)
 
+        def record(tr: PPOTrainer) -> None:
+            ev = evaluate(_deterministic(tr, cfg), cfg.task, 10_000 + tr.iteration)
+            point = {"iteration": tr.iteration, "wall_s": round(clock["train_s"], 2),
+                     "env_steps": tr.iteration * cfg.algo.num_steps_per_env * cfg.num_envs, **ev}
+            curve.append(point)
+            print(f"it {tr.iteration:5d}  train {clock['train_s'] / 60:5.1f} min  {describe(point)}",
+                  file=sys.stderr, flush=True)
+
         def on_iteration(tr: PPOTrainer) -> bool:
             clock["train_s"] += time.perf_counter() - clock["since"]
             last = tr.iteration >= cfg.max_iterations
             over = clock["train_s"] > 60.0 * minutes
             if tr.iteration % eval_every == 0 or last or over:
-                ev = evaluate(_deterministic(tr, cfg), cfg.task, 10_000 + tr.iteration)
-                point = {"iteration": tr.iteration, "wall_s": round(clock["train_s"], 2),
-                         "env_steps": tr.iteration * cfg.algo.num_steps_per_env * cfg.num_envs, **ev}
-                curve.append(point)
-                print(f"it {tr.iteration:5d}  train {clock['train_s'] / 60:5.1f} min  {describe(point)}",
-                      file=sys.stderr, flush=True)
+                record(tr)
             clock["since"] = time.perf_counter()
             return over
 
         clock["since"] = time.perf_counter()
         trainer.learn(on_iteration=on_iteration)
+        if not curve or curve[-1]["iteration"] != trainer.iteration:
+            # stopped early by SIGTERM or SIGUSR1 (the run loop stops before ``on_iteration``; its checkpoint
+            # saving counts as training time here): the figures are those of the policy it stopped with
+            clock["train_s"] += time.perf_counter() - clock["since"]
+            record(trainer)
     result = {"cfg": cfg, "iterations": trainer.iteration, "train_s": round(clock["train_s"], 1), "curve": curve,
               "policy": _deterministic(trainer, cfg)}
     if baseline:
@@ -202,3 +210,83 @@ def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
     if not quick:
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}_learning.json").write_text(json.dumps(result, indent=2))
+
+
+def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
+                 hlines: dict[str, list[tuple[float, str]]] | None = None, title: str = "") -> None:
+    """One panel per ``keys`` entry, one line per ``(label, run)`` (a learn script's ``--append`` line: its curve
+    against training minutes), with horizontal reference lines per key (``hlines``: targets, trivial baselines)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys), 3.8), dpi=120, squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        for label, run in runs:
+            points = [c for c in run["curve"] if c.get(key) is not None]
+            ax.plot([c["wall_s"] / 60 for c in points], [c[key] for c in points], "o-", ms=3, label=label)
+        for value, text in (hlines or {}).get(key, []):
+            ax.axhline(value, color="gray", lw=0.9, ls=":")
+            ax.annotate(text, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7, color="dimgray",
+                        va="bottom")
+        ax.set_xlabel("training wall time [min]")
+        ax.set_ylabel(key.replace("_", " "))
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _load_run(spec: str) -> tuple[str, dict]:
+    """``FILE`` (its last line) or ``FILE@N`` (line N, from 1) of a results file; the label names the run."""
+    name, _, line = spec.partition("@")
+    lines = [ln for ln in Path(name).read_text().splitlines() if ln.strip()]
+    index = int(line) - 1 if line else len(lines) - 1
+    if not 0 <= index < len(lines):
+        raise SystemExit(f"{name} has {len(lines)} run(s); asked for line {index + 1}")
+    run = json.loads(lines[index])
+    label = (f"{Path(name).stem}@{index + 1}: {run.get('num_envs', '?')} envs, seed {run.get('seed', '?')}, "
+             f"{run.get('env_steps', 0) / 1e6:.1f}M steps")
+    return label, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python benchmarks/learning.py compare OUT.png FILE[@N] ... --keys K ... [--hline K=VALUE:TEXT ...]``:
+    the curves of runs from learn scripts' ``--append`` files side by side (recipes, env counts, seeds)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="learning.py", description=main.__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    cmp = sub.add_parser("compare", help="plot runs of --append results files side by side")
+    cmp.add_argument("out", type=Path, help="the PNG to write")
+    cmp.add_argument("runs", nargs="+", help="FILE (its last run) or FILE@N (its N-th line, from 1)")
+    cmp.add_argument("--keys", nargs="+", required=True, help="curve figures, one panel each")
+    cmp.add_argument("--hline", action="append", default=[], metavar="KEY=VALUE:TEXT",
+                     help="a reference line on KEY's panel (a target, a trivial baseline)")
+    cmp.add_argument("--title", default="")
+    args = ap.parse_args(argv)
+    hlines: dict[str, list[tuple[float, str]]] = {}
+    for spec in args.hline:
+        key, _, rest = spec.partition("=")
+        value, _, text = rest.partition(":")
+        try:
+            hlines.setdefault(key, []).append((float(value), text))
+        except ValueError:
+            raise SystemExit(f"--hline {spec}: expected KEY=VALUE:TEXT with a number for VALUE") from None
+    runs = [_load_run(spec) for spec in args.runs]
+    missing = [k for k in args.keys if not any(k in c for _, r in runs for c in r["curve"])]
+    if missing:
+        known = sorted({k for _, r in runs for c in r["curve"] for k in c})
+        raise SystemExit(f"no run's curve has {', '.join(missing)}; its figures: {', '.join(known)}")
+    compare_runs(runs, args.out, keys=args.keys, hlines=hlines, title=args.title)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -386,3 +386,40 @@ def test_push_zero_action_baseline_is_the_share_of_targets_drawn_near_the_cube()
     zero = push_success(lambda obs: torch.zeros(obs.shape[0], env.num_actions), cfg, seed, num_envs=n)
     assert zero["on_target_fraction"] == expected and zero["off_table_fraction"] == 0.0, (zero, expected)
     assert abs(zero["final_error_m"] - float(start.median())) < 2e-3, (zero, float(start.median()))
+
+
+def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stopped(tmp_path):
+    """SIGTERM (a scheduler's stop, ``kill``) ends a learn script's training after the running iteration, before the
+    evaluation hook: the curve's last point is still the policy it stopped with, so its summary reports that one."""
+    import os
+    import signal
+
+    from benchhelp import _module
+
+    learning = _module("learning.py")
+    seen = []
+
+    def evaluate(policy, task_cfg, seed):  # noqa: ARG001
+        seen.append(seed)
+        if len(seen) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # the run loop's guard turns it into a stop after this iteration
+        return {"score": float(len(seen))}
+
+    result = learning.train_with_evals(["task=cartpole", "num_envs=16", "max_iterations=50", "save_interval=1000"],
+                                       evaluate, eval_every=1, minutes=5.0, describe=lambda p: str(p["score"]))
+    assert result["iterations"] == 2, result["iterations"]
+    assert [p["iteration"] for p in result["curve"]] == [1, 2]
+    assert seen == [10_001, 10_002]
+
+    # the curves of --append files side by side, one panel per figure
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({"num_envs": n, "seed": 0, "env_steps": 1000, "curve": [
+        {"iteration": 1, "wall_s": 6.0, "up_fraction": 0.1, "err": 0.5}]}) + "\n" for n in (256, 512)))
+    out = tmp_path / "cmp.png"
+    proc = run_benchmark("learning.py", "compare", str(out), f"{runs}@1", str(runs), "--keys", "up_fraction", "err",
+                         "--hline", "err=0.4:standing still")
+    assert proc.returncode == 0 and out.stat().st_size > 1000, proc.stdout + proc.stderr
+    proc = run_benchmark("learning.py", "compare", str(out), f"{runs}@3", "--keys", "err")
+    assert proc.returncode != 0 and "has 2 run(s); asked for line 3" in proc.stderr, proc.stderr
+    proc = run_benchmark("learning.py", "compare", str(out), str(runs), "--keys", "up")
+    assert proc.returncode != 0 and "its figures: err, iteration, up_fraction, wall_s" in proc.stderr, proc.stderr
