@@ -245,7 +245,11 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
 def _load_run(spec: str) -> tuple[str, dict]:
     """``FILE`` (its last line) or ``FILE@N`` (line N, from 1) of a results file; the label names the run."""
     name, _, line = spec.partition("@")
+    if not Path(name).is_file():
+        raise SystemExit(f"{name}: no such results file (a learn script's --append FILE)")
     lines = [ln for ln in Path(name).read_text().splitlines() if ln.strip()]
+    if line and not line.isdigit():
+        raise SystemExit(f"{spec}: expected FILE or FILE@N with N a line number from 1")
     index = int(line) - 1 if line else len(lines) - 1
     if not 0 <= index < len(lines):
         raise SystemExit(f"{name} has {len(lines)} run(s); asked for line {index + 1}")

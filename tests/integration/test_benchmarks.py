@@ -421,5 +421,7 @@ def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stop
     assert proc.returncode == 0 and out.stat().st_size > 1000, proc.stdout + proc.stderr
     proc = run_benchmark("learning.py", "compare", str(out), f"{runs}@3", "--keys", "err")
     assert proc.returncode != 0 and "has 2 run(s); asked for line 3" in proc.stderr, proc.stderr
+    proc = run_benchmark("learning.py", "compare", str(out), str(tmp_path / "nope.jsonl"), "--keys", "err")
+    assert proc.returncode != 0 and "nope.jsonl: no such results file" in proc.stderr, proc.stderr
     proc = run_benchmark("learning.py", "compare", str(out), str(runs), "--keys", "up")
     assert proc.returncode != 0 and "its figures: err, iteration, up_fraction, wall_s" in proc.stderr, proc.stderr
