@@ -173,28 +173,12 @@ def plot_seeds(results_file: Path, path: Path, *, key: str, target: float, ylabe
                baseline_label: str) -> None:
     """Every run of ``results_file`` (a learn script's ``--append`` JSON lines): ``key`` against training minutes,
     one line per seed, with the target and the zero-action baseline (``baseline_zero_action``) as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     runs = [json.loads(line) for line in results_file.read_text().splitlines() if line.strip()]
-    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
-    for r in runs:
-        ax.plot([c["wall_s"] / 60 for c in r["curve"]], [c[key] for c in r["curve"]], "o-", ms=3,
-                label=f"seed {r['seed']} ({r['num_envs']} envs, {r['env_steps'] / 1e6:.1f}M steps)")
-    ax.axhline(target, color="gray", lw=0.8, ls=":", label=f"target {target:g}")
-    ax.axhline(runs[0]["baseline_zero_action"][key], color="k", lw=0.8, ls="--", label=baseline_label)
-    ax.set_xlabel("training wall time [min]")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title.format(device=runs[0]["device"]), fontsize=9)
-    ax.set_ylim(-0.03, 1.03)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    labelled = [(f"seed {r['seed']} ({r['num_envs']} envs, {r['env_steps'] / 1e6:.1f}M steps)", r) for r in runs]
+    compare_runs(labelled, path, keys=[key], ylabels={key: ylabel}, ylim=(-0.03, 1.03),
+                 hlines={key: [(target, f"target {target:g}"),
+                               (runs[0]["baseline_zero_action"][key], baseline_label)]},
+                 title=title.format(device=runs[0]["device"]))
 
 
 def append_result(path: str | None, result: dict) -> None:
@@ -213,9 +197,11 @@ def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
 
 
 def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
-                 hlines: dict[str, list[tuple[float, str]]] | None = None, title: str = "") -> None:
+                 hlines: dict[str, list[tuple[float, str]]] | None = None, title: str = "",
+                 ylabels: dict[str, str] | None = None, ylim: tuple[float, float] | None = None) -> None:
     """One panel per ``keys`` entry, one line per ``(label, run)`` (a learn script's ``--append`` line: its curve
-    against training minutes), with horizontal reference lines per key (``hlines``: targets, trivial baselines)."""
+    against training minutes), with horizontal reference lines per key (``hlines``: targets, trivial baselines);
+    ``ylabels`` per key (default: the key), ``ylim`` for every panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -231,7 +217,9 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
             ax.annotate(text, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7, color="dimgray",
                         va="bottom")
         ax.set_xlabel("training wall time [min]")
-        ax.set_ylabel(key.replace("_", " "))
+        ax.set_ylabel((ylabels or {}).get(key, key.replace("_", " ")))
+        if ylim is not None:
+            ax.set_ylim(*ylim)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     if title:

@@ -2,6 +2,7 @@
 
     python benchmarks/trajectory_digest.py [--tasks ant humanoid reach quadruped quadruped-rough quadruped:go2]
                                            [--learners cartpole:ppo pendulum:shac quadruped:ppo] [--solver mujoco]
+                                           [--warp-opt-level 0..3]
 
 Per task: 64 envs (seed 3), 300 steps of seeded random actions (torch generator seed 7); one sha256 over the
 reset observation, every step's observation, reward, terminated and truncated, and the final state, with the first
@@ -68,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="*", default=["ant", "humanoid", "reach", "quadruped", "quadruped-rough"])
     ap.add_argument("--learners", nargs="*", default=["cartpole:ppo", "pendulum:shac", "quadruped:ppo"])
     ap.add_argument("--solver", help="articulated tasks on this solver (e.g. mujoco: MuJoCo-Warp, the GPU's)")
+    ap.add_argument("--warp-opt-level", type=int, choices=range(4), default=None,
+                    help="Warp's kernel optimisation level (default: Warp's, -O2 on the CPU); part of Warp's module "
+                         "hash, so each level builds and caches its own kernels")
     args = ap.parse_args(argv)
+    if args.warp_opt_level is not None:
+        wp.config.optimization_level = args.warp_opt_level
     for spec in args.tasks:
         print(trajectory_digest(spec, solver=args.solver), flush=True)
     for spec in args.learners:
