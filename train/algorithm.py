@@ -1,7 +1,8 @@
 """horde's PPO: rsl-rl's :class:`~rsl_rl.algorithms.PPO`, with the two pieces the overlapped schedules need.
 
-A synchronous run calls rsl-rl's own ``update()`` (nothing here changes it). The schedules of ``algo.overlap=true``
-call the pieces this subclass adds:
+A synchronous run calls rsl-rl's own ``update()``; the one thing changed in it is where the *logged* symmetry loss
+comes from (:class:`MirrorErrorFromUpdate`: the same figure without a second actor forward). The schedules of
+``algo.overlap=true`` call the pieces this subclass adds:
 
 * :meth:`HordePPO.update_actor` and :meth:`HordePPO.update_critic`: rsl-rl's update split in its two halves
   (``algo.max_staleness=0``, :mod:`horde.train.overlap_critic`). The actor's half (surrogate, entropy, symmetry
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 import torch
 from rsl_rl.algorithms import PPO
+from rsl_rl.extensions import Symmetry
+from rsl_rl.modules import GaussianDistribution
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-__all__ = ["HordePPO", "WEIGHT_CAP", "mini_batches"]
+__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "mini_batches"]
 
 WEIGHT_CAP = 2.0
 """Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
@@ -50,8 +53,35 @@ def mini_batches(storage: RolloutStorage, perm: torch.Tensor, num_mini_batches: 
             yield batch
 
 
+class MirrorErrorFromUpdate(Symmetry):
+    """rsl-rl's symmetry extension, whose logged-only mirror error reuses the update's own actor forward.
+
+    With data augmentation on and the mirror loss off (``algo.symmetry.augment=true``, the quadrupeds' recipes),
+    rsl-rl's ``compute_loss`` runs the actor a second time over the augmented mini-batch (``[original; mirrored]``
+    observations) only to log a figure that takes no part in the loss: about a seventh of the quadruped's update on a
+    CPU. The update's forward has just computed those very means (a Gaussian's mean is the actor's output), so the
+    figure is taken from them: the same inputs, shapes and kernels, so the same numbers, and the training is
+    untouched (``tests/integration/test_algorithm.py`` checks both). Every other case (the mirror loss in the loss,
+    no augmentation, a non-Gaussian actor) is rsl-rl's own."""
+
+    def compute_loss(self, actor, batch: RolloutStorage.Batch, original_batch_size: int) -> torch.Tensor:
+        if self.use_mirror_loss or not self.use_data_augmentation or not isinstance(actor.distribution,
+                                                                                   GaussianDistribution):
+            return super().compute_loss(actor, batch, original_batch_size)
+        n = original_batch_size
+        with torch.no_grad():
+            mean = actor.output_distribution_params[0]  # the update's forward over the augmented mini-batch
+            _, mirrored = self.data_augmentation_func(env=self.env, obs=None, actions=mean[:n])
+            return nn.functional.mse_loss(mean[n:], mirrored[n:])
+
+
 class HordePPO(PPO):
     """rsl-rl's PPO plus the split update and the decoupled objective (module docstring)."""
+
+    def __init__(self, *args, symmetry_cfg: dict | None = None, **kwargs) -> None:
+        super().__init__(*args, symmetry_cfg=symmetry_cfg, **kwargs)
+        if self.symmetry is not None:
+            self.symmetry = MirrorErrorFromUpdate(**symmetry_cfg)
 
     def _autocast(self):
         return torch.amp.autocast(device_type=torch.device(self.device).type, enabled=self.use_mixed_precision,

@@ -117,6 +117,43 @@ def test_ppo_trains_with_symmetry_augmentation_and_mirror_loss(tmp_path):
     assert "symmetry" in losses and np.isfinite(losses["symmetry"])
 
 
+def test_the_logged_mirror_error_reuses_the_updates_forward_and_matches_rsl_rls(tmp_path):
+    """With augmentation on and the mirror loss off, the update runs the actor once per mini-batch (rsl-rl runs it
+    twice, the second time only for the logged figure) and logs rsl-rl's figure bit for bit, parameters unchanged."""
+    from rsl_rl.extensions import Symmetry
+
+    from horde.train.algorithm import MirrorErrorFromUpdate
+    from horde.train.ppo import PPOTrainer
+
+    cfg, name, raw = compose(["task=quadruped", "num_envs=8", "max_iterations=2", "algo.num_steps_per_env=4",
+                              "algo.num_mini_batches=2", "algo.num_learning_epochs=2",
+                              "algo.symmetry.augment=true", f"run_root={tmp_path}"])
+    trainer = PPOTrainer(cfg, name, raw, quiet=True)
+    alg = trainer.alg
+    assert type(alg.symmetry) is MirrorErrorFromUpdate
+    trainer.start()
+    trainer.rollout(alg, returns_phase="learn")
+    start = copy.deepcopy(alg.save())
+    storage = copy.deepcopy(alg.storage)
+    calls = []
+    alg.actor.mlp.register_forward_hook(lambda *_: calls.append(1))
+
+    def update(symmetry_cls) -> tuple[dict, dict, int]:
+        alg.load(start, None, strict=True)
+        alg.storage = copy.deepcopy(storage)
+        alg.symmetry.__class__ = symmetry_cls
+        calls.clear()
+        torch.manual_seed(11)
+        losses = alg.update()
+        return losses, copy.deepcopy(alg.get_policy().state_dict()), len(calls)
+
+    ours, ours_params, ours_calls = update(MirrorErrorFromUpdate)
+    theirs, theirs_params, theirs_calls = update(Symmetry)
+    assert (ours_calls, theirs_calls) == (4, 8)  # 2 epochs x 2 mini-batches
+    assert ours == theirs and ours["symmetry"] > 0
+    assert all(torch.equal(ours_params[k], theirs_params[k]) for k in theirs_params)
+
+
 def test_symmetry_on_a_task_without_a_mirror_is_one_line(tmp_path):
     from horde.train.ppo import PPOTrainer
 
