@@ -130,10 +130,12 @@ def training_figures(seen: dict, task_cfg) -> dict:
 
 
 def with_pushes(task_cfg, pushes: dict):
-    """A copy of the task config with these randomization push fields (the floor's measure uses the task's own)."""
+    """A copy of the task config with these randomization push fields and no push curriculum (the floor's measure
+    uses the task's own pushes at their full velocity, whatever training grew them from)."""
     cfg = copy.deepcopy(task_cfg)
     for k, v in pushes.items():
         setattr(cfg.randomization, k, v)
+    cfg.push_curriculum = False
     return cfg
 
 

@@ -9,7 +9,8 @@ Per run ``task:num_envs``:
 * ``train``: ``PPOTrainer.learn`` (what ``horde train`` runs: rollout, returns, update, logging) with the task's tuned
   PPO settings for ``--iterations`` iterations after one warm-up iteration (compilation, graph capture); the figure is
   the median iteration's env steps per second, the median seconds of one PPO update (``update_s``: the learner's
-  own cost, free of the physics' run-to-run drift), and the time split (sim, inference, learn, other) is summed over
+  own cost, free of the physics' run-to-run drift; null with ``algo.overlap=true``, whose schedule updates beside
+  the rollout), and the time split (sim, inference, learn, other) is summed over
   the timed iterations;
 * ``raw``: ``mujoco.batch.Batch.step(nstep=decimation)`` of the very MuJoCo model the task steps, same env count and
   thread count, fixed joint torques (``benchmarks/mujoco_batch.py``'s ``batch-raw``), median of ``--repeats``
@@ -78,9 +79,15 @@ def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str]) 
         threads = getattr(getattr(solver, "batch", None), "nthread", None)
     steps = cfg.algo.num_steps_per_env * num_envs
     rates = [steps / (b - a) for a, b in zip(stamps[:-1], stamps[1:])]
-    return {"train_env_steps_per_s": statistics.median(rates), "update_s": statistics.median(updates[1:] or updates),
+    update_s = statistics.median(updates[1:] or updates) if updates else None
+    return {"train_env_steps_per_s": statistics.median(rates), "update_s": update_s,
             "time_share": summary["time_share"],
             "mujoco_threads": threads, "torch_threads": cfg.torch_threads, "samples_per_iteration": steps}
+
+
+def _seconds(x: float | None) -> str:
+    """``update_s`` for the table: None where the run's schedule updates elsewhere (``algo.overlap=true``)."""
+    return "n/a" if x is None else f"{x:.3f} s"
 
 
 def raw_rate(task: str, num_envs: int, seconds: float, repeats: int) -> float:
@@ -197,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             share = "  ".join(f"{k} {100 * v:.0f}%" for k, v in row["time_share"].items())
             print(f"{task:12s} N={num_envs:5d}  train {row['train_env_steps_per_s']:8.0f}  raw "
                   f"{row['raw_env_steps_per_s']:8.0f} env-steps/s  train/raw {row['ratio']:.2f}  update "
-                  f"{row['update_s']:.3f} s  ({share})", flush=True)
+                  f"{_seconds(row['update_s'])}  ({share})", flush=True)
         if args.split:
             print(f"{task:12s} N={num_envs:5d}  env.step {row['env_step_ms']:.1f} ms, Batch.step inside it "
                   f"{row['mujoco_ms']:.1f} ms ({100 * row['mujoco_share']:.0f}%) after {row['split_warm_steps']} "

@@ -249,6 +249,7 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._gait_phase = wp.zeros(num_envs, dtype=float)
             self._gait_offset = wp.array(list(self.robot.foot_phase_offsets), dtype=float)
             t.vx_range = wp.array(self._vx_start(cfg), dtype=float)
+            self._push_velocity = wp.array([self._push_start(cfg)], dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
             self._scan = wp.array(points if len(points) else np.zeros((1, 2), np.float32), dtype=wp.vec2)
             self._physics = wp.array(self._physics_draws(num_envs), dtype=float)
@@ -265,6 +266,9 @@ class VelocityEnv(ArticulatedTaskEnv):
         """Commanded base velocity [num_envs, 3]: vx [m/s], vy [m/s], yaw rate [rad/s] (writable)."""
         self.vx_range = wp.to_torch(t.vx_range)
         """The vx range [lo, hi] [m/s] commands are drawn from now: ``command_vx``, or the curriculum's (writable)."""
+        self.push_velocity = wp.to_torch(self._push_velocity)
+        """The pushes' largest velocity change [m/s] [1]: ``randomization.push_velocity``, or the push curriculum's
+        (writable)."""
         self.gait_phase = wp.to_torch(self._gait_phase)
         """Phase of each env's gait clock in [0, 1) [num_envs] (zeros without ``gait_clock``)."""
         self.terrain_level = wp.to_torch(self._level)
@@ -311,7 +315,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.command, x.air_time = self._command, self._air_time
         x.gait_phase, x.gait_offset = self._gait_phase, self._gait_offset
         x.gait_stance, x.swing_height = cfg.gait_stance, cfg.feet_swing_height
-        x.push_velocity = cfg.randomization.push_velocity
+        x.push_velocity = self._push_velocity
         x.delay, x.max_delay, x.ranges = self._delay, self._max_delay, self._ranges
         x.kp0, x.kd0, x.kp, x.kd = a.nominal_stiffness, a.nominal_damping, a.stiffness, a.damping
         x.strength = a.motor_strength
@@ -325,6 +329,12 @@ class VelocityEnv(ArticulatedTaskEnv):
             return [lo, hi]
         a, b = cfg.vx_curriculum_start
         return [min(max(a, lo), hi), min(max(b, lo), hi)]
+
+    @staticmethod
+    def _push_start(cfg: VelocityConfig) -> float:
+        """The pushes' largest velocity change at the start: ``push_velocity``, or the curriculum's start below it."""
+        v = cfg.randomization.push_velocity
+        return min(cfg.push_curriculum_start, v) if cfg.push_curriculum else v
 
     @property
     def obs_images(self) -> list[dict]:
@@ -449,7 +459,20 @@ class VelocityEnv(ArticulatedTaskEnv):
         if self.cfg.vx_curriculum:
             self._update_vx_curriculum(out.get("reward/track_lin_vel"))
             out["curriculum/vx_min"], out["curriculum/vx_max"] = (float(v) for v in self.vx_range.tolist())
+        if self.cfg.push_curriculum:
+            self._update_push_curriculum(out.get("length_mean"))
+            out["curriculum/push_velocity"] = float(self.push_velocity[0])
         return out
+
+    def _update_push_curriculum(self, length_mean: float | None) -> None:
+        """Grow the pushes by one step (up to ``randomization.push_velocity``) when the finished episodes lasted
+        ``push_curriculum_threshold`` of ``episode_length`` on average. Host side, between iterations, in device
+        memory the recorded graph reads."""
+        cfg = self.cfg
+        if length_mean is None or length_mean < cfg.push_curriculum_threshold * cfg.episode_length:
+            return
+        v = min(float(self.push_velocity[0]) + cfg.push_curriculum_step, cfg.randomization.push_velocity)
+        self.push_velocity.fill_(v)
 
     def _update_vx_curriculum(self, track_sum: float | None) -> None:
         """Widen the vx range by one step at each end (up to ``command_vx``) when the finished episodes' mean
@@ -470,4 +493,5 @@ class VelocityEnv(ArticulatedTaskEnv):
         return {"command": self.command, "air_time": wp.to_torch(self._air_time),
                 "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
-                "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {})}
+                "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {}),
+                **({"push_velocity": self.push_velocity} if self.cfg.push_curriculum else {})}

@@ -180,6 +180,18 @@ class VelocityConfig(TaskConfig):
     vx_curriculum_threshold: float = bounded(0.8, gt=0, le=1)
     """The range widens when the finished episodes' mean ``track_lin_vel`` sum reaches this share of its maximum
     over a full-length episode (legged_gym: 0.8; falls count as zero for the rest of the episode)."""
+    push_curriculum: bool = False
+    """Curriculum on the pushes (``randomization.push_interval`` and ``push_velocity``): their largest velocity
+    change starts at ``push_curriculum_start`` and grows by ``push_curriculum_step`` up to ``push_velocity`` whenever
+    the episodes finished since the last update lasted, on average, ``push_curriculum_threshold`` of a full episode;
+    updated between iterations (``pop_episode_stats``), logged as ``curriculum/push_velocity``. A fresh env (an
+    evaluation's) starts at the start again: evaluate with it off to meet the task's own pushes."""
+    push_curriculum_start: float = bounded(0.0, ge=0)
+    """The pushes' largest velocity change [m/s] the curriculum starts from (at most ``push_velocity``)."""
+    push_curriculum_step: float = bounded(0.1, gt=0)
+    """How much the pushes' largest velocity change grows per update [m/s]."""
+    push_curriculum_threshold: float = bounded(0.8, gt=0, le=1)
+    """The pushes grow when the finished episodes' mean length reaches this share of ``episode_length``."""
 
 
 def action_joints(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[str, ...]:
@@ -195,6 +207,10 @@ def check_options(cfg: VelocityConfig) -> None:
     if cfg.vx_curriculum and "track_lin_vel" not in cfg.reward_scales:
         raise FieldError("task.vx_curriculum=true widens the vx range on the track_lin_vel term's episode sums: "
                          "add track_lin_vel to task.reward_scales")
+    dr = cfg.randomization
+    if cfg.push_curriculum and not (dr.enabled and dr.push_interval > 0):
+        raise FieldError("task.push_curriculum=true grows the randomization's pushes: set "
+                         "task.randomization.enabled=true and task.randomization.push_interval > 0")
     if cfg.imu and cfg.sim.solver not in MUJOCO_SOLVERS:  # before the build: Newton takes seconds to import
         raise FieldError(f"task.sim.solver={cfg.sim.solver}: the IMU needs body accelerations, which need the "
                          "mujoco solver")

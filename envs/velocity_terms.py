@@ -112,8 +112,9 @@ class Legged:
     """Share of its cycle a foot spends on the ground, from its phase 0."""
     swing_height: float
     """Height [m] a swinging foot should clear above the lowest foot."""
-    push_velocity: float
-    """The push event's largest velocity change [m/s] (``randomization.push_velocity``)."""
+    push_velocity: wp.array(dtype=float)
+    """The push event's largest velocity change [m/s] [1] (``randomization.push_velocity``, or the push curriculum's
+    value now: an array, so that the curriculum can grow it between graph replays)."""
     delay: wp.array(dtype=wp.int32)
     """Control steps each env's actions act late this episode [num_envs] (the ``action_delay`` episode event)."""
     max_delay: int
@@ -150,9 +151,10 @@ the env's random state (return it advanced)."""
 @VELOCITY_EVENTS.term
 def push(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     """A random push: U(-v, v) added to the base's x and y velocity, v = ``randomization.push_velocity``
-    (legged_gym's ``push_robots``); on every ``randomization.push_interval`` seconds when randomization is on."""
-    x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * x.push_velocity
-    x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * x.push_velocity
+    (legged_gym's ``push_robots``; ``task.push_curriculum`` grows v); on every ``randomization.push_interval`` seconds
+    when randomization is on."""
+    x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * x.push_velocity[0]
+    x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * x.push_velocity[0]
     return s
 
 

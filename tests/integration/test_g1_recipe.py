@@ -12,7 +12,7 @@ import torch
 import warp as wp
 
 from horde.envs import get_task, make
-from horde.envs.episode import STATS_EPISODES, STATS_TERMS
+from horde.envs.episode import STATS_EPISODES, STATS_LENGTH, STATS_TERMS
 from horde.envs.robots import resolve_robot
 from horde.envs.symmetry import task_mirror
 from horde.envs.velocity import VELOCITY_TERMS, Legged
@@ -293,6 +293,57 @@ def test_the_vx_curriculum_widens_only_when_tracking_is_good(env):
         assert "vx_range" in env.get_env_state()
     finally:
         env.vx_range.copy_(start)
+
+
+# --- the push curriculum --------------------------------------------------------------------------------------------
+def _pushed_quadruped(curriculum: bool, push_velocity: float = 0.5):
+    cfg = copy.deepcopy(get_task("quadruped").config)
+    cfg.randomization.enabled, cfg.randomization.push_interval = True, cfg.control_dt  # a push every step
+    cfg.randomization.push_velocity, cfg.push_curriculum = push_velocity, curriculum
+    return make("quadruped", num_envs=2, seed=0, config=cfg)
+
+
+def _finish_long_episodes(env, count: int, length_share: float) -> None:
+    """Pretend ``count`` episodes finished, each ``length_share`` of a full episode long."""
+    stats = wp.to_torch(env._stats)
+    stats.zero_()
+    stats[STATS_EPISODES] = count
+    stats[STATS_LENGTH] = count * length_share * env.cfg.episode_length
+
+
+def _obs_after(env, steps: int = 10) -> torch.Tensor:
+    for _ in range(steps):
+        env.step(torch.zeros(env.num_envs, env.num_actions))
+    return env.obs.clone()
+
+
+def test_the_push_curriculum_grows_the_pushes_only_when_episodes_last():
+    from horde.sim.fields import FieldError
+
+    env = _pushed_quadruped(True)
+    assert env.push_velocity.tolist() == [0.0] and "push_velocity" in env.get_env_state()
+    env.pop_episode_stats()  # no episode: no change
+    _finish_long_episodes(env, 10, 0.5)  # short episodes (falls): no change
+    assert env.pop_episode_stats()["curriculum/push_velocity"] == 0.0
+    _finish_long_episodes(env, 10, 0.9)  # long episodes: one step more
+    assert env.pop_episode_stats()["curriculum/push_velocity"] == pytest.approx(0.1)
+    for _ in range(10):  # never past the task's push_velocity
+        _finish_long_episodes(env, 10, 1.0)
+        env.pop_episode_stats()
+    assert env.push_velocity.tolist() == pytest.approx([0.5])
+    # the recorded step reads the value from device memory: at 0 the pushes do nothing (the same trajectory as
+    # pushes of velocity 0, which draw the same random numbers), grown they push
+    env.push_velocity.fill_(0.0)
+    env.reset()
+    calm = _pushed_quadruped(False, push_velocity=0.0)
+    calm.reset()
+    assert torch.equal(_obs_after(env), _obs_after(calm))
+    env.push_velocity.fill_(0.5)
+    assert not torch.equal(_obs_after(env), _obs_after(calm))
+    cfg = copy.deepcopy(get_task("quadruped").config)
+    cfg.randomization.push_interval, cfg.push_curriculum = 0.0, True
+    with pytest.raises(FieldError, match=r"^task.push_curriculum=true grows the randomization's pushes: set "):
+        make("quadruped", num_envs=1, config=cfg)
 
 
 # --- export ---------------------------------------------------------------------------------------------------------
