@@ -61,7 +61,7 @@ class MirrorErrorFromUpdate(Symmetry):
     observations) only to log a figure that takes no part in the loss: about a seventh of the quadruped's update on a
     CPU. The update's forward has just computed those very means (a Gaussian's mean is the actor's output), so the
     figure is taken from them: the same inputs, shapes and kernels, so the same numbers, and the training is
-    untouched (``tests/integration/test_algorithm.py`` checks both). Every other case (the mirror loss in the loss,
+    untouched (``tests/unit/test_symmetry.py`` checks both). Every other case (the mirror loss in the loss,
     no augmentation, a non-Gaussian actor) is rsl-rl's own."""
 
     def compute_loss(self, actor, batch: RolloutStorage.Batch, original_batch_size: int) -> torch.Tensor:
