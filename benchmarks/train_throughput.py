@@ -2,7 +2,7 @@
 same MuJoCo model at the same env count, in one process.
 
     python benchmarks/train_throughput.py [--json] [--quick] [--runs lift:512 g1-velocity:512 quadruped:256]
-                                          [--iterations 8] [--split] [--no-train] [override ...]
+                                          [--iterations 8] [--split] [--no-train] [--profile] [override ...]
 
 Per run ``task:num_envs``:
 
@@ -32,6 +32,7 @@ recipe uses; moonshot 0.8). ``--quick``: cartpole-free smoke run (lift, 32 envs,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -51,7 +52,7 @@ from horde.train.ppo import PPOTrainer  # noqa: E402
 DEFAULT_RUNS = ("lift:512", "g1-velocity:512", "quadruped:256")
 
 
-def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str]) -> dict:
+def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], profile: bool = False) -> dict:
     """Median env steps per second of PPO iterations 2..iterations+1 and their time split."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg, task_cfg, raw = compose([f"task={task}", f"num_envs={num_envs}", f"run_root={tmp}",
@@ -63,9 +64,13 @@ def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str]) 
         update = trainer.alg.update
 
         def timed_update():
-            t0 = time.perf_counter()
-            out = update()
-            updates.append(time.perf_counter() - t0)
+            last = profile and len(updates) == iterations  # the last timed iteration's update, under torch's profiler
+            with (torch.profiler.profile() if last else contextlib.nullcontext()) as prof:
+                t0 = time.perf_counter()
+                out = update()
+                updates.append(time.perf_counter() - t0)
+            if last:
+                print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12), file=sys.stderr)
             return out
 
         trainer.alg.update = timed_update
@@ -172,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     ap.add_argument("--quick", action="store_true", help="smoke run: lift at 32 envs, 2 iterations")
     ap.add_argument("--split", action="store_true", help="also time env.step and Batch.step inside it (see above)")
+    ap.add_argument("--profile", action="store_true",
+                    help="print torch.profiler's table of the last timed PPO update (its operators, calls, shares); "
+                         "the profiler slows that update: read the rates from a run without it")
     ap.add_argument("--no-train", action="store_true", help="only the --split figures (no PPO, no ratio)")
     ap.add_argument("--split-warm", type=int, default=200, help="random-action env steps before timing")
     ap.add_argument("--split-steps", type=int, default=50, help="timed env steps")
@@ -190,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         num_envs = int(n)
         row = {"task": task, "num_envs": num_envs}
         if not args.no_train:
-            train = train_rate(task, num_envs, args.iterations, args.overrides)
+            train = train_rate(task, num_envs, args.iterations, args.overrides, args.profile)
             raw = raw_rate(task, num_envs, args.seconds, args.repeats)
             row.update(**train, raw_env_steps_per_s=raw, ratio=train["train_env_steps_per_s"] / raw,
                        overrides=args.overrides)
