@@ -221,12 +221,16 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
         if ylim is not None:
             ax.set_ylim(*ylim)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    below = len(runs) > 4  # many runs: the legend below the panels, where it hides no curve
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
+    if below:
+        axes[0][0].legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, -0.16))
+    else:
+        axes[0][0].legend(fontsize=7)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight" if below else None)
     plt.close(fig)
 
 
@@ -242,8 +246,9 @@ def _load_run(spec: str) -> tuple[str, dict]:
     if not 0 <= index < len(lines):
         raise SystemExit(f"{name} has {len(lines)} run(s); asked for line {index + 1}")
     run = json.loads(lines[index])
+    recipe = [o for o in run.get("overrides", []) if o.split("=")[0] not in ("task", "seed", "num_envs")]
     label = (f"{Path(name).stem}@{index + 1}: {run.get('num_envs', '?')} envs, seed {run.get('seed', '?')}, "
-             f"{run.get('env_steps', 0) / 1e6:.1f}M steps")
+             f"{run.get('env_steps', 0) / 1e6:.1f}M steps" + "".join(f", {o.removeprefix('algo.')}" for o in recipe))
     return label, run
 
 

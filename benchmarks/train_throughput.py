@@ -14,7 +14,13 @@ Per run ``task:num_envs``:
   the timed iterations;
 * ``raw``: ``mujoco.batch.Batch.step(nstep=decimation)`` of the very MuJoCo model the task steps, same env count and
   thread count, fixed joint torques (``benchmarks/mujoco_batch.py``'s ``batch-raw``), median of ``--repeats``
-  windows, measured right after the training in the same process.
+  windows, measured right after the training in the same process;
+* ``paired``: the same raw stepping for one ``--paired-seconds`` window after every training iteration (the
+  iteration's timer stops for it), so that each iteration has a raw figure taken beside it; ``paired_ratio`` is the
+  median over the timed iterations of the iteration's rate over the mean of the raw windows on either side of it.
+  The machine's speed drifts between processes and over minutes (the raw rate of one command moved 1.3x between
+  runs on the 2-core EPYC): the paired figure cancels that drift where the ``ratio`` of two phases a minute apart
+  cannot. ``--paired-seconds 0`` leaves it out.
 
 ``--split`` adds where an env step's time goes, on states the task reaches: ``env.step`` under Gaussian actions
 (std 0.5) for ``--split-warm`` steps (the robot steps, stumbles, falls, resets), then ``--split-steps`` timed steps
@@ -52,14 +58,19 @@ from horde.train.ppo import PPOTrainer  # noqa: E402
 DEFAULT_RUNS = ("lift:512", "g1-velocity:512", "quadruped:256")
 
 
-def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], profile: bool = False) -> dict:
-    """Median env steps per second of PPO iterations 2..iterations+1 and their time split."""
+def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], profile: bool = False,
+               paired_seconds: float = 0.0) -> dict:
+    """Median env steps per second of PPO iterations 2..iterations+1 and their time split; with ``paired_seconds``
+    also a raw window after every iteration and the median paired ratio (see the module)."""
+    paired_step = _raw_stepper(task, num_envs) if paired_seconds > 0 else None
+    paired_ms: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg, task_cfg, raw = compose([f"task={task}", f"num_envs={num_envs}", f"run_root={tmp}",
                                       f"max_iterations={iterations + 1}", f"save_interval={10 * iterations}",
                                       *overrides])
         trainer = PPOTrainer(cfg, task_cfg, raw, quiet=True)
-        stamps: list[float] = []
+        stamps: list[float] = []  # an iteration's end ...
+        starts: list[float] = []  # ... and the next one's start (after the paired raw window)
         updates: list[float] = []
         update = trainer.alg.update
 
@@ -77,17 +88,37 @@ def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], 
 
         def on_iteration(tr: PPOTrainer) -> bool:
             stamps.append(time.perf_counter())
+            if paired_step is not None:
+                paired_ms.append(_raw_ms(paired_step, paired_seconds, 1))
+            starts.append(time.perf_counter())
             return False
 
         summary = trainer.learn(on_iteration=on_iteration)
         solver = getattr(trainer.core, "world", None)
         threads = getattr(getattr(solver, "batch", None), "nthread", None)
     steps = cfg.algo.num_steps_per_env * num_envs
-    rates = [steps / (b - a) for a, b in zip(stamps[:-1], stamps[1:])]
+    rates = [steps / (b - a) for a, b in zip(starts[:-1], stamps[1:])]
     update_s = statistics.median(updates[1:] or updates) if updates else None
-    return {"train_env_steps_per_s": statistics.median(rates), "update_s": update_s,
-            "time_share": summary["time_share"],
+    paired = paired_ratio(rates, paired_ms, num_envs) if paired_ms else {}
+    # the runner charges the paired windows (inside on_iteration) to "other": the split leaves them out
+    wall, windows = summary["train_seconds"], sum(b - a for a, b in zip(stamps, starts))
+    seconds = {k: v * wall for k, v in summary["time_share"].items()}
+    seconds["other"] = max(seconds.get("other", 0.0) - windows, 0.0)
+    time_share = {k: v / max(wall - windows, 1e-9) for k, v in seconds.items()}
+    return {"train_env_steps_per_s": statistics.median(rates), "update_s": update_s, **paired,
+            "time_share": time_share,
             "mujoco_threads": threads, "torch_threads": cfg.torch_threads, "samples_per_iteration": steps}
+
+
+def paired_ratio(rates: list[float], raw_ms: list[float], num_envs: int) -> dict:
+    """Median of each timed iteration's rate over the raw rate beside it: ``rates[k]`` is the iteration that ran
+    between the raw windows ``raw_ms[k]`` and ``raw_ms[k + 1]`` (one window after every iteration, the warm-up's
+    included), whose mean time gives its raw rate."""
+    if len(raw_ms) != len(rates) + 1:
+        raise ValueError(f"{len(rates)} timed iterations need {len(rates) + 1} raw windows, got {len(raw_ms)}")
+    raws = [num_envs * 1e3 / (0.5 * (a + b)) for a, b in zip(raw_ms[:-1], raw_ms[1:])]
+    return {"paired_ratio": statistics.median(r / q for r, q in zip(rates, raws)),
+            "paired_raw_env_steps_per_s": statistics.median(raws)}
 
 
 def _seconds(x: float | None) -> str:
@@ -97,11 +128,16 @@ def _seconds(x: float | None) -> str:
 
 def raw_rate(task: str, num_envs: int, seconds: float, repeats: int) -> float:
     """Median env steps per second of raw ``mujoco.batch`` on the task's MuJoCo model (``mujoco_batch.py``)."""
+    return num_envs * 1e3 / _raw_ms(_raw_stepper(task, num_envs), seconds, repeats)  # the median, odd windows
+
+
+def _raw_stepper(task: str, num_envs: int):
+    """Raw ``Batch.step`` of the task's model from the default pose under the first step's torques, held fixed."""
     env = horde_env(task, num_envs, "mujoco-c", 0)
     env.step(torch.zeros(num_envs, env.num_actions))  # the torques of the first step are the ones held fixed
     step = raw_batch_stepper(env)
     step()
-    return num_envs * 1e3 / _raw_ms(step, seconds, repeats)  # the median rate, for an odd number of windows
+    return step
 
 
 def _raw_ms(step, seconds: float, repeats: int) -> float:
@@ -174,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=8, help="timed PPO iterations (after one warm-up)")
     ap.add_argument("--seconds", type=float, default=2.0, help="length of one raw timed window")
     ap.add_argument("--repeats", type=int, default=3, help="raw windows (median reported)")
+    ap.add_argument("--paired-seconds", type=float, default=1.0,
+                    help="a raw window of this length after every training iteration (paired_ratio); 0: none")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     ap.add_argument("--quick", action="store_true", help="smoke run: lift at 32 envs, 2 iterations")
     ap.add_argument("--split", action="store_true", help="also time env.step and Batch.step inside it (see above)")
@@ -187,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.iterations, args.seconds, args.repeats = ["lift:32"], 2, 0.2, 1
+        args.paired_seconds = min(args.paired_seconds, 0.2)
         args.split_warm, args.split_steps = 5, 3
     if args.no_train:
         args.split = True
@@ -198,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         num_envs = int(n)
         row = {"task": task, "num_envs": num_envs}
         if not args.no_train:
-            train = train_rate(task, num_envs, args.iterations, args.overrides, args.profile)
+            train = train_rate(task, num_envs, args.iterations, args.overrides, args.profile, args.paired_seconds)
             raw = raw_rate(task, num_envs, args.seconds, args.repeats)
             row.update(**train, raw_env_steps_per_s=raw, ratio=train["train_env_steps_per_s"] / raw,
                        overrides=args.overrides)
@@ -211,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_train:
             share = "  ".join(f"{k} {100 * v:.0f}%" for k, v in row["time_share"].items())
             print(f"{task:12s} N={num_envs:5d}  train {row['train_env_steps_per_s']:8.0f}  raw "
-                  f"{row['raw_env_steps_per_s']:8.0f} env-steps/s  train/raw {row['ratio']:.2f}  update "
+                  f"{row['raw_env_steps_per_s']:8.0f} env-steps/s  train/raw {row['ratio']:.2f}"
+                  + (f"  paired {row['paired_ratio']:.2f}" if "paired_ratio" in row else "") + "  update "
                   f"{_seconds(row['update_s'])}  ({share})", flush=True)
         if args.split:
             print(f"{task:12s} N={num_envs:5d}  env.step {row['env_step_ms']:.1f} ms, Batch.step inside it "

@@ -425,3 +425,19 @@ def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stop
     assert proc.returncode != 0 and "nope.jsonl: no such results file" in proc.stderr, proc.stderr
     proc = run_benchmark("learning.py", "compare", str(out), str(runs), "--keys", "up")
     assert proc.returncode != 0 and "its figures: err, iteration, up_fraction, wall_s" in proc.stderr, proc.stderr
+
+
+def test_train_throughput_pairs_each_iteration_with_the_raw_windows_beside_it():
+    """The paired ratio divides each iteration's rate by the raw rate of the windows on either side of it, so a
+    machine that slows down halfway leaves the ratio where it was; a window missing is an error, not a shift."""
+    sys.path.insert(0, str(BENCH))
+    from train_throughput import paired_ratio
+
+    # 100 envs; raw windows of 10 ms (10k env-steps/s) then 20 ms (5k): the machine halved its speed
+    raw_ms = [10.0, 10.0, 10.0, 20.0, 20.0, 20.0]
+    rates = [5000.0, 5000.0 * 10 / 15, 2500.0, 2500.0, 2500.0]  # training at half the raw rate throughout
+    out = paired_ratio(rates, raw_ms, 100)
+    assert out["paired_ratio"] == pytest.approx(0.5), out
+    assert out["paired_raw_env_steps_per_s"] == pytest.approx(100 * 1e3 / 15), out  # the median of the pairs
+    with pytest.raises(ValueError, match="need 6 raw windows"):
+        paired_ratio(rates, raw_ms[:-1], 100)
