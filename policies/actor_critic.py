@@ -91,6 +91,27 @@ def freeze_normalizers_after(models: list[MLPModel], cfg: ActorCriticConfig) -> 
         model.obs_normalizer.until = cfg.obs_normalization_until
 
 
+_RESULT_BACKWARD = (nn.ELU, nn.SELU, nn.CELU, nn.ReLU, nn.LeakyReLU)
+"""Activations whose in-place form takes its gradient from its output (``elu_`` and kin), not from its input."""
+
+
+def activations_in_place(model: MLPModel) -> MLPModel:
+    """Make the hidden activations of ``model``'s MLP overwrite their linear layer's output (``inplace=True``).
+
+    Same function, same forward bits. For ELU (the default) the backward then computes ``grad * (out + 1)`` from
+    the output instead of ``grad * exp(x)`` from a kept input (PyTorch's rule for ``elu_``): no exponential in the
+    backward and one activation buffer fewer, a mini-batch step of a 256-128-128 actor and critic over 3,072
+    samples 18-20% faster on the 2-core CPU (``benchmarks/README.md``, training throughput). The gradient's
+    rounding differs from the out-of-place form by about an ulp (``exp(x)`` against ``expm1(x) + 1``); ReLU's is
+    bit for bit the same. Safe because each of them follows a ``Linear``, whose backward needs its input, not its
+    output; autograd's version counter would raise, not miscompute, were that ever not so."""
+    layers = list(model.mlp)
+    for before, layer in zip(layers, layers[1:]):
+        if isinstance(layer, _RESULT_BACKWARD) and isinstance(before, nn.Linear):
+            layer.inplace = True
+    return model
+
+
 def squash_actions(actor: MLPModel, cfg: ActorCriticConfig) -> MLPModel:
     """Append a Tanh to the actor's MLP when ``cfg.action_squash == "tanh"`` (no parameters: state dicts are
     unchanged, and every consumer of ``actor.mlp`` (training, play, export) sees the same squashed mean)."""

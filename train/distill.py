@@ -18,7 +18,8 @@ from omegaconf import DictConfig
 from rsl_rl.algorithms import Distillation
 
 from horde.envs import RslRlVecEnv, make
-from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
+from horde.policies.actor_critic import (activations_in_place, freeze_normalizers_after, rsl_model_cfgs,
+                                         squash_actions)
 from horde.train.checkpoint import load_checkpoint, resolve_checkpoint
 from horde.train.config import ConfigError, TrainConfig, from_container
 from horde.train.ppo import PPOTrainer, use_fused_adam
@@ -84,6 +85,7 @@ class DistillationTrainer(PPOTrainer):
                                                         str(self.device))
         squash_actions(self.alg.student, a.policy)
         squash_actions(self.alg.teacher, teacher_cfg.algo.policy)
+        activations_in_place(self.alg.student)
         freeze_normalizers_after([self.alg.student], a.policy)
         self.alg.load(teacher_ckpt, {"teacher": True}, strict=True)
         use_fused_adam(self.alg)

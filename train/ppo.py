@@ -19,7 +19,8 @@ from rsl_rl.algorithms import PPO
 
 import horde
 from horde.envs import RslRlVecEnv, make
-from horde.policies.actor_critic import freeze_normalizers_after, rsl_model_cfgs, squash_actions
+from horde.policies.actor_critic import (activations_in_place, freeze_normalizers_after, rsl_model_cfgs,
+                                         squash_actions)
 from horde.policies.precision import act_in_precision
 from horde.train.checkpoint import save_checkpoint
 from horde.train.algorithm import HordePPO
@@ -120,6 +121,8 @@ class PPOTrainer:
         with contextlib.redirect_stdout(io.StringIO()):  # rsl-rl prints both networks and the obs sets
             self.alg = HordePPO.construct_algorithm(self.env.get_observations(), self.env, train_cfg, str(self.device))
         squash_actions(self.alg.actor, cfg.algo.policy)
+        activations_in_place(self.alg.actor)
+        activations_in_place(self.alg.critic)
         act_in_precision(self.alg.actor, getattr(cfg.algo, "rollout_precision", "fp32"))
         freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)
         use_fused_adam(self.alg)
