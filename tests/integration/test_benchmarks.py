@@ -441,3 +441,14 @@ def test_train_throughput_pairs_each_iteration_with_the_raw_windows_beside_it():
     assert out["paired_raw_env_steps_per_s"] == pytest.approx(100 * 1e3 / 15), out  # the median of the pairs
     with pytest.raises(ValueError, match="need 6 raw windows"):
         paired_ratio(rates, raw_ms[:-1], 100)
+
+
+def test_update_in_place_times_both_ways_on_one_rollout():
+    proc = run_benchmark("update_in_place.py", "--quick", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert row["task"] == "quadruped" and row["pairs"] == 2 and row["activations"] >= 2, row  # actor and critic
+    assert len(row["out_of_place_all_s"]) == len(row["in_place_all_s"]) == 2, row
+    assert row["out_of_place_s"] > 0 and row["in_place_s"] > 0 and 0 <= row["in_place_shorter_in"] <= 2, row
+    bad = run_benchmark("update_in_place.py", "--quick", "--json", "algo.no_such_key=1")
+    assert bad.returncode == 2 and "no_such_key" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
