@@ -1,15 +1,15 @@
 """PPO's update with its hidden activations in place (how horde trains) against out of place (rsl-rl's modules as
 built), interleaved in one process on one and the same rollout.
 
-    python benchmarks/update_in_place.py [--runs quadruped:256 g1-velocity:512] [--repeats 6] [--json] [override ...]
+    python benchmarks/update_in_place.py [override ...] [--runs quadruped:256 g1-velocity:512] [--repeats 6] [--json]
 
 Per run ``task:num_envs``: the task's tuned PPO recipe collects one rollout, then ``PPO.update`` runs ``--repeats``
 times each way, alternating (out of place, in place, out of place, ...), every time from a copy of that rollout's
 storage (the parameters move on between updates: the cost of an update does not depend on their values). The
 figures are the medians of each way's seconds and how many of the pairs the in-place update won. Interleaving in
 one process is what makes a 10% difference readable on a machine whose speed drifts by more than that between
-processes (``train_throughput.py``'s ``update_s`` moved 0.67-0.89 s over six runs of one command).
-``--quick``: cartpole-free smoke run (the quadruped at 16 envs, 2 repeats).
+processes (``train_throughput.py``'s ``update_s`` for the G1 moved 0.69-0.89 s over three runs of one command).
+``--quick``: a smoke run (the quadruped at 16 envs, 2 repeats).
 """
 
 from __future__ import annotations
