@@ -6,12 +6,13 @@ same MuJoCo model at the same env count, in one process.
 
 Per run ``task:num_envs``:
 
-* ``train``: ``PPOTrainer.learn`` (what ``horde train`` runs: rollout, returns, update, logging) with the task's tuned
-  PPO settings for ``--iterations`` iterations after one warm-up iteration (compilation, graph capture); the figure is
-  the median iteration's env steps per second, the median seconds of one PPO update (``update_s``: the learner's
-  own cost, free of the physics' run-to-run drift; null with ``algo.overlap=true``, whose schedule updates beside
-  the rollout), and the time split (sim, inference, learn, other) is summed over
-  the timed iterations;
+* ``train``: ``PPOTrainer.learn`` (what ``horde train`` runs: rollout, returns, update, logging) with the task's CPU
+  recipe (its tuned PPO settings and the CPU overrides of ``learning_suite.py``'s entry other than ``num_envs``, as
+  the scoreboard trains it: the G1's 3 epochs; ``--tuned``: the tuned settings alone) for ``--iterations``
+  iterations after one warm-up iteration (compilation, graph capture); the figure is the median iteration's env
+  steps per second, the median seconds of one PPO update (``update_s``: the learner's own cost, free of the
+  physics' run-to-run drift; null with ``algo.overlap=true``, whose schedule updates beside the rollout), and the
+  time split (sim, inference, learn, other) is summed over the timed iterations;
 * ``raw``: ``mujoco.batch.Batch.step(nstep=decimation)`` of the very MuJoCo model the task steps, same env count and
   thread count, fixed joint torques (``benchmarks/mujoco_batch.py``'s ``batch-raw``), median of ``--repeats``
   windows, measured right after the training in the same process;
@@ -50,12 +51,22 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from learning_suite import ENTRIES  # noqa: E402
 from mujoco_batch import horde_env, raw_batch_stepper  # noqa: E402
 
 from horde.train.config import compose  # noqa: E402
 from horde.train.ppo import PPOTrainer  # noqa: E402
 
 DEFAULT_RUNS = ("lift:512", "g1-velocity:512", "quadruped:256")
+
+
+def cpu_recipe(task: str) -> list[str]:
+    """The task's CPU overrides in the learning scoreboard (``learning_suite.ENTRIES``) but ``num_envs``, which each
+    run names: what the CPU recipe trains with beyond the tuned config."""
+    for entry in ENTRIES:
+        if entry.task == task:
+            return [o for o in entry.cpu_overrides if not o.startswith("num_envs=")]
+    return []
 
 
 def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], profile: bool = False,
@@ -207,6 +218,8 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS), help="task:num_envs pairs")
+    ap.add_argument("--tuned", action="store_true",
+                    help="train with the tuned config alone, not the task's CPU recipe (learning_suite.py)")
     ap.add_argument("--iterations", type=int, default=8, help="timed PPO iterations (after one warm-up)")
     ap.add_argument("--seconds", type=float, default=2.0, help="length of one raw timed window")
     ap.add_argument("--repeats", type=int, default=3, help="raw windows (median reported)")
@@ -237,10 +250,12 @@ def main(argv: list[str] | None = None) -> int:
         num_envs = int(n)
         row = {"task": task, "num_envs": num_envs}
         if not args.no_train:
-            train = train_rate(task, num_envs, args.iterations, args.overrides, args.profile, args.paired_seconds)
+            recipe = [] if args.tuned else cpu_recipe(task)
+            train = train_rate(task, num_envs, args.iterations, [*recipe, *args.overrides], args.profile,
+                               args.paired_seconds)
             raw = raw_rate(task, num_envs, args.seconds, args.repeats)
             row.update(**train, raw_env_steps_per_s=raw, ratio=train["train_env_steps_per_s"] / raw,
-                       overrides=args.overrides)
+                       recipe=recipe, overrides=args.overrides)
         if args.split:
             row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats))
         row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count())
@@ -252,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{task:12s} N={num_envs:5d}  train {row['train_env_steps_per_s']:8.0f}  raw "
                   f"{row['raw_env_steps_per_s']:8.0f} env-steps/s  train/raw {row['ratio']:.2f}"
                   + (f"  paired {row['paired_ratio']:.2f}" if "paired_ratio" in row else "") + "  update "
-                  f"{_seconds(row['update_s'])}  ({share})", flush=True)
+                  f"{_seconds(row['update_s'])}  ({share})" + (f"  [{' '.join(recipe)}]" if recipe else ""),
+                  flush=True)
         if args.split:
             print(f"{task:12s} N={num_envs:5d}  env.step {row['env_step_ms']:.1f} ms, Batch.step inside it "
                   f"{row['mujoco_ms']:.1f} ms ({100 * row['mujoco_share']:.0f}%) after {row['split_warm_steps']} "

@@ -443,6 +443,20 @@ def test_train_throughput_pairs_each_iteration_with_the_raw_windows_beside_it():
         paired_ratio(rates, raw_ms[:-1], 100)
 
 
+def test_train_throughput_trains_each_task_with_its_cpu_recipe():
+    """The floor is stated at the recipe each task trains with on the CPU: the scoreboard's CPU overrides (the G1's
+    3 epochs) beyond the tuned config, but the env count, which each run names."""
+    sys.path.insert(0, str(BENCH))
+    from learning_suite import ENTRIES
+    from train_throughput import cpu_recipe
+
+    g1 = next(e for e in ENTRIES if e.task == "g1-velocity")
+    assert "algo.num_learning_epochs=3" in g1.cpu_overrides
+    assert cpu_recipe("g1-velocity") == ["algo.num_learning_epochs=3"]
+    assert cpu_recipe("quadruped") == [] and cpu_recipe("lift") == []  # num_envs only: the run names it
+    assert cpu_recipe("no-such-task") == []
+
+
 def test_update_in_place_times_both_ways_on_one_rollout():
     proc = run_benchmark("update_in_place.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
