@@ -25,7 +25,7 @@ from rsl_rl.modules import GaussianDistribution
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "mini_batches"]
+__all__ = ["HordePPO", "MirrorErrorFromUpdate", "MirrorHalf", "WEIGHT_CAP", "mini_batches"]
 
 WEIGHT_CAP = 2.0
 """Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
@@ -75,13 +75,68 @@ class MirrorErrorFromUpdate(Symmetry):
             return nn.functional.mse_loss(mean[n:], mirrored[n:])
 
 
+class MirrorHalf(Symmetry):
+    """Left-right symmetry by flipping (``algo.symmetry.flip=true``): every mini-batch mirrors a random half of its
+    samples in place, drawn anew each time a sample comes round, where rsl-rl's augmentation appends the mirrored
+    copy of every sample and so doubles the update's arithmetic. The mirrored sample keeps its advantage, value and
+    return, as in rsl-rl's augmentation; its old action distribution is mirrored with it (the mean through the
+    action mirror, the standard deviation through its permutation), so its stored log-probability stays exact and the
+    adaptive learning rate's KL compares like with like. The masks come from a generator of their own, seeded by
+    ``flip_seed`` and saved in checkpoints; the overlapped schedules, whose two update halves would each draw them,
+    refuse it. The logged mirror error is rsl-rl's figure over the first :data:`LOGGED_ROWS` rows of each mini-batch
+    (one small extra actor forward); with the mirror loss on, rsl-rl's loss over the whole (flipped) mini-batch."""
+
+    LOGGED_ROWS = 256
+
+    def __init__(self, *, flip_seed: int, device: str | torch.device, **cfg) -> None:
+        super().__init__(**cfg)
+        mirror = self.data_augmentation_func
+        if not (hasattr(mirror, "groups") and hasattr(mirror, "actions")):
+            raise TypeError("algo.symmetry.flip needs horde's TaskMirror (its per-group mirror maps)")
+        self.generator = torch.Generator(device=device).manual_seed(int(flip_seed))
+
+    def augment_batch(self, batch: RolloutStorage.Batch, original_batch_size: int) -> None:
+        n = original_batch_size
+        obs = batch.observations
+        flip = torch.rand(n, generator=self.generator, device=obs.device) < 0.5
+        mirror = self.data_augmentation_func
+        out = obs.clone()
+        for key, m in mirror.groups.items():
+            if key in out.keys():
+                x = obs[key]
+                out[key] = torch.where(flip.view(n, *(1,) * (x.dim() - 1)), m.apply(x), x)
+        batch.observations = out
+        column = flip.unsqueeze(-1)
+        if batch.actions is not None:
+            batch.actions = torch.where(column, mirror.actions.apply(batch.actions), batch.actions)
+        if batch.old_distribution_params is not None:
+            mean, std = batch.old_distribution_params[:2]
+            std_perm = mirror.actions.apply(std).abs()  # |sign * std[perm]| = std[perm], bit for bit
+            batch.old_distribution_params = (torch.where(column, mirror.actions.apply(mean), mean),
+                                             torch.where(column, std_perm, std),
+                                             *batch.old_distribution_params[2:])
+
+    def compute_loss(self, actor, batch: RolloutStorage.Batch, original_batch_size: int) -> torch.Tensor:
+        if self.use_mirror_loss:
+            return super().compute_loss(actor, batch, original_batch_size)
+        k = min(original_batch_size, self.LOGGED_ROWS)
+        with torch.no_grad():  # rsl-rl's figure on k rows: the actor on [obs; mirrored obs] against its mirror
+            obs, _ = self.data_augmentation_func(env=self.env, obs=batch.observations[:k], actions=None)
+            out = actor(obs)
+            _, target = self.data_augmentation_func(env=self.env, obs=None, actions=out[:k])
+            return nn.functional.mse_loss(out[k:], target[k:])
+
+
 class HordePPO(PPO):
     """rsl-rl's PPO plus the split update and the decoupled objective (module docstring)."""
 
     def __init__(self, *args, symmetry_cfg: dict | None = None, **kwargs) -> None:
+        flip = symmetry_cfg is not None and symmetry_cfg.pop("flip", False)
+        seed = symmetry_cfg.pop("flip_seed", 0) if symmetry_cfg is not None else 0
         super().__init__(*args, symmetry_cfg=symmetry_cfg, **kwargs)
         if self.symmetry is not None:
-            self.symmetry = MirrorErrorFromUpdate(**symmetry_cfg)
+            self.symmetry = (MirrorHalf(flip_seed=seed, device=self.device, **symmetry_cfg) if flip
+                             else MirrorErrorFromUpdate(**symmetry_cfg))
 
     def _autocast(self):
         return torch.amp.autocast(device_type=torch.device(self.device).type, enabled=self.use_mixed_precision,

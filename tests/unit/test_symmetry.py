@@ -161,3 +161,77 @@ def test_symmetry_on_a_task_without_a_mirror_is_one_line(tmp_path):
     with pytest.raises(ConfigError,
                        match=r"^algo\.symmetry: task 'cartpole' has no left-right mirror: .*g1-velocity\)$"):
         PPOTrainer(cfg, name, raw, quiet=True)
+
+
+def _flip_trainer(tmp_path, *extra):
+    from horde.train.ppo import PPOTrainer
+
+    cfg, name, raw = compose(["task=quadruped", "num_envs=8", "max_iterations=2", "algo.num_steps_per_env=24",
+                              "algo.symmetry.augment=false", "algo.symmetry.flip=true", f"run_root={tmp_path}",
+                              *extra])
+    return PPOTrainer(cfg, name, raw, quiet=True)
+
+
+def test_flip_mirrors_about_half_the_samples_in_place_and_keeps_each_log_probability(tmp_path):
+    """algo.symmetry.flip: the mini-batch keeps its size; the flipped rows are the mirror images (observations,
+    actions, old mean and std) of the originals and the others are untouched, so each sample's stored
+    log-probability is still its action's under its (mirrored) old distribution."""
+    from horde.train.algorithm import ALL_FIELDS, MirrorHalf, mini_batches
+
+    trainer = _flip_trainer(tmp_path)
+    alg = trainer.alg
+    assert type(alg.symmetry) is MirrorHalf
+    trainer.start()
+    trainer.rollout(alg, returns_phase="learn")
+    perm = torch.arange(8 * 24)
+    batch = next(mini_batches(alg.storage, perm, 1, 1, ALL_FIELDS))
+    before = copy.deepcopy(batch)
+    alg.symmetry.augment_batch(batch, 8 * 24)
+    mirror = alg.symmetry.data_augmentation_func
+    policy, old = batch.observations["policy"], before.observations["policy"]
+    assert policy.shape == old.shape and batch.actions.shape == before.actions.shape
+    flipped = (policy != old).any(dim=-1)
+    assert 0.3 < flipped.float().mean() < 0.7
+    assert torch.equal(policy[flipped], mirror.groups["policy"].apply(old[flipped]))
+    assert torch.equal(policy[~flipped], old[~flipped])
+    assert torch.equal(batch.actions[flipped], mirror.actions.apply(before.actions[flipped]))
+    assert torch.equal(batch.actions[~flipped], before.actions[~flipped])
+    assert torch.equal(batch.returns, before.returns) and torch.equal(batch.advantages, before.advantages)
+
+    def log_prob(b):
+        mean, std = b.old_distribution_params
+        return torch.distributions.Normal(mean, std).log_prob(b.actions).sum(-1)
+
+    torch.testing.assert_close(log_prob(batch), log_prob(before), rtol=0, atol=1e-5)
+    torch.testing.assert_close(log_prob(batch), before.old_actions_log_prob.squeeze(-1), rtol=0, atol=1e-4)
+
+
+def test_flip_updates_on_the_mini_batch_alone_and_resumes_its_draws(tmp_path):
+    """The update's forward sees the mini-batch's own rows (rsl-rl's augmentation: twice as many), the logged mirror
+    error is a positive figure, and a checkpoint carries the flips' generator."""
+    trainer = _flip_trainer(tmp_path, "algo.num_mini_batches=2", "algo.num_learning_epochs=2")
+    alg = trainer.alg
+    rows = []
+    alg.actor.mlp.register_forward_hook(lambda _m, args, _out: rows.append(args[0].shape[0]))
+    trainer.start()
+    trainer.rollout(alg, returns_phase="learn")
+    rows.clear()
+    losses = alg.update()
+    assert rows[::2] == [8 * 24 // 2] * 4  # each mini-batch's forward, then the logged figure's 2 x 96 rows
+    assert rows[1::2] == [2 * 96] * 4 and losses["symmetry"] > 0
+    state = alg.symmetry.generator.get_state()
+    path = trainer.checkpoint()
+    draw = torch.rand(4, generator=alg.symmetry.generator)
+    cfg, task, raw = compose([f"resume={path.parent}", "max_iterations=3"])
+    from horde.train.ppo import PPOTrainer
+
+    resumed = PPOTrainer(cfg, task, raw, quiet=True)
+    assert torch.equal(resumed.alg.symmetry.generator.get_state(), state)
+    assert torch.equal(torch.rand(4, generator=resumed.alg.symmetry.generator), draw)
+
+
+def test_flip_with_augment_or_overlap_is_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"^algo\.symmetry: augment=true appends .* choose one$"):
+        _flip_trainer(tmp_path, "algo.symmetry.augment=true")
+    with pytest.raises(ConfigError, match=r"^algo\.symmetry\.flip=true does not run with algo\.overlap=true"):
+        _flip_trainer(tmp_path, "algo.overlap=true")
