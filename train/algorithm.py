@@ -25,7 +25,7 @@ from rsl_rl.modules import GaussianDistribution
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-__all__ = ["HordePPO", "MirrorErrorFromUpdate", "MirrorHalf", "WEIGHT_CAP", "mini_batches"]
+__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "mini_batches"]
 
 WEIGHT_CAP = 2.0
 """Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
@@ -75,96 +75,13 @@ class MirrorErrorFromUpdate(Symmetry):
             return nn.functional.mse_loss(mean[n:], mirrored[n:])
 
 
-class MirrorHalf(Symmetry):
-    """Left-right symmetry by flipping (``algo.symmetry.flip=true``): every mini-batch mirrors a random half of its
-    samples in place, drawn anew each time a sample comes round, where rsl-rl's augmentation appends the mirrored
-    copy of every sample and so doubles the update's arithmetic. The mirrored sample keeps its advantage, value,
-    return and stored log-probability, as in rsl-rl's augmentation. Its old action distribution, which the adaptive
-    learning rate's KL compares the updated policy with, is the rollout's policy at the mirrored observation
-    (:meth:`prepare`: one forward over the batch before the update), so the KL measures how far the update moved the
-    policy, as it does on rsl-rl's original samples, and not how asymmetric the policy is (measured against the
-    mirrored old distribution instead, an untrained policy's asymmetry held the learning rate at its floor of 1e-5
-    and the quadruped did not learn). The masks come from a generator of their own, seeded by
-    ``flip_seed`` and saved in checkpoints; the overlapped schedules, whose two update halves would each draw them,
-    refuse it. The logged mirror error is rsl-rl's figure over the first :data:`LOGGED_ROWS` rows of each mini-batch
-    (one small extra actor forward); with the mirror loss on, rsl-rl's loss over the whole (flipped) mini-batch."""
-
-    LOGGED_ROWS = 256
-
-    def __init__(self, *, flip_seed: int, device: str | torch.device, **cfg) -> None:
-        super().__init__(**cfg)
-        mirror = self.data_augmentation_func
-        if not (hasattr(mirror, "groups") and hasattr(mirror, "actions")):
-            raise TypeError("algo.symmetry.flip needs horde's TaskMirror (its per-group mirror maps)")
-        self.generator = torch.Generator(device=device).manual_seed(int(flip_seed))
-
-    def prepare(self, storage: RolloutStorage, actor) -> tuple[torch.Tensor, ...]:
-        """Before an update: the rollout's policy at every sample's mirrored observations (one forward, no
-        gradient), appended to ``storage.distribution_params`` so that each mini-batch carries its rows' share.
-        Returns the storage's own parameters, which :meth:`HordePPO.update` puts back afterwards."""
-        own = storage.distribution_params
-        obs = storage.observations.flatten(0, 1)
-        n = obs.batch_size[0]
-        with torch.no_grad():
-            mirrored, _ = self.data_augmentation_func(env=self.env, obs=obs, actions=None)
-            actor.distribution.update(actor.mlp(actor.get_latent(mirrored[n:])))
-            params = actor.distribution.params
-        lead = storage.actions.shape[:2]
-        storage.distribution_params = (*own, *(p.expand(n, -1).reshape(*lead, -1) for p in params))
-        return own
-
-    def augment_batch(self, batch: RolloutStorage.Batch, original_batch_size: int) -> None:
-        n = original_batch_size
-        obs = batch.observations
-        flip = torch.rand(n, generator=self.generator, device=obs.device) < 0.5
-        mirror = self.data_augmentation_func
-        out = obs.clone()
-        for key, m in mirror.groups.items():
-            if key in out.keys():
-                x = obs[key]
-                out[key] = torch.where(flip.view(n, *(1,) * (x.dim() - 1)), m.apply(x), x)
-        batch.observations = out
-        column = flip.unsqueeze(-1)
-        if batch.actions is not None:
-            batch.actions = torch.where(column, mirror.actions.apply(batch.actions), batch.actions)
-        params = batch.old_distribution_params
-        if params is not None and len(params) == 4:  # prepare()'s: the old policy at the mirrored observations
-            mean, std, mirrored_mean, mirrored_std = params
-            batch.old_distribution_params = (torch.where(column, mirrored_mean, mean),
-                                             torch.where(column, mirrored_std, std))
-
-    def compute_loss(self, actor, batch: RolloutStorage.Batch, original_batch_size: int) -> torch.Tensor:
-        if self.use_mirror_loss:
-            return super().compute_loss(actor, batch, original_batch_size)
-        k = min(original_batch_size, self.LOGGED_ROWS)
-        with torch.no_grad():  # rsl-rl's figure on k rows: the actor on [obs; mirrored obs] against its mirror
-            obs, _ = self.data_augmentation_func(env=self.env, obs=batch.observations[:k], actions=None)
-            out = actor(obs)
-            _, target = self.data_augmentation_func(env=self.env, obs=None, actions=out[:k])
-            return nn.functional.mse_loss(out[k:], target[k:])
-
-
 class HordePPO(PPO):
     """rsl-rl's PPO plus the split update and the decoupled objective (module docstring)."""
 
     def __init__(self, *args, symmetry_cfg: dict | None = None, **kwargs) -> None:
-        flip = symmetry_cfg is not None and symmetry_cfg.pop("flip", False)
-        seed = symmetry_cfg.pop("flip_seed", 0) if symmetry_cfg is not None else 0
         super().__init__(*args, symmetry_cfg=symmetry_cfg, **kwargs)
         if self.symmetry is not None:
-            self.symmetry = (MirrorHalf(flip_seed=seed, device=self.device, **symmetry_cfg) if flip
-                             else MirrorErrorFromUpdate(**symmetry_cfg))
-
-    def update(self) -> dict[str, float]:
-        """rsl-rl's update; with ``algo.symmetry.flip`` the storage first carries the policy at the mirrored
-        observations (:meth:`MirrorHalf.prepare`)."""
-        if not isinstance(self.symmetry, MirrorHalf):
-            return super().update()
-        own = self.symmetry.prepare(self.storage, self.actor)
-        try:
-            return super().update()
-        finally:
-            self.storage.distribution_params = own
+            self.symmetry = MirrorErrorFromUpdate(**symmetry_cfg)
 
     def _autocast(self):
         return torch.amp.autocast(device_type=torch.device(self.device).type, enabled=self.use_mixed_precision,

@@ -34,13 +34,10 @@ class SymmetryConfig:
     """Append the mirrored observations and actions to every mini-batch (doubles the update's batch)."""
     mirror_loss: float = bounded(0.0, ge=0)
     """Weight of the mirror loss: the policy's mean on mirrored observations against its mirrored mean (0: off)."""
-    flip: bool = False
-    """Mirror a random half of every mini-batch in place (drawn anew each epoch) instead of appending the mirrored
-    copy: mirrored samples at the update cost of no symmetry. Exclusive with ``augment``."""
 
     @property
     def on(self) -> bool:
-        return self.augment or self.flip or self.mirror_loss > 0
+        return self.augment or self.mirror_loss > 0
 
 
 @dataclass(kw_only=True)

@@ -23,7 +23,7 @@ from horde.policies.actor_critic import (activations_in_place, freeze_normalizer
                                          squash_actions)
 from horde.policies.precision import act_in_precision
 from horde.train.checkpoint import save_checkpoint
-from horde.train.algorithm import HordePPO, MirrorHalf
+from horde.train.algorithm import HordePPO
 from horde.train.config import ConfigError, TrainConfig
 from horde.train.overlap import OverlappedRollouts
 from horde.train.overlap_critic import OverlappedCritic
@@ -44,17 +44,8 @@ def symmetry_cfg(cfg: TrainConfig, core, task: str) -> dict | None:
         mirror = task_mirror(core, task)
     except ValueError as exc:
         raise ConfigError(f"algo.symmetry: {exc}") from None
-    if sym.augment and sym.flip:
-        raise ConfigError("algo.symmetry: augment=true appends every mirrored sample and flip=true mirrors half of "
-                          "them in place: choose one")
-    out = {"use_data_augmentation": sym.augment, "use_mirror_loss": sym.mirror_loss > 0,
-           "mirror_loss_coeff": sym.mirror_loss, "data_augmentation_func": mirror}
-    if sym.flip and getattr(cfg.algo, "overlap", False):
-        raise ConfigError("algo.symmetry.flip=true does not run with algo.overlap=true (its two update halves would "
-                          "draw different flips): use algo.symmetry.augment=true there")
-    if sym.flip:  # horde's own (train/algorithm.py's MirrorHalf); HordePPO takes these two keys out
-        out.update(flip=True, flip_seed=cfg.seed)
-    return out
+    return {"use_data_augmentation": sym.augment, "use_mirror_loss": sym.mirror_loss > 0,
+            "mirror_loss_coeff": sym.mirror_loss, "data_augmentation_func": mirror}
 
 
 def rsl_train_cfg(cfg: TrainConfig, *, critic_group: bool = False, symmetry: dict | None = None,
@@ -171,8 +162,6 @@ class PPOTrainer:
         self.alg.learning_rate = float(ckpt["learning_rate"])
         self.iteration = int(ckpt["iteration"])
         torch.set_rng_state(ckpt["torch_rng"])
-        if isinstance(self.alg.symmetry, MirrorHalf) and "symmetry_flip_rng" in ckpt:
-            self.alg.symmetry.generator.set_state(ckpt["symmetry_flip_rng"])
         self._restore_envs(ckpt)
 
     def _restore_envs(self, ckpt: dict) -> None:
@@ -200,8 +189,6 @@ class PPOTrainer:
             "env_state": self.core.get_env_state(),
             **self._learner_state(),
         }
-        if isinstance(self.alg.symmetry, MirrorHalf):  # the flip masks' generator, for an exact resume
-            payload["symmetry_flip_rng"] = self.alg.symmetry.generator.get_state()
         return save_checkpoint(self.run_dir / f"model_{self.iteration}.pt", payload)
 
     def _learner_state(self) -> dict:
