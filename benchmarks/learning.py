@@ -207,11 +207,12 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    styles = _recipe_styles([run for _, run in runs])
     fig, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys), 3.8), dpi=120, squeeze=False)
     for ax, key in zip(axes[0], keys):
-        for label, run in runs:
+        for (label, run), style in zip(runs, styles):
             points = [c for c in run["curve"] if c.get(key) is not None]
-            ax.plot([c["wall_s"] / 60 for c in points], [c[key] for c in points], "o-", ms=3, label=label)
+            ax.plot([c["wall_s"] / 60 for c in points], [c[key] for c in points], ms=3, label=label, **style)
         for value, text in (hlines or {}).get(key, []):
             ax.axhline(value, color="gray", lw=0.9, ls=":")
             ax.annotate(text, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7, color="dimgray",
@@ -232,6 +233,32 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight" if below else None)
     plt.close(fig)
+
+
+MARKERS = ("o", "s", "^", "v", "D", "x", "P", "*")
+
+
+def _recipe_styles(runs: list[dict]) -> list[dict]:
+    """A line style per run: one colour per recipe (the run's overrides other than its seed, its env count, its
+    device), a marker per run within it, so that seeds of one recipe read as one family beside another's."""
+    import matplotlib.pyplot as plt
+
+    def recipe(run: dict) -> tuple:
+        overrides = tuple(o for o in run.get("overrides", []) if o.split("=")[0] != "seed")
+        return run.get("task"), run.get("num_envs"), run.get("device"), overrides
+
+    keys = [recipe(r) for r in runs]
+    if len(set(keys)) == len(keys):  # every run its own recipe: the usual colour cycle
+        return [{"marker": "o", "ls": "-"} for _ in runs]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    order = list(dict.fromkeys(keys))
+    seen: dict[tuple, int] = {}
+    styles = []
+    for k in keys:
+        n = seen[k] = seen.get(k, -1) + 1
+        styles.append({"color": colours[order.index(k) % len(colours)], "marker": MARKERS[n % len(MARKERS)],
+                       "ls": "-", "lw": 1.1, "alpha": 0.85})
+    return styles
 
 
 def _load_run(spec: str) -> tuple[str, dict]:

@@ -426,6 +426,13 @@ def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stop
     proc = run_benchmark("learning.py", "compare", str(out), str(runs), "--keys", "up")
     assert proc.returncode != 0 and "its figures: err, iteration, up_fraction, wall_s" in proc.stderr, proc.stderr
 
+    # seeds of one recipe share a colour (a marker each); another recipe takes the next colour
+    a = {"task": "quadruped", "num_envs": 256, "overrides": ["seed=0", "x=1"]}
+    styles = learning._recipe_styles([a, {**a, "overrides": ["seed=1", "x=1"]}, {**a, "overrides": ["seed=0", "x=2"]}])
+    assert styles[0]["color"] == styles[1]["color"] != styles[2]["color"]
+    assert styles[0]["marker"] != styles[1]["marker"]
+    assert "color" not in learning._recipe_styles([a, {**a, "num_envs": 512}])[0]  # all distinct: the usual cycle
+
 
 def test_train_throughput_pairs_each_iteration_with_the_raw_windows_beside_it():
     """The paired ratio divides each iteration's rate by the raw rate of the windows on either side of it, so a
