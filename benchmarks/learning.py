@@ -239,8 +239,8 @@ MARKERS = ("o", "s", "^", "v", "D", "x", "P", "*")
 
 
 def _recipe_styles(runs: list[dict]) -> list[dict]:
-    """A line style per run: one colour per recipe (the run's overrides other than its seed, its env count, its
-    device), a marker per run within it, so that seeds of one recipe read as one family beside another's."""
+    """A line style per run: one colour per recipe (its task, env count, device and overrides, the seed aside) and a
+    marker per run within it, so that the seeds of one recipe read as one family beside another recipe's."""
     import matplotlib.pyplot as plt
 
     def recipe(run: dict) -> tuple:
