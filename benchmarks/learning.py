@@ -238,18 +238,20 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
 MARKERS = ("o", "s", "^", "v", "D", "x", "P", "*")
 
 
+def _recipe(run: dict) -> list[str]:
+    """A run's recipe overrides: its command's overrides other than the task, the seed and the env count (which the
+    label and the style name apart)."""
+    return [o for o in run.get("overrides", []) if o.split("=")[0] not in ("task", "seed", "num_envs")]
+
+
 def _recipe_styles(runs: list[dict]) -> list[dict]:
     """A line style per run: one colour per recipe (its task, env count, device and overrides, the seed aside) and a
     marker per run within it, so that the seeds of one recipe read as one family beside another recipe's."""
     import matplotlib.pyplot as plt
 
-    def recipe(run: dict) -> tuple:
-        overrides = tuple(o for o in run.get("overrides", []) if o.split("=")[0] != "seed")
-        return run.get("task"), run.get("num_envs"), run.get("device"), overrides
-
-    keys = [recipe(r) for r in runs]
+    keys = [(r.get("task"), r.get("num_envs"), r.get("device"), tuple(_recipe(r))) for r in runs]
     if len(set(keys)) == len(keys):  # every run its own recipe: the usual colour cycle
-        return [{"marker": "o", "ls": "-"} for _ in runs]
+        return [{"marker": "o"} for _ in runs]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     order = list(dict.fromkeys(keys))
     seen: dict[tuple, int] = {}
@@ -257,7 +259,7 @@ def _recipe_styles(runs: list[dict]) -> list[dict]:
     for k in keys:
         n = seen[k] = seen.get(k, -1) + 1
         styles.append({"color": colours[order.index(k) % len(colours)], "marker": MARKERS[n % len(MARKERS)],
-                       "ls": "-", "lw": 1.1, "alpha": 0.85})
+                       "lw": 1.1, "alpha": 0.85})
     return styles
 
 
@@ -273,9 +275,9 @@ def _load_run(spec: str) -> tuple[str, dict]:
     if not 0 <= index < len(lines):
         raise SystemExit(f"{name} has {len(lines)} run(s); asked for line {index + 1}")
     run = json.loads(lines[index])
-    recipe = [o for o in run.get("overrides", []) if o.split("=")[0] not in ("task", "seed", "num_envs")]
+    recipe = "".join(f", {o.removeprefix('algo.')}" for o in _recipe(run))
     label = (f"{Path(name).stem}@{index + 1}: {run.get('num_envs', '?')} envs, seed {run.get('seed', '?')}, "
-             f"{run.get('env_steps', 0) / 1e6:.1f}M steps" + "".join(f", {o.removeprefix('algo.')}" for o in recipe))
+             f"{run.get('env_steps', 0) / 1e6:.1f}M steps{recipe}")
     return label, run
 
 
