@@ -96,6 +96,14 @@ def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], 
             return out
 
         trainer.alg.update = timed_update
+        splits: list[dict[str, float]] = []  # each iteration's time split (the runner adds its "other" in place)
+        collect = trainer.timer.collect
+
+        def recorded_collect() -> dict[str, float]:
+            splits.append(collect())
+            return splits[-1]
+
+        trainer.timer.collect = recorded_collect
 
         def on_iteration(tr: PPOTrainer) -> bool:
             stamps.append(time.perf_counter())
@@ -104,18 +112,16 @@ def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], 
             starts.append(time.perf_counter())
             return False
 
-        summary = trainer.learn(on_iteration=on_iteration)
+        trainer.learn(on_iteration=on_iteration)
         solver = getattr(trainer.core, "world", None)
         threads = getattr(getattr(solver, "batch", None), "nthread", None)
     steps = cfg.algo.num_steps_per_env * num_envs
     rates = [steps / (b - a) for a, b in zip(starts[:-1], stamps[1:])]
     update_s = statistics.median(updates[1:] or updates) if updates else None
     paired = paired_ratio(rates, paired_ms, num_envs) if paired_ms else {}
-    # the runner charges the paired windows (inside on_iteration) to "other": the split leaves them out
-    wall, windows = summary["train_seconds"], sum(b - a for a, b in zip(stamps, starts))
-    seconds = {k: v * wall for k, v in summary["time_share"].items()}
-    seconds["other"] = max(seconds.get("other", 0.0) - windows, 0.0)
-    time_share = {k: v / max(wall - windows, 1e-9) for k, v in seconds.items()}
+    # the timed iterations' split: not the warm-up (compilation), not the paired windows (after each split)
+    seconds = {k: sum(sp.get(k, 0.0) for sp in splits[1:] or splits) for k in ("sim", "inference", "learn", "other")}
+    time_share = {k: v / max(sum(seconds.values()), 1e-9) for k, v in seconds.items()}
     return {"train_env_steps_per_s": statistics.median(rates), "update_s": update_s, **paired,
             "time_share": time_share,
             "mujoco_threads": threads, "torch_threads": cfg.torch_threads, "samples_per_iteration": steps}

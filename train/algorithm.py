@@ -12,20 +12,27 @@ comes from (:class:`MirrorErrorFromUpdate`: the same figure without a second act
   (``tests/integration/test_overlap.py`` checks it bit for bit).
 * :meth:`HordePPO.decouple`: the decoupled PPO objective for a batch collected one update ago
   (``algo.max_staleness=1``, :mod:`horde.train.overlap`).
+* :meth:`HordePPO.own_update`: rsl-rl's ``update()`` with each mini-batch's forward passes and losses in one function
+  (:func:`mini_batch_losses`), which ``algo.compile=true`` hands to ``torch.compile`` (one fused graph and its
+  backward per mini-batch instead of some hundred eager operators), and which can leave the mirrored samples out of
+  the critic's half (``algo.symmetry.augment_critic=false``).
 
-Both follow rsl-rl 5.x's ``PPO.update``; ``pyproject.toml`` pins the rsl-rl versions they were checked against.
+All of them follow rsl-rl 5.x's ``PPO.update``; ``pyproject.toml`` pins the rsl-rl versions they were checked against.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from rsl_rl.algorithms import PPO
 from rsl_rl.extensions import Symmetry
+from rsl_rl.models import MLPModel
 from rsl_rl.modules import GaussianDistribution
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "mini_batches"]
+__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "gaussian_std", "mini_batch_losses", "mini_batches"]
 
 WEIGHT_CAP = 2.0
 """Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
@@ -51,6 +58,52 @@ def mini_batches(storage: RolloutStorage, perm: torch.Tensor, num_mini_batches: 
             if params is not None:
                 batch.old_distribution_params = tuple(p[idx] for p in params)
             yield batch
+
+
+def gaussian_std(dist: GaussianDistribution) -> torch.Tensor:
+    """The standard deviation rsl-rl's :class:`GaussianDistribution` acts with (``update()``'s: its parameter
+    clamped to the range, in scalar or log space)."""
+    if dist.std_type == "log":
+        return torch.exp(dist.log_std_param.clamp(dist.log_std_range[0], dist.log_std_range[1]))
+    return dist.std_param.clamp(dist.std_range[0], dist.std_range[1])
+
+
+def mini_batch_losses(actor: MLPModel, critic: MLPModel, *, clip_param: float, value_loss_coef: float,
+                      entropy_coef: float, clipped_value_loss: bool, n: int, critic_rows: int):
+    """PPO's losses on one mini-batch as one function of tensors, what rsl-rl's ``update()`` computes through its
+    models' ``forward`` and distribution objects: the actor's Gaussian over the (augmented) rows, the surrogate's
+    clipped ratio, the clipped value loss over the first ``critic_rows`` rows, the entropy and KL over the first
+    ``n`` (the original samples). Returns ``f(actor_obs, critic_obs, actions, old_log_prob, advantages, values,
+    returns, old_mean, old_std) -> (loss, surrogate, value_loss, entropy, kl, mean)``, the observations already
+    concatenated from their groups (not normalized: the models' normalizers run inside), ``kl`` and ``mean``
+    detached. Pure tensor code over the models' modules, so ``torch.compile`` takes it as one graph."""
+    dist = actor.distribution
+    log_sqrt_2pi = math.log(math.sqrt(2 * math.pi))  # torch.distributions.Normal's constants, in its order
+
+    def losses(actor_obs, critic_obs, actions, old_log_prob, advantages, values, returns, old_mean, old_std):
+        mean = actor.mlp(actor.obs_normalizer(actor_obs))
+        std = gaussian_std(dist).expand_as(mean)
+        log_std = torch.log(std)
+        log_prob = (-((actions - mean) ** 2) / (2 * std ** 2) - log_std - log_sqrt_2pi).sum(dim=-1)
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + log_std[:n]).sum(dim=-1).mean()
+        with torch.no_grad():  # KL(old || new) over the original rows, as rsl-rl's inference-mode block
+            var_ratio = (old_std / std[:n]).pow(2)
+            t1 = ((old_mean - mean[:n]) / std[:n]).pow(2)
+            kl = (0.5 * (var_ratio + t1 - 1 - var_ratio.log())).sum(dim=-1).mean()
+        ratio = torch.exp(log_prob - torch.squeeze(old_log_prob))
+        adv = torch.squeeze(advantages)
+        surrogate = torch.max(-adv * ratio, -adv * torch.clamp(ratio, 1.0 - clip_param, 1.0 + clip_param)).mean()
+        v = critic.mlp(critic.obs_normalizer(critic_obs[:critic_rows]))
+        v_old, v_ret = values[:critic_rows], returns[:critic_rows]
+        if clipped_value_loss:
+            v_clipped = v_old + (v - v_old).clamp(-clip_param, clip_param)
+            value_loss = torch.max((v - v_ret).pow(2), (v_clipped - v_ret).pow(2)).mean()
+        else:
+            value_loss = (v_ret - v).pow(2).mean()
+        loss = surrogate + value_loss_coef * value_loss - entropy_coef * entropy
+        return loss, surrogate, value_loss, entropy, kl, mean.detach()
+
+    return losses
 
 
 class MirrorErrorFromUpdate(Symmetry):
@@ -82,6 +135,95 @@ class HordePPO(PPO):
         super().__init__(*args, symmetry_cfg=symmetry_cfg, **kwargs)
         if self.symmetry is not None:
             self.symmetry = MirrorErrorFromUpdate(**symmetry_cfg)
+
+    _losses = None
+    """:meth:`own_update`'s mini-batch function (:func:`mini_batch_losses`, compiled or not), set by
+    :meth:`use_own_update`; None: rsl-rl's ``update()``."""
+
+    def use_own_update(self, *, compile: bool = False, augment_critic: bool = True) -> None:
+        """Run :meth:`own_update` in place of rsl-rl's ``update()``: its mini-batch losses through ``torch.compile``
+        (``compile``), the critic's half on the original samples only (``augment_critic=False``, with symmetry
+        augmentation). Feed-forward MLP actor and critic with rsl-rl's Gaussian, no RND, no mirror loss, one
+        process; anything else raises ValueError with one line."""
+        if not compile and augment_critic:
+            self._losses = None
+            return
+        if type(self.actor) is not MLPModel or type(self.critic) is not MLPModel:
+            raise ValueError("needs feed-forward MLP actor and critic (not recurrent or CNN policies)")
+        if type(self.actor.distribution) is not GaussianDistribution:
+            raise ValueError("needs rsl-rl's Gaussian action distribution")
+        if self.rnd or self.is_multi_gpu:
+            raise ValueError("not with RND or distributed=true")
+        if self.symmetry is not None and self.symmetry.use_mirror_loss:
+            raise ValueError("not with the mirror loss (algo.symmetry.mirror_loss > 0)")
+        self._own = {"compile": compile, "augment_critic": augment_critic}
+        self._losses = {}  # per (mini-batch rows, critic rows): built on the first update, when the sizes are known
+
+    def _mini_batch_fn(self, rows: int, n: int):
+        critic_rows = rows if self._own["augment_critic"] else n
+        fn = self._losses.get((rows, critic_rows))
+        if fn is None:
+            fn = mini_batch_losses(self.actor, self.critic, clip_param=self.clip_param,
+                                   value_loss_coef=self.value_loss_coef, entropy_coef=self.entropy_coef,
+                                   clipped_value_loss=self.use_clipped_value_loss, n=n, critic_rows=critic_rows)
+            if self._own["compile"]:
+                fn = torch.compile(fn, dynamic=False)
+            self._losses[(rows, critic_rows)] = fn
+        return fn
+
+    def update(self) -> dict[str, float]:
+        """rsl-rl's ``update()``, or :meth:`own_update` after :meth:`use_own_update`."""
+        return super().update() if self._losses is None else self.own_update()
+
+    def own_update(self) -> dict[str, float]:
+        """rsl-rl's ``update()`` (same mini-batches from the same random draw, same adaptive learning rate, clips,
+        optimizer steps, normalizer updates and logged losses) with each mini-batch's forward passes and losses in
+        :func:`mini_batch_losses`: compiled, or with the critic on the original samples (:meth:`use_own_update`)."""
+        sums = {"value": 0.0, "surrogate": 0.0, "entropy": 0.0, "symmetry": 0.0}
+        steps = 0
+        actor_groups, critic_groups = self.actor.obs_groups, self.critic.obs_groups
+        for batch in self.storage.mini_batch_generator(self.num_mini_batches, self.num_learning_epochs):
+            n = batch.observations.batch_size[0]
+            if self.normalize_advantage_per_mini_batch:
+                with torch.no_grad():
+                    batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
+            if self.symmetry:
+                self.symmetry.augment_batch(batch, n)
+            obs = batch.observations
+            fn = self._mini_batch_fn(obs.batch_size[0], n)
+            with self._autocast():
+                loss, surrogate, value_loss, entropy, kl, mean = fn(
+                    torch.cat([obs[g] for g in actor_groups], dim=-1), torch.cat([obs[g] for g in critic_groups],
+                                                                                 dim=-1),
+                    batch.actions, batch.old_actions_log_prob, batch.advantages, batch.values, batch.returns,
+                    *batch.old_distribution_params)
+            if self.desired_kl is not None and self.schedule == "adaptive":
+                if kl > self.desired_kl * 2.0:
+                    self.learning_rate = max(1e-5, self.learning_rate / 1.5)
+                elif kl < self.desired_kl / 2.0 and kl > 0.0:
+                    self.learning_rate = min(1e-2, self.learning_rate * 1.5)
+                for group in self.optimizer.param_groups:
+                    group["lr"] = self.learning_rate
+            self.optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
+            nn.utils.clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
+            self.optimizer.step()
+            sums["value"] += value_loss.item()
+            sums["surrogate"] += surrogate.item()
+            sums["entropy"] += entropy.item()
+            if self.symmetry:  # the logged mirror error, from this forward's means (MirrorErrorFromUpdate's figure)
+                with torch.no_grad():
+                    _, mirrored = self.symmetry.data_augmentation_func(env=self.symmetry.env, obs=None,
+                                                                       actions=mean[:n])
+                    sums["symmetry"] += nn.functional.mse_loss(mean[n:], mirrored[n:]).item()
+            steps += 1
+        flat = self.storage.observations.flatten(0, 1)
+        self.actor.update_normalization(flat)
+        self.critic.update_normalization(flat)
+        losses = {k: v / max(steps, 1) for k, v in sums.items() if k != "symmetry" or self.symmetry}
+        self.storage.clear()
+        return losses
 
     def _autocast(self):
         return torch.amp.autocast(device_type=torch.device(self.device).type, enabled=self.use_mixed_precision,

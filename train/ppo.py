@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +92,28 @@ def use_fused_adam(alg: PPO) -> None:
         alg.optimizer = old
 
 
+def use_own_update(alg: HordePPO, algo, device: torch.device) -> None:
+    """``algo.compile`` and ``algo.symmetry.augment_critic=false`` (:meth:`HordePPO.use_own_update`), each bad
+    combination one line."""
+    compile_ = bool(getattr(algo, "compile", False))
+    augment_critic = getattr(getattr(algo, "symmetry", None), "augment_critic", True)
+    if not compile_ and augment_critic:
+        return
+    name = "algo.compile=true" if compile_ else "algo.symmetry.augment_critic=false"
+    if not augment_critic and not algo.symmetry.augment:
+        raise ConfigError("algo.symmetry.augment_critic=false leaves the mirrored samples out of the critic's half: "
+                          "it needs algo.symmetry.augment=true")
+    if getattr(algo, "overlap", False):
+        raise ConfigError(f"{name} changes the synchronous update; algo.overlap=true splits it: drop one of the two")
+    if compile_ and device.type == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", "g++"),
+                                                                            "g++", "clang++")):
+        raise ConfigError("algo.compile=true on the CPU needs a C++ compiler (g++ or clang++, or CXX) on PATH")
+    try:
+        alg.use_own_update(compile=compile_, augment_critic=augment_critic)
+    except ValueError as exc:
+        raise ConfigError(f"{name} {exc}") from None
+
+
 class PPOTrainer:
     """One PPO run: env core + rsl-rl PPO + logging. ``learn()`` runs it; ``checkpoint()`` saves it."""
 
@@ -126,6 +150,7 @@ class PPOTrainer:
         act_in_precision(self.alg.actor, getattr(cfg.algo, "rollout_precision", "fp32"))
         freeze_normalizers_after([self.alg.actor, self.alg.critic], cfg.algo.policy)
         use_fused_adam(self.alg)
+        use_own_update(self.alg, cfg.algo, self.device)
         self._start_loop(resume_ckpt, seed)
         if getattr(cfg.algo, "overlap", False):
             try:
