@@ -183,12 +183,7 @@ class HordePPO(PPO):
         steps = 0
         actor_groups, critic_groups = self.actor.obs_groups, self.critic.obs_groups
         for batch in self.storage.mini_batch_generator(self.num_mini_batches, self.num_learning_epochs):
-            n = batch.observations.batch_size[0]
-            if self.normalize_advantage_per_mini_batch:
-                with torch.no_grad():
-                    batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
-            if self.symmetry:
-                self.symmetry.augment_batch(batch, n)
+            n = self._prepare(batch)
             obs = batch.observations
             fn = self._mini_batch_fn(obs.batch_size[0], n)
             with self._autocast():
@@ -198,12 +193,7 @@ class HordePPO(PPO):
                     batch.actions, batch.old_actions_log_prob, batch.advantages, batch.values, batch.returns,
                     *batch.old_distribution_params)
             if self.desired_kl is not None and self.schedule == "adaptive":
-                if kl > self.desired_kl * 2.0:
-                    self.learning_rate = max(1e-5, self.learning_rate / 1.5)
-                elif kl < self.desired_kl / 2.0 and kl > 0.0:
-                    self.learning_rate = min(1e-2, self.learning_rate * 1.5)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = self.learning_rate
+                self._adapt_learning_rate(kl)
             self.optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
@@ -225,6 +215,26 @@ class HordePPO(PPO):
         self.storage.clear()
         return losses
 
+    def _prepare(self, batch: RolloutStorage.Batch) -> int:
+        """rsl-rl's start of a mini-batch step: the advantages normalized per mini-batch (when set), then the
+        symmetry augmentation. Returns the original batch size."""
+        n = batch.observations.batch_size[0]
+        if self.normalize_advantage_per_mini_batch:
+            with torch.no_grad():
+                batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
+        if self.symmetry:
+            self.symmetry.augment_batch(batch, n)
+        return n
+
+    def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
+        """rsl-rl's adaptive schedule: the learning rate down 1.5x above twice the desired KL, up 1.5x under half."""
+        if kl > self.desired_kl * 2.0:
+            self.learning_rate = max(1e-5, self.learning_rate / 1.5)
+        elif kl < self.desired_kl / 2.0 and kl > 0.0:
+            self.learning_rate = min(1e-2, self.learning_rate * 1.5)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
     def _autocast(self):
         return torch.amp.autocast(device_type=torch.device(self.device).type, enabled=self.use_mixed_precision,
                                   dtype=torch.bfloat16)
@@ -239,12 +249,7 @@ class HordePPO(PPO):
         lrs: list[float] = []
         sums = {"surrogate": 0.0, "entropy": 0.0, "symmetry": 0.0}
         for batch in mini_batches(storage, perm, n_mb, epochs, ALL_FIELDS if self.symmetry else ACTOR_FIELDS):
-            n = batch.observations.batch_size[0]
-            if self.normalize_advantage_per_mini_batch:
-                with torch.no_grad():
-                    batch.advantages = (batch.advantages - batch.advantages.mean()) / (batch.advantages.std() + 1e-8)
-            if self.symmetry:
-                self.symmetry.augment_batch(batch, n)
+            n = self._prepare(batch)
             with self._autocast():
                 self.actor(batch.observations, stochastic_output=True)
                 log_prob = self.actor.get_output_log_prob(batch.actions)
@@ -252,13 +257,8 @@ class HordePPO(PPO):
                 entropy = self.actor.output_entropy[:n]
                 if self.desired_kl is not None and self.schedule == "adaptive":
                     with torch.inference_mode():
-                        kl = torch.mean(self.actor.get_kl_divergence(batch.old_distribution_params, dist_params))
-                        if kl > self.desired_kl * 2.0:
-                            self.learning_rate = max(1e-5, self.learning_rate / 1.5)
-                        elif kl < self.desired_kl / 2.0 and kl > 0.0:
-                            self.learning_rate = min(1e-2, self.learning_rate * 1.5)
-                        for group in self.optimizer.param_groups:
-                            group["lr"] = self.learning_rate
+                        self._adapt_learning_rate(
+                            torch.mean(self.actor.get_kl_divergence(batch.old_distribution_params, dist_params)))
                 ratio = torch.exp(log_prob - torch.squeeze(batch.old_actions_log_prob))
                 surrogate = -torch.squeeze(batch.advantages) * ratio
                 clipped = -torch.squeeze(batch.advantages) * torch.clamp(ratio, 1.0 - self.clip_param,
