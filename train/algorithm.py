@@ -186,12 +186,13 @@ class HordePPO(PPO):
             n = self._prepare(batch)
             obs = batch.observations
             fn = self._mini_batch_fn(obs.batch_size[0], n)
+            actor_obs = torch.cat([obs[g] for g in actor_groups], dim=-1)
+            critic_obs = actor_obs if critic_groups == actor_groups else torch.cat([obs[g] for g in critic_groups],
+                                                                                   dim=-1)
             with self._autocast():
                 loss, surrogate, value_loss, entropy, kl, mean = fn(
-                    torch.cat([obs[g] for g in actor_groups], dim=-1), torch.cat([obs[g] for g in critic_groups],
-                                                                                 dim=-1),
-                    batch.actions, batch.old_actions_log_prob, batch.advantages, batch.values, batch.returns,
-                    *batch.old_distribution_params)
+                    actor_obs, critic_obs, batch.actions, batch.old_actions_log_prob, batch.advantages, batch.values,
+                    batch.returns, *batch.old_distribution_params)
             if self.desired_kl is not None and self.schedule == "adaptive":
                 self._adapt_learning_rate(kl)
             self.optimizer.zero_grad()

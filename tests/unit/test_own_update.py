@@ -38,9 +38,7 @@ def _updates(task: str, modes: list[dict | None], *overrides: str) -> list[tuple
             alg.critic.load_state_dict(snap[1])
             alg.optimizer.load_state_dict(snap[2])
             alg.storage, alg.learning_rate = copy.deepcopy(snap[3]), snap[4]
-            alg.use_own_update(**(mode or {}))
-            if mode is None:
-                alg._losses = None
+            alg.use_own_update(**(mode or {}))  # no keywords: rsl-rl's update()
             torch.manual_seed(3)  # the mini-batch permutation
             losses = alg.update()
             flat = [torch.cat([p.detach().flatten() for p in m.parameters()]) for m in (alg.actor, alg.critic)]
