@@ -19,13 +19,13 @@ import copy
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 
 from perception import window  # one timed window of env steps (alternated between variants)
+from scratch import scratch_dir  # removed at exit
 
 
 def emit(row: dict, as_json: bool, text: str) -> None:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     sizes, repeats, steps = ([32], 2, 5) if quick else (args.num_envs, args.repeats, args.steps)
     epochs = 3 if quick else 60
-    tmp = Path(tempfile.mkdtemp(prefix="horde-actuator-net-"))
+    tmp = Path(scratch_dir("horde-actuator-net-"))
 
     # 1. fit
     log = pd_motor_log(stiffness=25.0, damping=0.5, effort_limit=23.7, delay=2, episodes=3 if quick else 8,

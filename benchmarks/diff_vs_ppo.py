@@ -57,10 +57,12 @@ import math
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scratch import scratch_dir  # noqa: E402  (training runs' roots, removed at exit)
 
 THRESHOLD = {"pendulum": -400.0, "cartpole-swingup": 200.0, "reach": 60.0}
 BUDGET_STEPS = {"pendulum": 100_000, "cartpole-swingup": 60_000, "reach": 400_000}
@@ -181,7 +183,7 @@ def train_to_threshold(task: str, algo: str, seed: int, *, num_envs: int, budget
 
     eval_every = eval_every or EVAL_EVERY_TASK.get(task, EVAL_EVERY)
     overrides = (*TASK_OVERRIDES.get(task, ()), *overrides)
-    root = tempfile.mkdtemp(prefix="diff_vs_ppo_")
+    root = scratch_dir("diff_vs_ppo_")
     probe, _, _ = compose([f"task={task}", f"algo={algo}", *overrides])
     steps_per_iter = num_envs * (probe.algo.horizon if algo == "shac" else probe.algo.num_steps_per_env)
     iters = max(budget_steps // steps_per_iter, 1)

@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.tests:
         for seed in args.seeds:
             t0 = time.perf_counter()
-            figures = RUNS[name](seed, Path(tempfile.mkdtemp(prefix=f"bars_{name}_")))
+            with tempfile.TemporaryDirectory(prefix=f"bars_{name}_") as tmp:  # removed after each seed
+                figures = RUNS[name](seed, Path(tmp))
             print(json.dumps({"test": name, "seed": seed, **figures, "seconds": round(time.perf_counter() - t0, 1)}),
                   flush=True)
     return 0

@@ -21,11 +21,15 @@ import copy
 import importlib.util
 import io
 import json
+import os
 import statistics
 import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # loaded from a file by the tests too
+from scratch import scratch_dir  # noqa: E402  (run roots and library logs, removed at exit)
 
 TASK, NUM_ENVS, THRESHOLD, EVAL_EVERY, EVAL_EPISODES = "cartpole", 128, 475.0, 8192, 100
 LEARNERS = ("horde", "rsl-rl", "skrl", "sb3", "rl-games")
@@ -70,14 +74,12 @@ class Clock:
 
 
 def run_horde(seed: int, clock: Clock) -> dict:
-    import tempfile
-
     from horde.policies import InferencePolicy
     from horde.train.config import compose
     from horde.train.ppo import PPOTrainer
 
     cfg, name, raw = compose([f"task={TASK}", f"seed={seed}", f"num_envs={NUM_ENVS}", "max_iterations=100000",
-                              "save_interval=100000", f"run_root={tempfile.mkdtemp(prefix='horde-bench-')}"])
+                              "save_interval=100000", f"run_root={scratch_dir('horde-bench-')}"])
     from train_vs_sb3 import horde_hyperparameters
 
     trainer = PPOTrainer(cfg, name, raw, quiet=True)
@@ -96,7 +98,7 @@ def run_rsl_rl(seed: int, clock: Clock) -> dict:
     from horde.train.libs import rsl_rl
 
     with contextlib.redirect_stdout(io.StringIO()):
-        runner = rsl_rl.build(TASK, seed=seed, overrides=(f"num_envs={NUM_ENVS}",))
+        runner = rsl_rl.build(TASK, seed=seed, overrides=(f"num_envs={NUM_ENVS}",), log_dir=scratch_dir("horde-rsl-"))
     per_iter = NUM_ENVS * runner.cfg["num_steps_per_env"]
     clock.start()
     it = 0
@@ -113,7 +115,8 @@ def run_rsl_rl(seed: int, clock: Clock) -> dict:
 def run_skrl(seed: int, clock: Clock) -> dict:
     from horde.train.libs import skrl
 
-    runner = skrl.build(skrl.make_env(TASK, num_envs=NUM_ENVS, seed=seed), seed=seed, timesteps=10**7)
+    runner = skrl.build(skrl.make_env(TASK, num_envs=NUM_ENVS, seed=seed), seed=seed, timesteps=10**7,
+                        directory=scratch_dir("horde-skrl-"))
     agent, rollouts = runner.agent, skrl.SETTINGS["agent"]["rollouts"]
     post = agent.post_interaction
 
@@ -158,7 +161,7 @@ def run_rl_games(seed: int, clock: Clock) -> dict:
 
     with contextlib.redirect_stdout(io.StringIO()):
         agent = rl_games.build(rl_games.make_env(TASK, num_envs=NUM_ENVS, seed=seed), seed=seed, epochs=10**6,
-                               on_epoch=on_epoch)
+                               on_epoch=on_epoch, directory=scratch_dir("horde-rlg-"))
         clock.start()
         agent.train()
     return {"settings": {k: v for k, v in rl_games.SETTINGS["config"].items()}

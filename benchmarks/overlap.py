@@ -27,9 +27,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scratch import scratch_dir  # noqa: E402  (training runs' roots, removed at exit)
 
 HERE = Path(__file__).resolve().parent
 TARGETS = {
@@ -142,7 +144,7 @@ def run_one(task: str, seed: int, mode: str, *, budget_s: float, device: str, ov
 
     import torch.utils.tensorboard  # noqa: F401  (the trainer's TensorBoard writer; an import, outside the clock)
 
-    root = tempfile.mkdtemp(prefix="horde-overlap-")
+    root = scratch_dir("horde-overlap-")
     args = [f"task={task}", f"seed={seed}", f"device={device}", "max_iterations=100000", "save_interval=100000",
             f"run_root={root}", *MODES[mode], *TASK_OVERRIDES.get(task, []), *overrides]
     if max_iterations is not None:

@@ -17,9 +17,11 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scratch import scratch_dir  # noqa: E402  (training runs' roots, removed at exit)
 
 ITERATIONS = {"cartpole": 30, "pendulum": 150, "g1-velocity": 40}
 ENVS = {"g1-velocity": 256}
@@ -35,7 +37,7 @@ def run_one(task: str, seed: int, precision: str, *, iterations: int, episodes: 
     from horde.train.evaluate import evaluate
     from horde.train.ppo import PPOTrainer
 
-    root = Path(tempfile.mkdtemp(prefix="horde-precision-"))
+    root = Path(scratch_dir("horde-precision-"))
     over = [f"task={task}", f"seed={seed}", f"max_iterations={iterations}", f"save_interval={iterations}",
             f"run_root={root}", f"algo.rollout_precision={precision}"]
     if task in ENVS:

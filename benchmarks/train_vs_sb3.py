@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scratch import scratch_dir  # noqa: E402  (training runs' roots, removed at exit)
 
 SB3_ZOO = {
     "CartPole-v1": dict(n_envs=8, policy="MlpPolicy", n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
@@ -137,7 +140,7 @@ def run_horde(task: str, algo: str, seed: int, *, budget_s: float, eval_every_it
 
     import torch.utils.tensorboard  # noqa: F401  (the trainer's TensorBoard writer; an import, outside the clock)
 
-    root = tempfile.mkdtemp(prefix="horde-bench-")
+    root = scratch_dir("horde-bench-")
     cfg, name, raw = compose([f"task={task}", f"algo={algo}", f"seed={seed}", "max_iterations=100000",
                               "save_interval=100000", f"run_root={root}"])
     if algo == "ppo":

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -473,3 +474,17 @@ def test_update_in_place_times_both_ways_on_one_rollout():
     assert row["out_of_place_s"] > 0 and row["in_place_s"] > 0 and 0 <= row["in_place_shorter_in"] <= 2, row
     bad = run_benchmark("update_in_place.py", "--quick", "--json", "algo.no_such_key=1")
     assert bad.returncode == 2 and "no_such_key" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_scratch_dir_is_gone_after_the_process_exits(tmp_path):
+    """A benchmark's training runs go into ``scratch_dir`` folders; the process's exit removes them with their
+    checkpoints, so that ``make test`` and the benchmarks leave nothing in the temporary folder."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from scratch import scratch_dir; import pathlib; "
+            "p = pathlib.Path(scratch_dir('bench_')); (p / 'run').mkdir(); (p / 'run' / 'model_1.pt').write_text('x'); "
+            "print(p)")
+    proc = subprocess.run([sys.executable, "-c", code, str(BENCH)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    made = Path(proc.stdout.strip())
+    assert made.parent == tmp_path and made.name.startswith("bench_"), made
+    assert not made.exists() and not list(tmp_path.iterdir())

@@ -90,7 +90,7 @@ def test_sigterm_checkpoints_and_exits_zero(tmp_path):
 
 def test_two_ranks_with_gloo_stay_identical(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}  # torchrun's log folder
     proc = subprocess.run(
         [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "horde", "train", "task=cartpole",
          "distributed=true", "device=cpu", "max_iterations=3", "num_envs=64", "algo.num_steps_per_env=8",
