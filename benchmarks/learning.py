@@ -263,12 +263,70 @@ def _recipe_styles(runs: list[dict]) -> list[dict]:
     return styles
 
 
+def permutation_p(a: list[float], b: list[float]) -> float:
+    """Two-sided permutation test on the difference of the means: the share of the splits of the pooled values
+    into groups of ``len(a)`` and ``len(b)`` whose means differ at least as much as ``a``'s and ``b``'s. Exact (every
+    split) up to a million splits (10 seeds against 10: 184,756); beyond, 200,000 random splits (seeded)."""
+    import itertools
+    import math
+    import random
+
+    pooled, total = a + b, sum(a) + sum(b)
+    observed = abs(sum(a) / len(a) - sum(b) / len(b))
+    if math.comb(len(pooled), len(a)) <= 1_000_000:
+        splits = itertools.combinations(range(len(pooled)), len(a))
+    else:
+        rng = random.Random(0)
+        splits = (rng.sample(range(len(pooled)), len(a)) for _ in range(200_000))
+    hits = count = 0
+    for idx in splits:
+        s = sum(pooled[i] for i in idx)
+        count += 1
+        hits += abs(s / len(a) - (total - s) / len(b)) >= observed - 1e-12
+    return hits / count
+
+
+def seed_figures(run: dict, *, after_s: float, keys: list[str]) -> dict:
+    """One run's figures for a comparison over seeds: minutes to its target (the run's length when not reached),
+    and each of ``keys`` averaged over the evaluations from ``after_s`` seconds of training on."""
+    late = [c for c in run["curve"] if c["wall_s"] >= after_s] or run["curve"][-1:]
+    t = run.get("target_reached_at_s")
+    out = {"reached": t is not None, "minutes_to_target": (t if t is not None else run["train_s"]) / 60,
+           "iterations": run["iterations"]}
+    out.update({k: sum(c[k] for c in late) / len(late) for k in keys})
+    return out
+
+
+def compare_seeds(reference: list[dict], probe: list[dict], *, after_s: float, keys: list[str]) -> dict:
+    """Medians, means and the permutation test's p of each figure, the reference's seeds against the probe's."""
+    import statistics
+
+    ref = [seed_figures(r, after_s=after_s, keys=keys) for r in reference]
+    new = [seed_figures(r, after_s=after_s, keys=keys) for r in probe]
+    rows = {}
+    for k in ("minutes_to_target", *keys, "iterations"):
+        a, b = [f[k] for f in ref], [f[k] for f in new]
+        rows[k] = {"reference_median": statistics.median(a), "reference_mean": statistics.mean(a),
+                   "probe_median": statistics.median(b), "probe_mean": statistics.mean(b), "p": permutation_p(a, b)}
+    return {"reference_seeds": [r.get("seed") for r in reference], "probe_seeds": [r.get("seed") for r in probe],
+            "reached": [sum(f["reached"] for f in ref), sum(f["reached"] for f in new)], "figures": rows}
+
+
+def _result_lines(name: str) -> list[str]:
+    """The runs of a results file, one JSON line each; a missing file stops in one line."""
+    if not Path(name).is_file():
+        raise SystemExit(f"{name}: no such results file (a learn script's --append FILE)")
+    return [ln for ln in Path(name).read_text().splitlines() if ln.strip()]
+
+
+def _all_runs(name: str) -> list[dict]:
+    return [json.loads(ln) for ln in _result_lines(name)]
+
+
 def _load_run(spec: str) -> tuple[str, dict]:
     """``FILE`` (its last line) or ``FILE@N`` (line N, from 1) of a results file; the label names the run."""
     name, _, line = spec.partition("@")
-    if not Path(name).is_file():
-        raise SystemExit(f"{name}: no such results file (a learn script's --append FILE)")
-    lines = [ln for ln in Path(name).read_text().splitlines() if ln.strip()]
+    lines = _result_lines(name)
     if line and not line.isdigit():
         raise SystemExit(f"{spec}: expected FILE or FILE@N with N a line number from 1")
     index = int(line) - 1 if line else len(lines) - 1
@@ -283,7 +341,9 @@ def _load_run(spec: str) -> tuple[str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python benchmarks/learning.py compare OUT.png FILE[@N] ... --keys K ... [--hline K=VALUE:TEXT ...]``:
-    the curves of runs from learn scripts' ``--append`` files side by side (recipes, env counts, seeds)."""
+    the curves of runs from learn scripts' ``--append`` files side by side (recipes, env counts, seeds).
+    ``python benchmarks/learning.py seeds --reference FILE ... --probe FILE ... --keys K ... [--after-min 4]``: two
+    recipes over their seeds (every run of the files), with an exact permutation test per figure."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="learning.py", description=main.__doc__)
@@ -295,7 +355,26 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--hline", action="append", default=[], metavar="KEY=VALUE:TEXT",
                      help="a reference line on KEY's panel (a target, a trivial baseline)")
     cmp.add_argument("--title", default="")
+    sds = sub.add_parser("seeds", help="two recipes over their seeds: medians, means, permutation p")
+    sds.add_argument("--reference", nargs="+", required=True, help="results files of the reference recipe")
+    sds.add_argument("--probe", nargs="+", required=True, help="results files of the recipe probed")
+    sds.add_argument("--keys", nargs="+", required=True, help="curve figures averaged after --after-min")
+    sds.add_argument("--after-min", type=float, default=4.0)
     args = ap.parse_args(argv)
+    if args.command == "seeds":
+        groups = [[r for f in files for r in _all_runs(f)] for files in (args.reference, args.probe)]
+        known = {k for g in groups for r in g for c in r["curve"] for k in c}
+        missing = [k for k in args.keys if k not in known]
+        if missing:
+            raise SystemExit(f"no run's curve has {', '.join(missing)}; its figures: {', '.join(sorted(known))}")
+        result = compare_seeds(*groups, after_s=60 * args.after_min, keys=args.keys)
+        print(json.dumps(result))
+        for k, row in result["figures"].items():
+            print(f"{k:<22} reference median {row['reference_median']:.3f} mean {row['reference_mean']:.3f} | "
+                  f"probe median {row['probe_median']:.3f} mean {row['probe_mean']:.3f} | p {row['p']:.3f}")
+        print(f"reached: reference {result['reached'][0]} of {len(groups[0])}, probe {result['reached'][1]} of "
+              f"{len(groups[1])}")
+        return 0
     hlines: dict[str, list[tuple[float, str]]] = {}
     for spec in args.hline:
         key, _, rest = spec.partition("=")

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scratch import scratch_dir  # noqa: E402  (training runs' roots, removed at exit)
 
 ITERATIONS = {"cartpole": 30, "pendulum": 150, "g1-velocity": 40}

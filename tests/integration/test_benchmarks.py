@@ -488,3 +488,28 @@ def test_scratch_dir_is_gone_after_the_process_exits(tmp_path):
     made = Path(proc.stdout.strip())
     assert made.parent == tmp_path and made.name.startswith("bench_"), made
     assert not made.exists() and not list(tmp_path.iterdir())
+
+
+def test_learning_seeds_compares_two_recipes_with_an_exact_permutation_test(tmp_path):
+    """``learning.py seeds``: medians over the runs of each recipe's files and, per figure, the exact two-sided
+    permutation p (reference 1, 2 against probe 3, 4: 2 of the 6 splits differ as much, p = 1/3); a run that never
+    reached its target counts its whole length; a missing file stops in one line."""
+    def run(seed, minutes_to_target, fell):
+        curve = [{"wall_s": 60.0, "fell_fraction": 1.0}, {"wall_s": 300.0, "fell_fraction": fell}]
+        return {"seed": seed, "train_s": 360.0, "iterations": 100 + seed, "curve": curve,
+                "target_reached_at_s": None if minutes_to_target is None else 60.0 * minutes_to_target}
+    ref, probe = tmp_path / "ref.jsonl", tmp_path / "probe.jsonl"
+    ref.write_text("\n".join(json.dumps(r) for r in (run(0, 2.0, 1.0), run(1, 4.0, 2.0))) + "\n")
+    probe.write_text("\n".join(json.dumps(r) for r in (run(0, None, 3.0), run(1, 1.0, 4.0))) + "\n")
+    proc = run_benchmark("learning.py", "seeds", "--reference", str(ref), "--probe", str(probe),
+                         "--keys", "fell_fraction")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.splitlines()[0])
+    fell, t = result["figures"]["fell_fraction"], result["figures"]["minutes_to_target"]
+    assert fell["reference_median"] == 1.5 and fell["probe_median"] == 3.5 and abs(fell["p"] - 1 / 3) < 1e-12
+    assert t["probe_median"] == 3.5 and result["reached"] == [2, 1]  # not reached: its 6 minutes
+    bad = run_benchmark("learning.py", "seeds", "--reference", str(tmp_path / "none.jsonl"), "--probe", str(probe),
+                        "--keys", "fell_fraction")
+    assert bad.returncode != 0 and "no such results file" in (bad.stderr + bad.stdout) and "Traceback" not in bad.stderr
+    key = run_benchmark("learning.py", "seeds", "--reference", str(ref), "--probe", str(probe), "--keys", "fel")
+    assert key.returncode != 0 and "fell_fraction" in (key.stderr + key.stdout) and "Traceback" not in key.stderr
