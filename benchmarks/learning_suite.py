@@ -125,7 +125,9 @@ ENTRIES = (
     Entry(task="ant", script="learn_ant", minutes=10.0, gpu_minutes=0.4, overrides=("max_iterations=1000",),
           target=lambda m, _: (m.TARGET,)),
     Entry(task="quadruped", script="learn_quadruped", minutes=15.0, gpu_minutes=1.0, flags=("--eval-every", "25"),
-          cpu_overrides=("num_envs=256",), target=lambda m, _: (m.TARGET,)),
+          cpu_overrides=("num_envs=256", "algo.policy.actor_hidden_dims=[128,64,32]",
+                         "algo.policy.critic_hidden_dims=[128,64,32]", "algo.compile=true"),
+          target=lambda m, _: (m.TARGET,)),
     Entry(task="lift", script="learn_lift", minutes=30.0, gpu_minutes=0.5, cpu_overrides=("num_envs=512",),
           target=_lift_target, frame_flag=True),
     Entry(task="g1-velocity", script="learn_g1", minutes=60.0, gpu_minutes=1.25,
@@ -184,11 +186,24 @@ def learn_classic(task: str, argv: list[str]) -> int:
 
 # --- one task, in its own process ------------------------------------------------------------------------------------
 
+def cpu_overrides(entry: Entry) -> list[str]:
+    """The entry's CPU overrides as this machine runs them: ``algo.compile=true`` needs a C++ compiler, and without
+    one it is dropped with a one-line notice (the same networks and update, uncompiled: slower, not different)."""
+    overrides = list(entry.cpu_overrides)
+    if "algo.compile=true" in overrides:
+        from horde.train.ppo import cpu_compiler
+        if cpu_compiler() is None:
+            overrides.remove("algo.compile=true")
+            print(f"{entry.task}: no C++ compiler (g++, clang++ or $CXX) on PATH, so its CPU recipe runs without "
+                  "algo.compile=true (slower updates, the same learning)", file=sys.stderr)
+    return overrides
+
+
 def script_argv(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool) -> list[str]:
     """The learn script's arguments for this run (without ``--json``/``--out``)."""
     argv = ["--minutes", f"{minutes:g}", *(["--seed", str(seed)] if entry.seed_flag else []), *entry.flags,
             *entry.overrides]
-    argv += list(GPU_ENVS) if device.startswith("cuda") else list(entry.cpu_overrides)
+    argv += list(GPU_ENVS) if device.startswith("cuda") else cpu_overrides(entry)
     return argv + ([] if entry.seed_flag else [f"seed={seed}"]) + (["--quick"] if quick else [])
 
 

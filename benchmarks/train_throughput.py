@@ -51,7 +51,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from learning_suite import ENTRIES  # noqa: E402
+from learning_suite import ENTRIES, cpu_overrides  # noqa: E402
 from mujoco_batch import horde_env, raw_batch_stepper  # noqa: E402
 
 from horde.train.config import compose  # noqa: E402
@@ -65,7 +65,7 @@ def cpu_recipe(task: str) -> list[str]:
     run names: what the CPU recipe trains with beyond the tuned config."""
     for entry in ENTRIES:
         if entry.task == task:
-            return [o for o in entry.cpu_overrides if not o.startswith("num_envs=")]
+            return [o for o in cpu_overrides(entry) if not o.startswith("num_envs=")]
     return []
 
 

@@ -92,6 +92,14 @@ def use_fused_adam(alg: PPO) -> None:
         alg.optimizer = old
 
 
+def cpu_compiler() -> str | None:
+    """The C++ compiler that ``torch.compile`` uses on the CPU (``$CXX``, g++ or clang++ on PATH), or None."""
+    for name in (os.environ.get("CXX", "g++"), "g++", "clang++"):
+        if found := shutil.which(name):
+            return found
+    return None
+
+
 def use_own_update(alg: HordePPO, algo, device: torch.device) -> None:
     """``algo.compile`` and ``algo.symmetry.augment_critic=false`` (:meth:`HordePPO.use_own_update`), each bad
     combination one line."""
@@ -105,8 +113,7 @@ def use_own_update(alg: HordePPO, algo, device: torch.device) -> None:
                           "it needs algo.symmetry.augment=true")
     if getattr(algo, "overlap", False):
         raise ConfigError(f"{name} changes the synchronous update; algo.overlap=true splits it: drop one of the two")
-    if compile_ and device.type == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", "g++"),
-                                                                            "g++", "clang++")):
+    if compile_ and device.type == "cpu" and cpu_compiler() is None:
         raise ConfigError("algo.compile=true on the CPU needs a C++ compiler (g++ or clang++, or CXX) on PATH")
     try:
         alg.use_own_update(compile=compile_, augment_critic=augment_critic)

@@ -451,18 +451,27 @@ def test_train_throughput_pairs_each_iteration_with_the_raw_windows_beside_it():
         paired_ratio(rates, raw_ms[:-1], 100)
 
 
-def test_train_throughput_trains_each_task_with_its_cpu_recipe():
+def test_train_throughput_trains_each_task_with_its_cpu_recipe(monkeypatch, capsys):
     """The floor is stated at the recipe each task trains with on the CPU: the scoreboard's CPU overrides (the G1's
-    3 epochs) beyond the tuned config, but the env count, which each run names."""
+    3 epochs, the quadruped's compiled small networks) beyond the tuned config, but the env count, which each run
+    names; a machine without a C++ compiler runs the quadruped's uncompiled, with a one-line notice."""
     sys.path.insert(0, str(BENCH))
+    import horde.train.ppo as ppo
     from learning_suite import ENTRIES
     from train_throughput import cpu_recipe
 
     g1 = next(e for e in ENTRIES if e.task == "g1-velocity")
     assert "algo.num_learning_epochs=3" in g1.cpu_overrides
     assert cpu_recipe("g1-velocity") == ["algo.num_learning_epochs=3"]
-    assert cpu_recipe("quadruped") == [] and cpu_recipe("lift") == []  # num_envs only: the run names it
-    assert cpu_recipe("no-such-task") == []
+    assert cpu_recipe("lift") == [] and cpu_recipe("no-such-task") == []  # num_envs only: the run names it
+    small = ["algo.policy.actor_hidden_dims=[128,64,32]", "algo.policy.critic_hidden_dims=[128,64,32]"]
+    monkeypatch.setattr(ppo, "cpu_compiler", lambda: "/usr/bin/g++")
+    assert cpu_recipe("quadruped") == [*small, "algo.compile=true"]
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(ppo, "cpu_compiler", lambda: None)
+    assert cpu_recipe("quadruped") == small
+    notice = capsys.readouterr().err.strip().splitlines()
+    assert len(notice) == 1 and "no C++ compiler" in notice[0] and "algo.compile=true" in notice[0], notice
 
 
 def test_update_in_place_times_both_ways_on_one_rollout():
