@@ -186,16 +186,23 @@ def learn_classic(task: str, argv: list[str]) -> int:
 
 # --- one task, in its own process ------------------------------------------------------------------------------------
 
+_UNCOMPILED_NOTICE: set[str] = set()
+"""Tasks whose missing-compiler notice this process has printed (once each)."""
+
+
 def cpu_overrides(entry: Entry) -> list[str]:
     """The entry's CPU overrides as this machine runs them: ``algo.compile=true`` needs a C++ compiler, and without
-    one it is dropped with a one-line notice (the same networks and update, uncompiled: slower, not different)."""
+    one it is dropped with a one-line notice, once per task (the same networks and update uncompiled: slower, and
+    only float rounding apart)."""
     overrides = list(entry.cpu_overrides)
     if "algo.compile=true" in overrides:
         from horde.train.ppo import cpu_compiler
         if cpu_compiler() is None:
             overrides.remove("algo.compile=true")
-            print(f"{entry.task}: no C++ compiler (g++, clang++ or $CXX) on PATH, so its CPU recipe runs without "
-                  "algo.compile=true (slower updates, the same learning)", file=sys.stderr)
+            if entry.task not in _UNCOMPILED_NOTICE:
+                _UNCOMPILED_NOTICE.add(entry.task)
+                print(f"{entry.task}: no C++ compiler (g++, clang++ or $CXX) on PATH, so its CPU recipe runs without "
+                      "algo.compile=true (the same update, slower)", file=sys.stderr)
     return overrides
 
 
