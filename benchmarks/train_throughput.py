@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from learning_suite import ENTRIES, cpu_overrides  # noqa: E402
 from mujoco_batch import horde_env, raw_batch_stepper  # noqa: E402
+from run_all import machine_info  # noqa: E402
 
 from horde.train.config import compose  # noqa: E402
 from horde.train.ppo import PPOTrainer  # noqa: E402
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                        recipe=recipe, overrides=args.overrides)
         if args.split:
             row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats))
-        row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count())
+        row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count(), cpu=machine_info("cpu")["cpu"])
         if args.json:
             print(json.dumps(row), flush=True)
             continue
