@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import sys
 import tempfile
 import time
@@ -183,10 +184,14 @@ def plot_seeds(results_file: Path, path: Path, *, key: str, target: float, ylabe
 
 def append_result(path: str | None, result: dict) -> None:
     """``--append FILE``: ``result`` (its curve included, its ``png`` path left out) as one JSON line of ``path``, so
-    seeds and recipes run over several sessions land in one results file; nothing when ``path`` is None."""
+    seeds and recipes run over several sessions land in one results file; nothing when ``path`` is None. The line
+    names the CPU model and core count (``cpu``, ``cpu_count``): wall-clock figures compare only on one machine."""
     if path:
+        from run_all import machine_info
+
+        machine = {"cpu": machine_info("cpu")["cpu"], "cpu_count": os.cpu_count()}
         with open(path, "a") as f:
-            f.write(json.dumps({k: v for k, v in result.items() if k != "png"}) + "\n")
+            f.write(json.dumps({**machine, **{k: v for k, v in result.items() if k != "png"}}) + "\n")
 
 
 def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
@@ -222,7 +227,8 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
         if ylim is not None:
             ax.set_ylim(*ylim)
         ax.grid(alpha=0.3)
-    below = len(runs) > 4  # many runs: the legend below the panels, where it hides no curve
+    # many runs or long labels: the legend below the panels, where it hides no curve
+    below = len(runs) > 4 or max(len(label) for label, _ in runs) > 60
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
@@ -245,11 +251,12 @@ def _recipe(run: dict) -> list[str]:
 
 
 def _recipe_styles(runs: list[dict]) -> list[dict]:
-    """A line style per run: one colour per recipe (its task, env count, device and overrides, the seed aside) and a
-    marker per run within it, so that the seeds of one recipe read as one family beside another recipe's."""
+    """A line style per run: one colour per recipe (its task, env count, device, CPU model and overrides, the seed
+    aside; lines written before the CPU was recorded count as one machine) and a marker per run within it, so that
+    the seeds of one recipe read as one family beside another recipe's."""
     import matplotlib.pyplot as plt
 
-    keys = [(r.get("task"), r.get("num_envs"), r.get("device"), tuple(_recipe(r))) for r in runs]
+    keys = [(r.get("task"), r.get("num_envs"), r.get("device"), r.get("cpu"), tuple(_recipe(r))) for r in runs]
     if len(set(keys)) == len(keys):  # every run its own recipe: the usual colour cycle
         return [{"marker": "o"} for _ in runs]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]

@@ -433,6 +433,15 @@ def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stop
     assert styles[0]["color"] == styles[1]["color"] != styles[2]["color"]
     assert styles[0]["marker"] != styles[1]["marker"]
     assert "color" not in learning._recipe_styles([a, {**a, "num_envs": 512}])[0]  # all distinct: the usual cycle
+    # the same recipe on another CPU model is another family: wall-clock curves compare only on one machine
+    b = {**a, "overrides": ["seed=1", "x=1"]}
+    styles = learning._recipe_styles([a, b, {**a, "cpu": "Xeon"}, {**b, "cpu": "Xeon"}])
+    assert styles[0]["color"] == styles[1]["color"] != styles[2]["color"] == styles[3]["color"]
+
+    # an --append line names the machine it ran on
+    learning.append_result(str(tmp_path / "app.jsonl"), {"task": "t", "seed": 0, "png": "x.png"})
+    line = json.loads((tmp_path / "app.jsonl").read_text())
+    assert line["task"] == "t" and "png" not in line and line["cpu_count"] == os.cpu_count() and line["cpu"]
 
 
 def test_train_throughput_pairs_each_iteration_with_the_raw_windows_beside_it():
