@@ -24,9 +24,10 @@ Per run ``task:num_envs``:
   cannot. ``--paired-seconds 0`` leaves it out.
 
 ``--split`` adds where an env step's time goes, on states the task reaches: ``env.step`` under Gaussian actions
-(std 0.5) for ``--split-warm`` steps (the robot steps, stumbles, falls, resets), then ``--split-steps`` timed steps
-with ``Batch.step`` timed inside them (``mujoco_ms`` of ``env_step_ms``); those very calls replayed back to back from
-the rows they started from (``replay_ms``: the same work outside the env, so ``mujoco_ms`` against it is what the
+(std ``--split-std``, 0.5 by default; 0 holds the default pose) for ``--split-warm`` steps (the robot steps,
+stumbles, falls, resets), then ``--split-steps`` timed steps with ``Batch.step`` timed inside them (``mujoco_ms`` of
+``env_step_ms``; the copy of the state rows that records each call for the replay, ``recording_ms``, is left out of
+``env_step_ms``); those very calls replayed back to back from the rows they started from (``replay_ms``: the same work outside the env, so ``mujoco_ms`` against it is what the
 env's own work between the calls costs MuJoCo through caches and threads); and raw ``Batch.step`` from those states
 (``raw_visited_ms``) against raw from the default pose (``raw_default_ms``, the reference the ratio uses), and
 raw from those states as one ``Batch.step`` call per substep (``raw_per_substep_ms``: how the env calls MuJoCo, the
@@ -170,7 +171,8 @@ def _raw_ms(step, seconds: float, repeats: int) -> float:
     return statistics.median(times)
 
 
-def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, repeats: int, seed: int = 0) -> dict:
+def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, repeats: int, seed: int = 0,
+               std: float = 0.5) -> dict:
     """Where ``env.step`` spends its time on the states the task reaches under random actions (see the module)."""
     env = horde_env(task, num_envs, "mujoco-c", 0)
     env.step(torch.zeros(num_envs, env.num_actions))
@@ -178,26 +180,28 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
     gen = torch.Generator().manual_seed(seed)
 
     def act() -> torch.Tensor:
-        return 0.5 * torch.randn(num_envs, env.num_actions, generator=gen)
+        return std * torch.randn(num_envs, env.num_actions, generator=gen)
 
     for _ in range(warm):
         env.step(act())
-    batch, inner = env.world.batch, [0.0]
+    batch, inner, copying = env.world.batch, [0.0], [0.0]
     batch_step = batch.step
     calls = []  # the state rows before every call and its arguments, replayed below
 
     def timed_step(**kw):
-        calls.append((batch.state.copy(), kw))
         t0 = time.perf_counter()
+        calls.append((batch.state.copy(), kw))  # the recording's copy: the split's own cost, taken out of env.step's
+        t1 = time.perf_counter()
         batch_step(**kw)
-        inner[0] += time.perf_counter() - t0
+        inner[0] += time.perf_counter() - t1
+        copying[0] += t1 - t0
 
     batch.step = timed_step
     actions = [act() for _ in range(steps)]
     t0 = time.perf_counter()
     for a in actions:
         env.step(a)
-    total = time.perf_counter() - t0
+    total = time.perf_counter() - t0 - copying[0]
     batch.step = batch_step
     replay, reached = 0.0, batch.state.copy()  # the very same calls from the very same rows, back to back
     for state, kw in calls:
@@ -216,6 +220,7 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
 
     raw_single = _raw_ms(per_substep, seconds, repeats)
     return {"env_step_ms": 1e3 * total / steps, "mujoco_ms": 1e3 * inner[0] / steps, "mujoco_share": inner[0] / total,
+            "recording_ms": 1e3 * copying[0] / steps,
             "replay_ms": 1e3 * replay / steps,
             "raw_default_ms": raw_default, "raw_visited_ms": raw_visited, "raw_per_substep_ms": raw_single,
             "visited_vs_default": raw_default / raw_visited, "substeps": substeps, "split_warm_steps": warm,
@@ -241,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-train", action="store_true", help="only the --split figures (no PPO, no ratio)")
     ap.add_argument("--split-warm", type=int, default=200, help="random-action env steps before timing")
     ap.add_argument("--split-steps", type=int, default=50, help="timed env steps")
+    ap.add_argument("--split-std", type=float, default=0.5,
+                    help="std of the split's Gaussian actions (0: the default pose held by the PD law)")
     ap.add_argument("overrides", nargs="*", help="config overrides for every training run, e.g. torch_threads=2")
     args = ap.parse_args(argv)
     if args.quick:
@@ -264,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             row.update(**train, raw_env_steps_per_s=raw, ratio=train["train_env_steps_per_s"] / raw,
                        recipe=recipe, overrides=args.overrides)
         if args.split:
-            row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats))
+            row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats,
+                                  std=args.split_std), split_std=args.split_std)
         row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count(), cpu=machine_info("cpu")["cpu"])
         if args.json:
             print(json.dumps(row), flush=True)

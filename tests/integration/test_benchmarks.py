@@ -50,7 +50,7 @@ def test_train_throughput_split_quick_json():
     (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert "ratio" not in row and row["task"] == "lift" and row["substeps"] >= 1
     assert 0 < row["mujoco_ms"] < row["env_step_ms"] and 0 < row["mujoco_share"] < 1, row
-    assert row["replay_ms"] > 0, row
+    assert row["replay_ms"] > 0 and row["recording_ms"] > 0 and row["split_std"] == 0.5, row
     assert row["raw_default_ms"] > 0 and row["raw_visited_ms"] > 0 and row["raw_per_substep_ms"] > 0, row
 
 
