@@ -375,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             raise SystemExit(f"no run's curve has {', '.join(missing)}; its figures: {', '.join(sorted(known))}")
         result = compare_seeds(*groups, after_s=60 * args.after_min, keys=args.keys)
+        cpus = [sorted({r.get("cpu") or "not recorded" for r in g}) for g in groups]
+        if cpus[0] != cpus[1]:  # minutes to the target and iterations are wall-clock figures
+            print(f"note: the reference ran on {' and '.join(cpus[0])}, the probe on {' and '.join(cpus[1])}: "
+                  "its wall-clock figures (minutes, iterations) compare machines as well as recipes", file=sys.stderr)
         print(json.dumps(result))
         for k, row in result["figures"].items():
             print(f"{k:<22} reference median {row['reference_median']:.3f} mean {row['reference_mean']:.3f} | "

@@ -27,8 +27,9 @@ Per run ``task:num_envs``:
 (std ``--split-std``, 0.5 by default; 0 holds the default pose) for ``--split-warm`` steps (the robot steps,
 stumbles, falls, resets), then ``--split-steps`` timed steps with ``Batch.step`` timed inside them (``mujoco_ms`` of
 ``env_step_ms``; the copy of the state rows that records each call for the replay, ``recording_ms``, is left out of
-``env_step_ms``); those very calls replayed back to back from the rows they started from (``replay_ms``: the same work outside the env, so ``mujoco_ms`` against it is what the
-env's own work between the calls costs MuJoCo through caches and threads); and raw ``Batch.step`` from those states
+``env_step_ms``); those very calls replayed back to back from the rows they started from (``replay_ms``: the same
+work outside the env, so ``mujoco_ms`` against it is what the env's own work between the calls costs MuJoCo through
+caches and threads); and raw ``Batch.step`` from those states
 (``raw_visited_ms``) against raw from the default pose (``raw_default_ms``, the reference the ratio uses), and
 raw from those states as one ``Batch.step`` call per substep (``raw_per_substep_ms``: how the env calls MuJoCo, the
 PD law applied between the calls).

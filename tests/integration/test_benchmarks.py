@@ -530,6 +530,11 @@ def test_learning_seeds_compares_two_recipes_with_an_exact_permutation_test(tmp_
     fell, t = result["figures"]["fell_fraction"], result["figures"]["minutes_to_target"]
     assert fell["reference_median"] == 1.5 and fell["probe_median"] == 3.5 and abs(fell["p"] - 1 / 3) < 1e-12
     assert t["probe_median"] == 3.5 and result["reached"] == [2, 1]  # not reached: its 6 minutes
+    assert "note:" not in proc.stderr  # one machine (neither file names it)
+    probe.write_text("\n".join(json.dumps({**run(s, 1.0, 1.0), "cpu": "Xeon"}) for s in (0, 1)) + "\n")
+    other = run_benchmark("learning.py", "seeds", "--reference", str(ref), "--probe", str(probe),
+                          "--keys", "fell_fraction")
+    assert other.returncode == 0 and "the probe on Xeon" in other.stderr, other.stderr  # wall clocks of two machines
     bad = run_benchmark("learning.py", "seeds", "--reference", str(tmp_path / "none.jsonl"), "--probe", str(probe),
                         "--keys", "fell_fraction")
     assert bad.returncode != 0 and "no such results file" in (bad.stderr + bad.stdout) and "Traceback" not in bad.stderr
