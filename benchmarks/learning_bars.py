@@ -1,12 +1,13 @@
 """Rerun the learning tests' training over many seeds and print each seed's figure: where the tests' bars come from.
 
-    python benchmarks/learning_bars.py [--tests shac_pendulum shac_swingup shac_reach ppo_pendulum gru]
-                                       [--seeds 0 1 2 3 4 5 6 7 8 9]
+    python benchmarks/learning_bars.py [--tests shac_pendulum shac_swingup shac_reach ppo_pendulum tuned_cartpole gru
+                                        overlap_cartpole] [--seeds 0 1 2 3 4 5 6 7 8 9]
 
 A learning test asserts one seed against a bar; another CPU moves a trajectory about as much as another seed does,
 so each bar is set below the worst of at least 8 seeds measured here (the figures are in the tests' docstrings).
 Each line is JSON: the test, the seed, the figure the test asserts on ("first" and "best" evaluation returns for
-SHAC, the final deterministic mean return or episode length for PPO) and the seconds it took.
+SHAC, the final deterministic mean return or episode length for PPO, the iterations to a return of 475 for the
+tuned cart-pole) and the seconds it took.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ def _ppo_pendulum(seed: int, tmp: Path) -> dict:
     return {"mean_return": result["mean_return"]}
 
 
+def _tuned_cartpole(seed: int, tmp: Path) -> dict:
+    returns = _test_module("test_learning")._cartpole_until_475(tmp, seed, max_iterations=40)
+    return {"iterations_to_475": len(returns) if returns[-1] >= 475.0 else None, "final": returns[-1]}
+
+
 def _gru(seed: int, tmp: Path) -> dict:
     from horde.policies import make_inference_policy
     from horde.train.config import compose
@@ -71,6 +77,7 @@ RUNS = {
     "shac_swingup": _shac("cartpole-swingup", 16384),
     "shac_reach": _shac("reach", 16384, eval_every=2048),  # tests/learning/test_shac.py::test_shac_reaches_with_the_arm
     "ppo_pendulum": _ppo_pendulum,                   # tests/learning/test_learning.py::test_ppo_swings_up_the_pendulum
+    "tuned_cartpole": _tuned_cartpole,               # tests/learning/test_learning.py::test_tuned_cartpole_balances_...
     "overlap_cartpole": _overlap_cartpole,           # tests/integration/test_overlap.py::test_overlapped_ppo_...
     "gru": _gru,                                     # tests/learning/test_policies_recurrent.py::test_gru_...
 }

@@ -50,12 +50,11 @@ def test_ppo_swings_up_the_pendulum(tmp_path):
     assert result["mean_return"] > -750, result
 
 
-@pytest.mark.slow
-def test_tuned_cartpole_balances_within_20_iterations(tmp_path):
-    """Issue #7's lever: the tuned config reaches a deterministic mean return of 475 in about 8 PPO iterations
-    (seeds 0-7: 7-12); 20 leaves room for another machine's float rounding without hiding a regression to the old
-    config's 12-39."""
-    cfg, task, raw = compose([f"run_root={tmp_path}", "task=cartpole", "seed=0", "max_iterations=20"])
+def _cartpole_until_475(tmp_path, seed: int, max_iterations: int) -> list[float]:
+    """The tuned cartpole's deterministic mean return (100 episodes) after each PPO iteration, stopping at the first
+    at or above 475 (``benchmarks/learning_bars.py --tests tuned_cartpole`` reruns it over seeds)."""
+    cfg, task, raw = compose([f"run_root={tmp_path}", "task=cartpole", f"seed={seed}",
+                              f"max_iterations={max_iterations}"])
     trainer = PPOTrainer(cfg, task, raw, quiet=True)
     returns = []
 
@@ -65,6 +64,16 @@ def test_tuned_cartpole_balances_within_20_iterations(tmp_path):
         return res["mean_return"] >= 475.0
 
     trainer.learn(on_iteration=on_iteration)
+    return returns
+
+
+@pytest.mark.slow
+def test_tuned_cartpole_balances_within_20_iterations(tmp_path):
+    """Issue #7's lever: the tuned config reaches a deterministic mean return of 475 in about 8 PPO iterations
+    (seeds 0-7: 7-12); 20 leaves room for another machine's float rounding without hiding a regression to the old
+    config's 12-39. On a 2-core Intel Xeon (2026-11-29), seeds 0-9 took 10, 9, 7, 11, 7, 8, 7, 11, 9 and 14
+    (``benchmarks/results/2026-11-29_learning_bars_tuned_cartpole_xeon.jsonl``)."""
+    returns = _cartpole_until_475(tmp_path, seed=0, max_iterations=20)
     assert returns[-1] >= 475.0, returns
 
 
