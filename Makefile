@@ -71,8 +71,8 @@ check-cuda: $(VENV)/.installed-test
 
 # the benchmarks train the G1 and build go2: the model files come with the test install
 $(VENV)/.installed-bench: $(VENV)/.installed-test
-	@# the bench extra alone (stable-baselines3, which the test install has): reinstalling ".[test,bench]" would
-	@# re-resolve rl-games' psutil<6 pin over the viewers' psutil>=7
+	@# pyproject.toml's bench extra alone (keep the two in step; the test install has it already): reinstalling
+	@# ".[test,bench]" would re-resolve rl-games' psutil<6 pin over the viewers' psutil>=7
 	$(PIP) install -q "stable-baselines3>=2.3"
 	@$(PY) -c "import stable_baselines3" && touch $@
 

@@ -187,9 +187,9 @@ def append_result(path: str | None, result: dict) -> None:
     seeds and recipes run over several sessions land in one results file; nothing when ``path`` is None. The line
     names the CPU model and core count (``cpu``, ``cpu_count``): wall-clock figures compare only on one machine."""
     if path:
-        from run_all import machine_info
+        from run_all import cpu_model
 
-        machine = {"cpu": machine_info("cpu")["cpu"], "cpu_count": os.cpu_count()}
+        machine = {"cpu": cpu_model(), "cpu_count": os.cpu_count()}
         with open(path, "a") as f:
             f.write(json.dumps({**machine, **{k: v for k, v in result.items() if k != "png"}}) + "\n")
 

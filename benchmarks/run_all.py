@@ -32,17 +32,20 @@ SCRIPT_ARGS = {"overlap": ["--tasks", "cartpole", "pendulum", "ant", "--budget-s
 ``benchmarks/overlap.py`` by hand for it)."""
 
 
-def machine_info(device: str) -> dict:
-    """CPU model, cores, GPU name and library versions, for the results header."""
-    cpu = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; elsewhere what ``platform`` knows)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    info = {"date": dt.date.today().isoformat(), "device": device, "cpu": cpu, "cores": os.cpu_count(),
+    return platform.processor() or platform.machine()
+
+
+def machine_info(device: str) -> dict:
+    """CPU model, cores, GPU name and library versions, for the results header."""
+    info = {"date": dt.date.today().isoformat(), "device": device, "cpu": cpu_model(), "cores": os.cpu_count(),
             "python": platform.python_version(), "gpu": None}
     for pkg in ("horde", "torch", "warp-lang", "newton", "mujoco", "mujoco-warp", "rsl-rl-lib", "onnxruntime",
                 "stable-baselines3"):

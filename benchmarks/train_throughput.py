@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from learning_suite import ENTRIES, cpu_overrides  # noqa: E402
 from mujoco_batch import horde_env, raw_batch_stepper  # noqa: E402
-from run_all import machine_info  # noqa: E402
+from run_all import cpu_model  # noqa: E402
 
 from horde.train.config import compose  # noqa: E402
 from horde.train.ppo import PPOTrainer  # noqa: E402
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.split:
             row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats,
                                   std=args.split_std), split_std=args.split_std)
-        row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count(), cpu=machine_info("cpu")["cpu"])
+        row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count(), cpu=cpu_model())
         if args.json:
             print(json.dumps(row), flush=True)
             continue
