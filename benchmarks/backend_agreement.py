@@ -2,6 +2,11 @@
 state under the same actions: the divergence curve of every articulated task.
 
     python benchmarks/backend_agreement.py [--json] [--quick] [--tasks ...] [--steps 50] [--num-envs 8] [--out docs/img]
+                                           [--pair warp-c|actuators]
+
+``--pair actuators`` compares ``mujoco-c`` with itself instead: the PD law as MuJoCo's own actuators (one
+``Batch.step`` per control step, ``task.sim.mujoco_actuators=true``, the default) against horde's kernel per
+substep (``false``); tasks in torque mode step the same way under both.
 
 Both backends step the MuJoCo model Newton converts from the task's MJCF. Each task is built twice (same seed: the
 same initial state), driven by the same seeded random actions in [-1, 1] for ``--steps`` control steps; after each
@@ -23,13 +28,16 @@ import torch
 from horde.envs import get_task, make
 
 TASKS = ("reach", "lift", "quadruped", "g1-velocity", "humanoid", "ant")
+PAIRS = {"warp-c": ({"solver": "mujoco"}, {"solver": "mujoco-c"}),
+         "actuators": ({"solver": "mujoco-c", "mujoco_actuators": False}, {"solver": "mujoco-c", "mujoco_actuators": True})}
+"""The two ``task.sim`` settings each ``--pair`` compares."""
 
 
-def divergence(task: str, steps: int, num_envs: int) -> list[float]:
+def divergence(task: str, steps: int, num_envs: int, pair: str = "warp-c") -> list[float]:
     runs = []
-    for solver in ("mujoco", "mujoco-c"):
+    for sim in PAIRS[pair]:
         cfg = copy.deepcopy(get_task(task).config)
-        cfg.sim = dataclasses.replace(cfg.sim, solver=solver)
+        cfg.sim = dataclasses.replace(cfg.sim, **sim)
         env = make(task, num_envs=num_envs, device="cpu", seed=0, config=cfg)
         g = torch.Generator().manual_seed(1)
         traj = []
@@ -48,14 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", type=int, default=8)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--quick", action="store_true", help="reach only, 5 steps (CI smoke)")
+    ap.add_argument("--pair", choices=sorted(PAIRS), default="warp-c",
+                    help="warp-c: MuJoCo-Warp vs the C engine; actuators: the C engine's PD law as MuJoCo's "
+                         "actuators vs horde's kernel")
     args = ap.parse_args(argv)
     if args.quick:
         args.tasks, args.steps = ["reach"], 5
     torch.set_num_threads(1)
     curves = {}
     for task in args.tasks:
-        curves[task] = divergence(task, args.steps, args.num_envs)
-        row = {"task": task, "num_envs": args.num_envs, "steps": args.steps,
+        curves[task] = divergence(task, args.steps, args.num_envs, args.pair)
+        row = {"task": task, "pair": args.pair, "num_envs": args.num_envs, "steps": args.steps,
                "max_abs_diff": [float(f"{v:.3g}") for v in curves[task]]}
         if args.json:
             print(json.dumps(row), flush=True)
@@ -72,14 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     for task, c in curves.items():
         ax.semilogy(range(1, len(c) + 1), [max(v, 1e-9) for v in c], marker=".", label=task)
     ax.set_xlabel("control step")
-    ax.set_ylabel("max |joint_q(Warp) - joint_q(C)|")
-    ax.set_title("MuJoCo-Warp (float32) vs MuJoCo C (float64), same model, state and actions", fontsize=9)
+    if args.pair == "warp-c":
+        ax.set_ylabel("max |joint_q(Warp) - joint_q(C)|")
+        ax.set_title("MuJoCo-Warp (float32) vs MuJoCo C (float64), same model, state and actions", fontsize=9)
+    else:
+        ax.set_ylabel("max |joint_q(actuators) - joint_q(kernel)|")
+        ax.set_title("MuJoCo C: PD law as MuJoCo's actuators vs horde's kernel, same state and actions", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "backend_agreement.png")
+    fig.savefig(out / ("backend_agreement.png" if args.pair == "warp-c" else f"backend_agreement_{args.pair}.png"))
     return 0
 
 

@@ -54,6 +54,10 @@ def raw_batch_stepper(env, nstep: int | None = None):
     w = env.world
     batch = Batch(w.mj_model, w.num_envs, nthread=w.batch.nthread)
     batch.state[:] = w.batch.state
+    # the torques env applied last, held: on MuJoCo's own actuators (task.sim.mujoco_actuators) they are not in the
+    # rows' qfrc_applied, and the template's actuators exert nothing
+    qd_index, mj_qd = w._qd_index.numpy(), w._act_mj_qd.numpy()
+    batch.bind("qfrc_applied")[:, mj_qd] = env.world.joint_f.numpy()[:, qd_index]
     substeps = w.substeps if nstep is None else nstep
 
     def step() -> None:

@@ -2,7 +2,7 @@
 
     python benchmarks/trajectory_digest.py [--tasks ant humanoid reach quadruped quadruped-rough quadruped:go2]
                                            [--learners cartpole:ppo pendulum:shac quadruped:ppo] [--solver mujoco]
-                                           [--warp-opt-level 0..3]
+                                           [--warp-opt-level 0..3] [--sim mujoco_actuators=false ...]
 
 Per task: 64 envs (seed 3), 300 steps of seeded random actions (torch generator seed 7); one sha256 over the
 reset observation, every step's observation, reward, terminated and truncated, and the final state, with the first
@@ -24,17 +24,19 @@ import warp as wp
 wp.config.quiet = True
 
 
-def trajectory_digest(spec: str, *, num_envs: int = 64, steps: int = 300, solver: str | None = None) -> str:
+def trajectory_digest(spec: str, *, num_envs: int = 64, steps: int = 300, solver: str | None = None,
+                      sim: dict | None = None) -> str:
     from horde.envs import get_task, make
 
     task, _, robot = spec.partition(":")
     cfg = copy.deepcopy(get_task(task).config)
     if robot:
         cfg.robot = robot
-    if solver is not None and hasattr(cfg, "sim"):
+    changes = {**(sim or {}), **({"solver": solver} if solver is not None else {})}
+    if changes and hasattr(cfg, "sim"):
         import dataclasses
 
-        cfg.sim = dataclasses.replace(cfg.sim, solver=solver)
+        cfg.sim = dataclasses.replace(cfg.sim, **changes)
     env = make(task, num_envs=num_envs, device="cpu", seed=3, config=cfg)
     g = torch.Generator().manual_seed(7)
     h = hashlib.sha256(env.reset().numpy().tobytes())
@@ -47,14 +49,16 @@ def trajectory_digest(spec: str, *, num_envs: int = 64, steps: int = 300, solver
     return f"{spec} {h.hexdigest()[:16]} {stats}"
 
 
-def learner_digest(spec: str) -> str:
+def learner_digest(spec: str, sim: dict | None = None) -> str:
+    from horde.envs import get_task
     from horde.train.config import compose
     from horde.train.session import parameters_digest
 
     task, _, algo = spec.partition(":")
+    overrides = [f"task.sim.{k}={v}" for k, v in (sim or {}).items()] if hasattr(get_task(task).config, "sim") else []
     with tempfile.TemporaryDirectory() as tmp:
         cfg, name, raw = compose([f"task={task}", f"algo={algo or 'ppo'}", "num_envs=32", "max_iterations=3",
-                                  f"run_root={tmp}"])
+                                  f"run_root={tmp}", *overrides])
         if algo == "shac":
             from horde.train.shac import SHACTrainer as Trainer
         else:
@@ -72,13 +76,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warp-opt-level", type=int, choices=range(4), default=None,
                     help="Warp's kernel optimisation level (default: Warp's, -O2 on the CPU); part of Warp's module "
                          "hash, so each level builds and caches its own kernels")
+    ap.add_argument("--sim", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="task.sim settings of the articulated tasks (true/false, numbers, names)")
     args = ap.parse_args(argv)
+    sim = {}
+    for item in args.sim:
+        key, _, value = item.partition("=")
+        sim[key] = {"true": True, "false": False}.get(value.lower(), value)
+        if isinstance(sim[key], str):
+            try:
+                sim[key] = float(value) if "." in value or "e" in value.lower() else int(value)
+            except ValueError:
+                pass
     if args.warp_opt_level is not None:
         wp.config.optimization_level = args.warp_opt_level
     for spec in args.tasks:
-        print(trajectory_digest(spec, solver=args.solver), flush=True)
+        print(trajectory_digest(spec, solver=args.solver, sim=sim), flush=True)
     for spec in args.learners:
-        print(learner_digest(spec), flush=True)
+        print(learner_digest(spec, sim), flush=True)
     return 0
 
 

@@ -265,11 +265,14 @@ class WarpTaskEnv:
         if missing or extra:
             raise ValueError(f"saved env state does not fit this env (another simulator backend or task?): "
                              f"missing {', '.join(missing) or 'nothing'}; unexpected {', '.join(extra) or 'nothing'}")
+        for k, dst in resumable.items():  # every shape first: a refused state changes nothing
+            if tuple(saved[k].shape) != tuple(dst.shape):
+                hint = (" (MuJoCo's state rows: saved with another task.sim.mujoco_actuators?)"
+                        if k == "mj_state" and saved[k].shape[:1] == dst.shape[:1] else "")
+                raise ValueError(f"saved env state '{k}' has shape {tuple(saved[k].shape)}, this env "
+                                 f"{tuple(dst.shape)}{hint}")
         for k, dst in resumable.items():
-            src = saved[k]
-            if tuple(src.shape) != tuple(dst.shape):
-                raise ValueError(f"saved env state '{k}' has shape {tuple(src.shape)}, this env {tuple(dst.shape)}")
-            dst.copy_(src.to(self.device))
+            dst.copy_(saved[k].to(self.device))
 
     # --- statistics (host side, once per iteration) ------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:

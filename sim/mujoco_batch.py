@@ -12,9 +12,16 @@ the health check, sensors that read the Newton state) and swaps only the solver:
 * ``mujoco.batch.Batch`` holds one float64 state row per env. The world's public views stay Newton's float32
   layout (quaternions xyzw, a free joint's velocity at the COM in the world frame): one kernel converts MuJoCo's
   rows into them after every substep, and one writes back only what the task changed (a push, a reset);
-* each substep is one launch of horde's actuation law (the function MuJoCo-Warp's path runs) from the MuJoCo rows
-  into ``qfrc_applied`` and one ``Batch.step`` call (torques that do not depend on the state, torque mode without
-  the DC-motor line, are held: one call of ``decimation`` steps). A ``Batch`` call is host code:
+* PD actuation runs as MuJoCo's own actuators (``task.sim.mujoco_actuators``, the default): Newton's conversion
+  gives every actuated joint a position actuator, one kernel per control step writes the targets into ``ctrl`` and
+  each env's gains (stiffness x strength, damping x strength, the effort limit; randomizable) into the batch's
+  per-simulation actuator fields, and one ``Batch.step`` call runs the ``decimation`` substeps. The forces are
+  horde's PD law to rounding; the model integrates with Euler so that the law's damping stays explicit, as horde's
+  kernel applies it (implicitfast would integrate it implicitly; the joints' own damping is implicit in both);
+* otherwise (torques, the DC-motor line, an actuator network, ``mujoco_actuators=false``) each substep is one
+  launch of horde's actuation law (the function MuJoCo-Warp's path runs) from the MuJoCo rows into
+  ``qfrc_applied`` and one ``Batch.step`` call (torques that do not depend on the state, torque mode without the
+  DC-motor line, are held: one call of ``decimation`` steps). A ``Batch`` call is host code:
   :func:`horde.sim.graph.host_call` splits the task's recorded step around it, so the step still replays as graphs
   with no Python per env;
 * body poses and velocities come from Newton's forward kinematics of the new joint state (MuJoCo's derived fields
@@ -37,6 +44,7 @@ from horde.sim.fields import FieldError
 from horde.sim.graph import host_call
 from horde.sim.actuation import MODE_NET, MODE_TORQUE, motor_torque
 from horde.sim.mujoco_model import extra_sensors, newton_mujoco_model
+from horde.sim.newton_build import joint_dof_layout
 from horde.sim.newton_world import NewtonWorld
 
 if TYPE_CHECKING:
@@ -215,6 +223,39 @@ def actuate_rows(L: Layout, mode: int, actions: wp.array2d(dtype=float), mj_q: w
 
 
 @wp.kernel(enable_backward=False)
+def drive_rows(ctrl_at: int, actions: wp.array2d(dtype=float), act: wp.array(dtype=int),
+               ref: wp.array(dtype=float), scale: wp.array(dtype=float), offset: wp.array(dtype=float),
+               lower: wp.array(dtype=float), upper: wp.array(dtype=float), stiffness: wp.array2d(dtype=float),
+               damping: wp.array2d(dtype=float), strength: wp.array2d(dtype=float), effort: wp.array2d(dtype=float),
+               state: wp.array2d(dtype=wp.float64), gain: wp.array3d(dtype=wp.float64),
+               bias: wp.array3d(dtype=wp.float64), force_range: wp.array3d(dtype=wp.float64)):
+    """horde's PD law for actuated joint k of env i as MuJoCo actuator ``act[k]``: the target as its control and
+    the env's gains in its per-simulation parameters, force = s kp target + s kp ref - s kp qpos - s kd qvel =
+    s (kp (target - q) - kd qd) with q = qpos - ref, clipped to the effort limit (:func:`horde.sim.actuation.
+    motor_torque` without the DC-motor line)."""
+    i, k = wp.tid()
+    a = act[k]
+    target = wp.clamp(offset[k] + wp.clamp(actions[i, k], -1.0, 1.0) * scale[k], lower[k], upper[k])
+    kp = wp.float64(stiffness[i, k]) * wp.float64(strength[i, k])
+    kd = wp.float64(damping[i, k]) * wp.float64(strength[i, k])
+    state[i, ctrl_at + a] = wp.float64(target)
+    gain[i, a, 0] = kp
+    bias[i, a, 0] = kp * wp.float64(ref[k])
+    bias[i, a, 1] = -kp
+    bias[i, a, 2] = -kd
+    force_range[i, a, 0] = -wp.float64(effort[i, k])
+    force_range[i, a, 1] = wp.float64(effort[i, k])
+
+
+@wp.kernel(enable_backward=False)
+def drive_forces(force: wp.array2d(dtype=wp.float64), act: wp.array(dtype=int), qd_index: wp.array(dtype=int),
+                 joint_f: wp.array2d(dtype=float)):
+    """Newton's ``joint_f`` view (reward terms read it) from MuJoCo's actuator forces of the last substep."""
+    i, k = wp.tid()
+    joint_f[i, qd_index[k]] = float(force[i, act[k]])
+
+
+@wp.kernel(enable_backward=False)
 def actuator_net_rows(L: Layout, actions: wp.array2d(dtype=float), mj_q: wp.array(dtype=int),
                       mj_qd: wp.array(dtype=int), ref: wp.array(dtype=float), scale: wp.array(dtype=float),
                       offset: wp.array(dtype=float), lower: wp.array(dtype=float), upper: wp.array(dtype=float),
@@ -293,12 +334,28 @@ class MujocoBatchWorld(NewtonWorld):
         sim = self.sim
         # Newton's conversion of one world: the model MuJoCo-Warp would get (global shapes: ground, terrain)
         self._imu_label = self.imu_site or ("horde_imu" if self.imu_site == "" else None)
+        act = self.actuation
+        # horde's PD law as MuJoCo's actuators: a position drive per actuated joint, gains set per env in the batch
+        self._drives = sim.mujoco_actuators and act.mode == "pd" and act.network is None and act.velocity_limit is None
+        drive_dofs = joint_dof_layout(robot, self.actuated_joints)[1] if self._drives else []
         with extra_sensors(self._add_sensors):
             one, conv = newton_mujoco_model(robot, ground=ground, contact_ke=sim.contact_ke, terrain=terrain,
                                             max_contacts=sim.max_contacts, max_constraints=sim.max_constraints,
-                                            iterations=sim.solver_iterations)
+                                            iterations=sim.solver_iterations, drives=drive_dofs)
         mj = conv.mj_model
         mj.opt.timestep = self.sim_dt
+        self._drive_ids = self._drive_actuators(conv, drive_dofs) if self._drives else []
+        if self._drives:
+            ids = self._drive_ids
+            # the template's drives exert nothing (the batch's per-env fields hold the gains): a fresh Batch of this
+            # model, as the benchmarks make, steps under qfrc_applied alone
+            mj.actuator_gainprm[ids], mj.actuator_biasprm[ids] = 0.0, 0.0
+            mj.actuator_forcelimited[ids], mj.actuator_ctrllimited[ids] = 1, 0
+            mj.jnt_actfrclimited[mj.actuator_trnid[ids, 0]] = 0  # the effort limit is horde's, per env, as above
+            # Euler keeps the PD law's damping explicit, as horde's kernel applies it; implicitfast would integrate
+            # the drives' velocity term implicitly. Without drives both integrate the joints' own damping implicitly
+            # and give the same steps (benchmarks/README.md, "MuJoCo's own actuators").
+            mj.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
         # a bad state stays bad, as on MuJoCo-Warp, so that the health check sees it, resets the env and counts it
         # (MuJoCo's own reset to qpos0 would hide it and teleport the robot)
         mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
@@ -313,7 +370,27 @@ class MujocoBatchWorld(NewtonWorld):
         self._layout_np = self._layout(one, conv)
         self._geom_shape = conv.mjc_geom_to_newton_shape.numpy()[0]
         self._body_newton = conv.mjc_body_to_newton.numpy()[0]
+        self._bind_drive_fields()
         return _BatchSolver(self)
+
+    @staticmethod
+    def _drive_actuators(conv, dofs: list[int]) -> list[int]:
+        """The MuJoCo actuator Newton's conversion made of each drive dof's position target (``dofs`` order)."""
+        source = conv.mjc_actuator_ctrl_source.numpy()
+        newton_dof = conv.mjc_actuator_to_newton_idx.numpy()
+        by_dof = {int(newton_dof[a]): a for a in range(len(source)) if source[a] == 0 and newton_dof[a] >= 0}
+        missing = [d for d in dofs if d not in by_dof]
+        if missing:
+            raise RuntimeError(f"Newton's MuJoCo conversion made no position actuator for dofs {missing}: run with "
+                               "task.sim.mujoco_actuators=false")
+        return [int(by_dof[d]) for d in dofs]
+
+    def _bind_drive_fields(self) -> None:
+        """Warp views of the drives' per-simulation gains, biases and force ranges (``Batch.expand``)."""
+        if self._drives:
+            b = self.batch
+            self._gain, self._bias, self._force_range = (
+                _as_warp(b.expand(f)) for f in ("actuator_gainprm", "actuator_biasprm", "actuator_forcerange"))
 
     def _add_sensors(self, spec: mujoco.MjSpec) -> None:
         """An acceleration-stage sensor on the first body (MuJoCo then computes ``cfrc_ext``, the contact forces),
@@ -415,7 +492,12 @@ class MujocoBatchWorld(NewtonWorld):
         self._act_ref = wp.array([q_at[int(c)][1] for c in q_index], dtype=float)
         self._act_mj_qd = wp.array([qd_at[int(d)] for d in qd_index], dtype=int)
         # torques that do not depend on the state (torque mode, no DC-motor line) hold for every substep: one call
-        self._nstep = self.substeps if self._mode == MODE_TORQUE and not self._dc_motor else 1
+        # and so do MuJoCo's own actuators, which run the PD law inside every substep
+        self._nstep = self.substeps if self._drives or (self._mode == MODE_TORQUE and not self._dc_motor) else 1
+        if self._drives:
+            self._ctrl_at = offset("ctrl")
+            self._act = wp.array(self._drive_ids, dtype=int)
+            self._actuator_force = _as_warp(b.bind("actuator_force"))
         self._state = _as_warp(state)
         self._seen_q = wp.zeros((n, self.coords), dtype=float)
         self._seen_qd = wp.zeros((n, self.dofs), dtype=float)
@@ -458,7 +540,8 @@ class MujocoBatchWorld(NewtonWorld):
 
     @property
     def kernels(self) -> tuple:
-        return super().kernels + (mj_to_newton, newton_to_mj, actuate_rows, gather_vec3, imu_readings, flag_failed,
+        return super().kernels + (mj_to_newton, newton_to_mj, actuate_rows, drive_rows, drive_forces, gather_vec3,
+                                  imu_readings, flag_failed,
                                   *((actuator_net_rows,) if self.actuator_net is not None else ()))
 
     # --- the step --------------------------------------------------------------------------------------------------
@@ -479,7 +562,15 @@ class MujocoBatchWorld(NewtonWorld):
         n, a, L, d = self.num_envs, len(self._q_index), self._L, self.device
         wp.launch(newton_to_mj, n, device=d, inputs=[L, self._no_mask, 0, self._joint_q, self._joint_qd],
                   outputs=[self._seen_q, self._seen_qd, self._state])
-        for _ in range(self.substeps // self._nstep):
+        if self._drives:
+            wp.launch(drive_rows, (n, a), device=d, inputs=[
+                self._ctrl_at, actions, self._act, self._act_ref, self._scale, self._offset, self._lower, self._upper,
+                self._stiffness, self._damping, self._strength, self._effort], outputs=[
+                self._state, self._gain, self._bias, self._force_range])
+            host_call(self._advance)
+            wp.launch(drive_forces, (n, a), device=d, inputs=[self._actuator_force, self._act, self._qd_index],
+                      outputs=[self._joint_f])
+        for _ in range(0 if self._drives else self.substeps // self._nstep):
             if self.actuator_net is not None:
                 net = self.actuator_net
                 wp.launch(actuator_net_rows, (n, a), device=d, inputs=[
@@ -547,6 +638,7 @@ class MujocoBatchWorld(NewtonWorld):
             if shape >= 0 and one_world[shape] == 0:
                 friction[:, g, 0] = mu[per_world[:, one_own.index(shape)]]
         self.batch.set_const()
+        self._bind_drive_fields()  # in case expanding more fields moved the drives' memory
 
     def physics_state(self) -> dict[str, torch.Tensor]:
         return {**super().physics_state(), "mj_state": torch.from_numpy(self.batch.state),

@@ -41,15 +41,16 @@ NEWTON_OPTIONS = ("integrator", "solver", "cone", "iterations", "ls_iterations",
 
 
 def newton_mujoco_model(robot: newton.ModelBuilder, *, ground: bool, contact_ke: float, terrain=None,
-                        max_contacts: int = 40, max_constraints: int = 100, iterations: int = 0):
+                        max_contacts: int = 40, max_constraints: int = 100, iterations: int = 0, drives=()):
     """The MuJoCo model Newton's ``SolverMuJoCo`` makes of one world of ``robot`` (what MuJoCo-Warp steps), and the
-    converting solver (its joint-start and body/geom maps)."""
+    converting solver (its joint-start and body/geom maps); ``drives``: dofs that get a MuJoCo position actuator
+    (:func:`horde.sim.newton_build.build_model`)."""
     import newton
 
     from horde.sim.newton_build import build_model
 
     one = build_model(robot, world_count=1, device="cpu", solver="mujoco", ground=ground, contact_ke=contact_ke,
-                      terrain=terrain)
+                      terrain=terrain, drives=drives)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(nconmax|njmax).*")  # MuJoCo-Warp sizes; C grows its arena
         kw = {"iterations": iterations} if iterations > 0 else {}

@@ -75,12 +75,14 @@ def load_robot(path: str, *, contact_ke: float, solver: str, floating: bool | No
 
 
 def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, solver: str, ground: bool,
-                contact_ke: float, terrain=None, requires_grad: bool = False) -> newton.Model:
+                contact_ke: float, terrain=None, requires_grad: bool = False, drives=()) -> newton.Model:
     """``world_count`` separate copies of ``robot`` (no spacing: worlds never collide), finalized on ``device``.
 
     ``terrain`` (an object with ``add_to(builder)``, e.g. :class:`horde.sim.terrain.Terrain`) replaces the ground
     plane: its static shapes are global, shared by every world. ``requires_grad`` gives the model's arrays gradient
-    buffers (differentiable rollouts, :mod:`horde.sim.diff_articulation`)."""
+    buffers (differentiable rollouts, :mod:`horde.sim.diff_articulation`). ``drives`` (dof indices of one world)
+    get a position drive of unit gains, which Newton's MuJoCo conversion makes a MuJoCo actuator: the ``mujoco-c``
+    backend then runs horde's PD law as MuJoCo's own actuators (:mod:`horde.sim.mujoco_batch`)."""
     import newton
 
     scene = newton.ModelBuilder()
@@ -92,9 +94,13 @@ def build_model(robot: newton.ModelBuilder, *, world_count: int, device: str, so
     elif ground:
         scene.add_ground_plane()
     scene.replicate(robot, world_count)
-    # horde computes joint torques itself (effort limits, one PD law for every solver): no solver-side drives.
+    # horde computes joint torques itself (effort limits, one PD law for every solver): no solver-side drives, but
+    # for the drives mujoco-c asks for, whose gains it sets per env itself
     scene.joint_target_ke = [0.0] * len(scene.joint_target_ke)
     scene.joint_target_kd = [0.0] * len(scene.joint_target_kd)
+    for d in drives:
+        scene.joint_target_mode[d] = int(newton.JointTargetMode.POSITION)
+        scene.joint_target_ke[d] = scene.joint_target_kd[d] = 1.0
     model = scene.finalize(device=device, requires_grad=requires_grad)
     if solver in MUJOCO_SOLVERS:
         # Newton gives every shape a 0.1 m contact gap (its own pipeline's speculative contacts); as MuJoCo's geom gap

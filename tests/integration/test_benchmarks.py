@@ -222,6 +222,14 @@ def test_backend_agreement_quick_json(tmp_path):
     assert (tmp_path / "backend_agreement.png").is_file()
 
 
+def test_backend_agreement_compares_mujoco_actuators_with_the_kernel(tmp_path):
+    proc = run_benchmark("backend_agreement.py", "--quick", "--json", "--pair", "actuators", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert rows[0]["pair"] == "actuators" and 0 < max(rows[0]["max_abs_diff"]) < 1e-5  # rounding, not identical
+    assert (tmp_path / "backend_agreement_actuators.png").is_file()
+
+
 def test_actuator_net_quick_json():
     proc = run_benchmark("actuator_net.py", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]

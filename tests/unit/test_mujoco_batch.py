@@ -87,14 +87,66 @@ def test_env_state_restores_exactly(task):
     assert torch.equal(first, again)
 
 
-def test_graph_replay_equals_eager_stepping():
+@pytest.mark.parametrize("task", ["ant", "reach"])
+def test_graph_replay_equals_eager_stepping(task):
+    """Torques (the ant: one call of held torques) and MuJoCo's own PD actuators (the arm)."""
     def run(use_graph):
-        cfg = copy.deepcopy(get_task("ant").config)
+        cfg = copy.deepcopy(get_task(task).config)
         cfg = dataclasses.replace(cfg, use_graph=use_graph, episode_length=20)
-        env = make("ant", num_envs=6, device="cpu", seed=5, config=cfg)
+        env = make(task, num_envs=6, device="cpu", seed=5, config=cfg)
         return _rollout(env, 45)
 
     assert torch.equal(run(True), run(False))
+
+
+def _pd_rollout(env, steps, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    q, f = [], []
+    for _ in range(steps):
+        env.step(torch.rand(env.num_envs, env.num_actions, generator=g) * 2 - 1)
+        q.append(env.world.joint_q.clone())
+        f.append(env.world.joint_f.clone())
+    return torch.stack(q), torch.stack(f)
+
+
+@pytest.mark.parametrize("task,steps,tol", [("reach", 50, 1e-5), ("quadruped", 20, 1e-4)])
+def test_mujoco_actuators_run_horde_pd_law(task, steps, tol):
+    """task.sim.mujoco_actuators: the PD law as MuJoCo's actuators with each env's own gains, strength and effort
+    limit, one Batch call per control step, gives the states and torques of horde's kernel (float32, one call per
+    substep) to rounding. Observed: reach 5e-7 rad and 2e-3 of 150 N m, quadruped 2e-7 rad and 4e-6 of 30 N m."""
+
+    def env(native):
+        cfg = copy.deepcopy(get_task(task).config)
+        cfg.sim = dataclasses.replace(cfg.sim, solver="mujoco-c", mujoco_actuators=native)
+        e = make(task, num_envs=6, device="cpu", seed=2, config=cfg)
+        g = torch.Generator().manual_seed(0)  # per-env, per-joint gains and strength, as randomization draws them
+        for gains in (e.world.stiffness, e.world.damping, e.world.motor_strength):
+            gains.mul_(0.8 + 0.4 * torch.rand(gains.shape, generator=g))
+        return e
+
+    drives, kernel = env(True), env(False)
+    assert drives.world._nstep == drives.world.substeps and kernel.world._nstep == 1
+    assert drives.world.mj_model.nu >= drives.num_actions
+    q1, f1 = _pd_rollout(drives, steps)
+    q0, f0 = _pd_rollout(kernel, steps)
+    assert float((q1 - q0).abs().max()) < tol
+    scale = float(f0.abs().max())
+    assert scale > 1 and float((f1 - f0).abs().max()) < 1e-4 * scale
+
+
+def test_env_state_of_the_other_actuation_is_refused_in_one_line():
+    """MuJoCo's rows hold the actuators' controls: a state saved with the other actuation does not fit, says which
+    setting differs, and changes nothing."""
+    def env(native):
+        cfg = copy.deepcopy(get_task("reach").config)
+        cfg.sim = dataclasses.replace(cfg.sim, solver="mujoco-c", mujoco_actuators=native)
+        return make("reach", num_envs=2, device="cpu", seed=0, config=cfg)
+
+    saved, other = env(True).get_env_state(), env(False)
+    before = other.get_env_state()
+    with pytest.raises(ValueError, match="mujoco_actuators"):
+        other.set_env_state(saved)
+    assert all(torch.equal(before[k], v) for k, v in other.get_env_state().items())
 
 
 def test_startup_randomization_reaches_every_simulation():
