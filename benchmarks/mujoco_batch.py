@@ -46,6 +46,16 @@ def horde_env(task: str, num_envs: int, solver: str, threads: int):
     return make(task, num_envs=num_envs, device="cpu", seed=0, config=cfg)
 
 
+def held_torques(env):
+    """``qfrc_applied`` rows [num_envs, nv] that hold the joint torques ``env`` applied in its last substep: on
+    MuJoCo's own actuators (``task.sim.mujoco_actuators``) those are the actuators' forces, not in the state rows, and
+    a model without the batch's per-env gains exerts nothing through its actuators."""
+    w = env.world
+    rows = w.batch.bind("qfrc_applied").copy()
+    rows[:, w._act_mj_qd.numpy()] = w.joint_f.numpy()[:, w._qd_index.numpy()]
+    return rows
+
+
 def raw_batch_stepper(env, nstep: int | None = None):
     """``Batch.step(nstep=decimation)`` (or ``nstep``) of a fresh batch on ``env``'s MuJoCo model, from ``env``'s
     current state, under the joint torques ``env`` applied last (held fixed)."""
@@ -54,10 +64,7 @@ def raw_batch_stepper(env, nstep: int | None = None):
     w = env.world
     batch = Batch(w.mj_model, w.num_envs, nthread=w.batch.nthread)
     batch.state[:] = w.batch.state
-    # the torques env applied last, held: on MuJoCo's own actuators (task.sim.mujoco_actuators) they are not in the
-    # rows' qfrc_applied, and the template's actuators exert nothing
-    qd_index, mj_qd = w._qd_index.numpy(), w._act_mj_qd.numpy()
-    batch.bind("qfrc_applied")[:, mj_qd] = env.world.joint_f.numpy()[:, qd_index]
+    batch.bind("qfrc_applied")[:] = held_torques(env)
     substeps = w.substeps if nstep is None else nstep
 
     def step() -> None:

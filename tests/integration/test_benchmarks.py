@@ -25,6 +25,29 @@ def test_g1_zero_action_falls_in_plain_mujoco():
     assert 0.5 < row["com_height"] < 0.8 and row["final_base_height"] > 0.3, row  # on the floor, not in free fall
 
 
+def test_held_torques_are_the_last_substeps_torques_on_either_actuation():
+    """The raw references and physics_options.py hold the torques the env applied last: on MuJoCo's own actuators
+    those are not in the state rows, so held_torques() reads them back; both actuation paths give the same rows."""
+    import copy
+    import dataclasses
+
+    import numpy as np
+    import torch
+    from benchhelp import _module
+
+    from horde.envs import get_task, make
+
+    rows = {}
+    for native in (True, False):
+        cfg = copy.deepcopy(get_task("reach").config)
+        cfg.sim = dataclasses.replace(cfg.sim, solver="mujoco-c", mujoco_actuators=native)
+        env = make("reach", num_envs=3, device="cpu", seed=0, config=cfg)
+        env.step(torch.linspace(-1, 1, 3 * env.num_actions).view(3, -1))
+        rows[native] = _module("mujoco_batch.py").held_torques(env)
+    scale = np.abs(rows[False]).max()
+    assert scale > 1 and np.abs(rows[True] - rows[False]).max() < 1e-4 * scale
+
+
 def test_physics_options_times_each_variant_of_the_same_states():
     """One row per MuJoCo option, the reference at 1.0, the contact rows of a real state (the G1 stands on its
     feet: MuJoCo's pyramidal cones give more rows than elliptic ones; a contact gap adds contacts, not rows); an
