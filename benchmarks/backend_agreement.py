@@ -5,8 +5,8 @@ state under the same actions: the divergence curve of every articulated task.
                                            [--pair warp-c|actuators]
 
 ``--pair actuators`` compares ``mujoco-c`` with itself instead: the PD law as MuJoCo's own actuators (one
-``Batch.step`` per control step, ``task.sim.mujoco_actuators=true``, the default) against horde's kernel per
-substep (``false``); tasks in torque mode step the same way under both.
+``Batch.step`` per control step, ``task.sim.mujoco_actuators=true``) against horde's kernel per
+substep (``false``, the default); tasks in torque mode step the same way under both.
 
 Both backends step the MuJoCo model Newton converts from the task's MJCF. Each task is built twice (same seed: the
 same initial state), driven by the same seeded random actions in [-1, 1] for ``--steps`` control steps; after each

@@ -40,9 +40,10 @@ from horde.envs import make  # noqa: E402
 DEFAULT_TASKS = ("ant", "humanoid", "quadruped", "g1-velocity")
 
 
-def horde_env(task: str, num_envs: int, solver: str, threads: int):
+def horde_env(task: str, num_envs: int, solver: str, threads: int, sim: dict | None = None):
+    """The benchmark's env of ``task``; ``sim``: more ``task.sim`` settings (e.g. ``{"mujoco_actuators": True}``)."""
     cfg = copy.deepcopy(bench_config(task))
-    cfg.sim = dataclasses.replace(cfg.sim, solver=solver, cpu_threads=threads)
+    cfg.sim = dataclasses.replace(cfg.sim, solver=solver, cpu_threads=threads, **(sim or {}))
     return make(task, num_envs=num_envs, device="cpu", seed=0, config=cfg)
 
 

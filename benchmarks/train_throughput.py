@@ -50,6 +50,7 @@ import tempfile
 import time
 
 import torch
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,10 +74,10 @@ def cpu_recipe(task: str) -> list[str]:
 
 
 def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], profile: bool = False,
-               paired_seconds: float = 0.0) -> dict:
+               paired_seconds: float = 0.0, sim: dict | None = None) -> dict:
     """Median env steps per second of PPO iterations 2..iterations+1 and their time split; with ``paired_seconds``
     also a raw window after every iteration and the median paired ratio (see the module)."""
-    paired_step = _raw_stepper(task, num_envs) if paired_seconds > 0 else None
+    paired_step = _raw_stepper(task, num_envs, sim) if paired_seconds > 0 else None
     paired_ms: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg, task_cfg, raw = compose([f"task={task}", f"num_envs={num_envs}", f"run_root={tmp}",
@@ -146,14 +147,14 @@ def _seconds(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f} s"
 
 
-def raw_rate(task: str, num_envs: int, seconds: float, repeats: int) -> float:
+def raw_rate(task: str, num_envs: int, seconds: float, repeats: int, sim: dict | None = None) -> float:
     """Median env steps per second of raw ``mujoco.batch`` on the task's MuJoCo model (``mujoco_batch.py``)."""
-    return num_envs * 1e3 / _raw_ms(_raw_stepper(task, num_envs), seconds, repeats)  # the median, odd windows
+    return num_envs * 1e3 / _raw_ms(_raw_stepper(task, num_envs, sim), seconds, repeats)  # the median, odd windows
 
 
-def _raw_stepper(task: str, num_envs: int):
+def _raw_stepper(task: str, num_envs: int, sim: dict | None = None):
     """Raw ``Batch.step`` of the task's model from the default pose under the first step's torques, held fixed."""
-    env = horde_env(task, num_envs, "mujoco-c", 0)
+    env = horde_env(task, num_envs, "mujoco-c", 0, sim)
     env.step(torch.zeros(num_envs, env.num_actions))  # the torques of the first step are the ones held fixed
     step = raw_batch_stepper(env)
     step()
@@ -173,9 +174,9 @@ def _raw_ms(step, seconds: float, repeats: int) -> float:
 
 
 def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, repeats: int, seed: int = 0,
-               std: float = 0.5) -> dict:
+               std: float = 0.5, sim: dict | None = None) -> dict:
     """Where ``env.step`` spends its time on the states the task reaches under random actions (see the module)."""
-    env = horde_env(task, num_envs, "mujoco-c", 0)
+    env = horde_env(task, num_envs, "mujoco-c", 0, sim)
     env.step(torch.zeros(num_envs, env.num_actions))
     raw_default = _raw_ms(raw_batch_stepper(env), seconds, repeats)
     gen = torch.Generator().manual_seed(seed)
@@ -257,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         args.split_warm, args.split_steps = 5, 3
     if args.no_train:
         args.split = True
+    # task.sim settings reach the raw reference and the split too: the same MuJoCo model as the training run's
+    sim = {o.split("=", 1)[0][len("task.sim."):]: yaml.safe_load(o.split("=", 1)[1])
+           for o in args.overrides if o.startswith("task.sim.") and "=" in o}
     for run in args.runs:
         task, _, n = run.partition(":")
         if not n.isdigit():
@@ -267,13 +271,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_train:
             recipe = [] if args.tuned else cpu_recipe(task)
             train = train_rate(task, num_envs, args.iterations, [*recipe, *args.overrides], args.profile,
-                               args.paired_seconds)
-            raw = raw_rate(task, num_envs, args.seconds, args.repeats)
+                               args.paired_seconds, sim)
+            raw = raw_rate(task, num_envs, args.seconds, args.repeats, sim)
             row.update(**train, raw_env_steps_per_s=raw, ratio=train["train_env_steps_per_s"] / raw,
                        recipe=recipe, overrides=args.overrides)
         if args.split:
             row.update(step_split(task, num_envs, args.split_warm, args.split_steps, args.seconds, args.repeats,
-                                  std=args.split_std), split_std=args.split_std)
+                                  std=args.split_std, sim=sim), split_std=args.split_std)
         row.update(date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count(), cpu=cpu_model())
         if args.json:
             print(json.dumps(row), flush=True)

@@ -12,13 +12,13 @@ the health check, sensors that read the Newton state) and swaps only the solver:
 * ``mujoco.batch.Batch`` holds one float64 state row per env. The world's public views stay Newton's float32
   layout (quaternions xyzw, a free joint's velocity at the COM in the world frame): one kernel converts MuJoCo's
   rows into them after every substep, and one writes back only what the task changed (a push, a reset);
-* PD actuation runs as MuJoCo's own actuators (``task.sim.mujoco_actuators``, the default): Newton's conversion
+* with ``task.sim.mujoco_actuators`` (off by default) PD actuation runs as MuJoCo's own actuators: Newton's conversion
   gives every actuated joint a position actuator, one kernel per control step writes the targets into ``ctrl`` and
   each env's gains (stiffness x strength, damping x strength, the effort limit; randomizable) into the batch's
   per-simulation actuator fields, and one ``Batch.step`` call runs the ``decimation`` substeps. The forces are
   horde's PD law to rounding; the model integrates with Euler so that the law's damping stays explicit, as horde's
   kernel applies it (implicitfast would integrate it implicitly; the joints' own damping is implicit in both);
-* otherwise (torques, the DC-motor line, an actuator network, ``mujoco_actuators=false``) each substep is one
+* otherwise (the default; torques, the DC-motor line, an actuator network) each substep is one
   launch of horde's actuation law (the function MuJoCo-Warp's path runs) from the MuJoCo rows into
   ``qfrc_applied`` and one ``Batch.step`` call (torques that do not depend on the state, torque mode without the
   DC-motor line, are held: one call of ``decimation`` steps). A ``Batch`` call is host code:

@@ -60,10 +60,11 @@ class SimConfig:
     """Contact stiffness of every shape [N/m] (used by xpbd and featherstone; MuJoCo uses its own soft contacts)."""
     cpu_threads: int = bounded(0, ge=0)
     """mujoco-c: threads of MuJoCo's batch (0: every core of the machine)."""
-    mujoco_actuators: bool = True
+    mujoco_actuators: bool = False
     """mujoco-c: run the PD law as MuJoCo's own actuators, per-env gains in the batch's model fields, so that one
-    ``Batch.step`` call advances a control step (the same forces as horde's kernel, which runs with false and for
-    torque, actuator-network and DC-motor actuation: one call per substep)."""
+    ``Batch.step`` call advances a control step: the same forces as horde's kernel (the default, one call per
+    substep) to rounding, 3-5% more training env steps per second; off by default while the quadruped's seeds
+    disagree (benchmarks/README.md, "MuJoCo's own actuators")."""
     max_distance: float = 1.0e3
     """Health check: a world whose body is farther than this from the origin is reset [m]."""
     max_lin_vel: float = 100.0

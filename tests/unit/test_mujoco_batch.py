@@ -92,7 +92,8 @@ def test_graph_replay_equals_eager_stepping(task):
     """Torques (the ant: one call of held torques) and MuJoCo's own PD actuators (the arm)."""
     def run(use_graph):
         cfg = copy.deepcopy(get_task(task).config)
-        cfg = dataclasses.replace(cfg, use_graph=use_graph, episode_length=20)
+        cfg = dataclasses.replace(cfg, use_graph=use_graph, episode_length=20,
+                                  sim=dataclasses.replace(cfg.sim, solver="mujoco-c", mujoco_actuators=True))
         env = make(task, num_envs=6, device="cpu", seed=5, config=cfg)
         return _rollout(env, 45)
 
