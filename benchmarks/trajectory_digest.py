@@ -20,6 +20,7 @@ import tempfile
 
 import torch
 import warp as wp
+import yaml
 
 wp.config.quiet = True
 
@@ -79,15 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sim", nargs="*", default=[], metavar="KEY=VALUE",
                     help="task.sim settings of the articulated tasks (true/false, numbers, names)")
     args = ap.parse_args(argv)
-    sim = {}
-    for item in args.sim:
-        key, _, value = item.partition("=")
-        sim[key] = {"true": True, "false": False}.get(value.lower(), value)
-        if isinstance(sim[key], str):
-            try:
-                sim[key] = float(value) if "." in value or "e" in value.lower() else int(value)
-            except ValueError:
-                pass
+    sim = {key: yaml.safe_load(value) for key, _, value in (item.partition("=") for item in args.sim)}
     if args.warp_opt_level is not None:
         wp.config.optimization_level = args.warp_opt_level
     for spec in args.tasks:

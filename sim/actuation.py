@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import warp as wp
 
 __all__ = ["ACTION_MODES", "GRIPPER_MODES", "MODE_NET", "MODE_PD", "MODE_TORQUE", "Actuation", "Gripper",
-           "actuate_joints", "actuator_net_inputs", "gripper_command", "joint_torque", "motor_torque"]
+           "actuate_joints", "actuator_net_inputs", "gripper_command", "joint_torque", "motor_torque", "pd_target"]
 
 ACTION_MODES = ("pd", "torque")
 """``pd``: actions are joint position targets tracked by a PD law; ``torque``: actions are joint torques."""
@@ -93,14 +93,19 @@ class Gripper:
 
 # --- kernels -------------------------------------------------------------------------------------------------------
 @wp.func
+def pd_target(a: float, scale: float, offset: float, lower: float, upper: float) -> float:
+    """The PD law's target for a clipped action ``a``: offset + a x scale, clipped to the joint's limits."""
+    return wp.clamp(offset + a * scale, lower, upper)
+
+
+@wp.func
 def joint_torque(mode: int, a: float, scale: float, offset: float, stiffness: float, damping: float, lower: float,
                  upper: float, q: float, qd: float) -> float:
     """The actuation law for a clipped action ``a``: ``a`` x scale, or a PD law towards offset + ``a`` x scale
     (clipped to the joint's limits). One definition for the env step and the differentiable step."""
     tau = a * scale
     if mode == MODE_PD:
-        target = wp.clamp(offset + a * scale, lower, upper)
-        tau = stiffness * (target - q) - damping * qd
+        tau = stiffness * (pd_target(a, scale, offset, lower, upper) - q) - damping * qd
     return tau
 
 
@@ -193,4 +198,4 @@ def actuator_net_inputs(
     j = i * actions.shape[1] + k
     q[j] = joint_q[i, q_index[k]]
     qd[j] = joint_qd[i, qd_index[k]]
-    target[j] = wp.clamp(offset[k] + wp.clamp(actions[i, k], -1.0, 1.0) * scale[k], lower[k], upper[k])
+    target[j] = pd_target(wp.clamp(actions[i, k], -1.0, 1.0), scale[k], offset[k], lower[k], upper[k])

@@ -63,7 +63,7 @@ class SimConfig:
     mujoco_actuators: bool = False
     """mujoco-c: run the PD law as MuJoCo's own actuators, per-env gains in the batch's model fields, so that one
     ``Batch.step`` call advances a control step: the same forces as horde's kernel (the default, one call per
-    substep) to rounding, 3-5% more training env steps per second; off by default while the quadruped's seeds
+    substep) to rounding, 2.5-5% more training env steps per second; off by default while the quadruped's seeds
     disagree (benchmarks/README.md, "MuJoCo's own actuators")."""
     max_distance: float = 1.0e3
     """Health check: a world whose body is farther than this from the origin is reset [m]."""
