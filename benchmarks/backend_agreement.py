@@ -2,11 +2,12 @@
 state under the same actions: the divergence curve of every articulated task.
 
     python benchmarks/backend_agreement.py [--json] [--quick] [--tasks ...] [--steps 50] [--num-envs 8] [--out docs/img]
-                                           [--pair warp-c|actuators]
+                                           [--pair warp-c|actuators|jacobian]
 
 ``--pair actuators`` compares ``mujoco-c`` with itself instead: the PD law as MuJoCo's own actuators (one
 ``Batch.step`` per control step, ``task.sim.mujoco_actuators=true``) against horde's kernel per
-substep (``false``, the default); tasks in torque mode step the same way under both.
+substep (``false``, the default); tasks in torque mode step the same way under both. ``--pair jacobian``: MuJoCo's
+dense constraint Jacobian against its sparse one (``task.sim.mujoco_jacobian``), the same physics to rounding.
 
 Both backends step the MuJoCo model Newton converts from the task's MJCF. Each task is built twice (same seed: the
 same initial state), driven by the same seeded random actions in [-1, 1] for ``--steps`` control steps; after each
@@ -29,7 +30,8 @@ from horde.envs import get_task, make
 
 TASKS = ("reach", "lift", "quadruped", "g1-velocity", "humanoid", "ant")
 PAIRS = {"warp-c": ({"solver": "mujoco"}, {"solver": "mujoco-c"}),
-         "actuators": ({"solver": "mujoco-c", "mujoco_actuators": False}, {"solver": "mujoco-c", "mujoco_actuators": True})}
+         "actuators": ({"solver": "mujoco-c", "mujoco_actuators": False}, {"solver": "mujoco-c", "mujoco_actuators": True}),
+         "jacobian": ({"solver": "mujoco-c", "mujoco_jacobian": "dense"}, {"solver": "mujoco-c", "mujoco_jacobian": "sparse"})}
 """The two ``task.sim`` settings each ``--pair`` compares."""
 
 
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="reach only, 5 steps (CI smoke)")
     ap.add_argument("--pair", choices=sorted(PAIRS), default="warp-c",
                     help="warp-c: MuJoCo-Warp vs the C engine; actuators: the C engine's PD law as MuJoCo's "
-                         "actuators vs horde's kernel")
+                         "actuators vs horde's kernel; jacobian: MuJoCo's dense vs sparse constraint Jacobian")
     args = ap.parse_args(argv)
     if args.quick:
         args.tasks, args.steps = ["reach"], 5
@@ -86,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.pair == "warp-c":
         ax.set_ylabel("max |joint_q(Warp) - joint_q(C)|")
         ax.set_title("MuJoCo-Warp (float32) vs MuJoCo C (float64), same model, state and actions", fontsize=9)
-    else:
+    elif args.pair == "actuators":
         ax.set_ylabel("max |joint_q(actuators) - joint_q(kernel)|")
         ax.set_title("MuJoCo C: PD law as MuJoCo's actuators vs horde's kernel, same state and actions", fontsize=9)
+    else:
+        ax.set_ylabel("max |joint_q(sparse) - joint_q(dense)|")
+        ax.set_title("MuJoCo C: sparse vs dense constraint Jacobian, same state and actions", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -261,11 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     # task.sim settings reach the raw reference and the split too: the same MuJoCo model as the training run's
     sim = {o.split("=", 1)[0][len("task.sim."):]: yaml.safe_load(o.split("=", 1)[1])
            for o in args.overrides if o.startswith("task.sim.") and "=" in o}
+    for run in args.runs:  # every run checked before the first one starts
+        if not run.partition(":")[2].isdigit():
+            hint = " (an override? put overrides before --runs)" if "=" in run else ""
+            print(f"train_throughput: '{run}' is not task:num_envs{hint}", file=sys.stderr)
+            return 2
     for run in args.runs:
         task, _, n = run.partition(":")
-        if not n.isdigit():
-            print(f"train_throughput: '{run}' is not task:num_envs", file=sys.stderr)
-            return 2
         num_envs = int(n)
         row = {"task": task, "num_envs": num_envs}
         if not args.no_train:

@@ -112,6 +112,8 @@ class MujocoBatchWorld(NewtonWorld):
             # the drives' velocity term implicitly. Without drives both integrate the joints' own damping implicitly
             # and give the same steps (benchmarks/README.md, "MuJoCo's own actuators").
             mj.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
+        if sim.mujoco_jacobian != "auto":  # the same physics to rounding at another cost (SimConfig.mujoco_jacobian)
+            mj.opt.jacobian = int(getattr(mujoco.mjtJacobian, f"mjJAC_{sim.mujoco_jacobian.upper()}"))
         # a bad state stays bad, as on MuJoCo-Warp, so that the health check sees it, resets the env and counts it
         # (MuJoCo's own reset to qpos0 would hide it and teleport the robot)
         mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)

@@ -63,8 +63,13 @@ class SimConfig:
     mujoco_actuators: bool = False
     """mujoco-c: run the PD law as MuJoCo's own actuators, per-env gains in the batch's model fields, so that one
     ``Batch.step`` call advances a control step: the same forces as horde's kernel (the default, one call per
-    substep) to rounding, 2.5-5% more training env steps per second; off by default while the quadruped's seeds
-    disagree (benchmarks/README.md, "MuJoCo's own actuators")."""
+    substep) to rounding, 2.5-5% more training env steps per second; off by default: over ten seeds the quadruped's
+    recipe tracked worse with it, for a reason not found (benchmarks/README.md, "MuJoCo's own actuators")."""
+    mujoco_jacobian: str = choice(("auto", "dense", "sparse"))
+    """mujoco-c: MuJoCo's constraint Jacobian and its solver's matrices (``opt.jacobian``): auto (MuJoCo's choice,
+    dense below 60 dofs), dense or sparse. The same physics to rounding at another cost: sparse steps the G1's
+    visited states in 0.82x the time (the G1 tasks' default) and the quadruped's and the lift's in 1.12-1.15x
+    (``benchmarks/physics_options.py``; benchmarks/README.md, "MuJoCo's sparse constraint Jacobian for the G1")."""
     max_distance: float = 1.0e3
     """Health check: a world whose body is farther than this from the origin is reset [m]."""
     max_lin_vel: float = 100.0

@@ -53,10 +53,23 @@ def test_physics_options_times_each_variant_of_the_same_states():
     feet: MuJoCo's pyramidal cones give more rows than elliptic ones; a contact gap adds contacts, not rows); an
     unknown task: one line."""
     proc = run_benchmark("physics_options.py", "--task", "g1-velocity", "--envs", "2", "--warm", "5", "--steps", "2",
-                         "--repeats", "1", "--json")
+                         "--repeats", "1", "--stages", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = {r["variant"]: r for r in (json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{"))}
-    assert len(rows) == 7 and rows["as horde steps it"]["vs_horde"] == 1.0, rows
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    rows = {r["variant"]: r for r in lines if "variant" in r}
+    assert len(rows) == 11 and rows["as horde steps it"]["vs_horde"] == 1.0, rows
+    # options that keep the physics keep the contacts and rows
+    for same in ("dense Jacobian", "sparse Jacobian", "no midphase", "other integrator"):
+        assert (rows[same]["ncon_first_env"], rows[same]["nefc_first_env"]) == (
+            rows["as horde steps it"]["ncon_first_env"], rows["as horde steps it"]["nefc_first_env"]), rows
+    # MuJoCo's stage timers: the stages sum to at most the step, and a G1 on its feet collides and solves
+    (stages,) = [r["stages_us_per_step"] for r in lines if "stages_us_per_step" in r]
+    if stages is not None:  # None where the OpenMP runtime has no omp_get_wtime
+        top = ("position", "velocity", "actuation", "constraint solver", "integrator")
+        assert sum(stages[k] for k in top) <= stages["step"] and stages["rest of mj_step"] >= 0, stages
+        assert stages["collision"] > 0 and stages["constraint solver"] > 0, stages
+        assert sum(stages[k] for k in ("kinematics", "inertia", "collision", "make constraints",
+                                       "project constraints")) <= stages["position"] * 1.001, stages
     assert all(r["us_per_step"] > 0 for r in rows.values()), rows
     assert rows["as horde steps it"]["nefc_first_env"] > rows["elliptic cones"]["nefc_first_env"] > 0, rows
     # Newton's former gap adds contacts the solver leaves out (the feet's capsules above the floor), no rows

@@ -10,6 +10,7 @@ import torch
 import warp as wp
 
 from horde.envs import get_task, make
+from horde.sim.fields import FieldError
 from horde.sim.graph import StepGraph, host_call
 
 
@@ -133,6 +134,30 @@ def test_mujoco_actuators_run_horde_pd_law(task, steps, tol):
     assert float((q1 - q0).abs().max()) < tol
     scale = float(f0.abs().max())
     assert scale > 1 and float((f1 - f0).abs().max()) < 1e-4 * scale
+
+
+def test_mujoco_jacobian_changes_the_cost_not_the_physics():
+    """task.sim.mujoco_jacobian: MuJoCo's dense and sparse constraint Jacobians step the quadruped (feet on the
+    ground, contacts in every step) to the same states and torques to rounding; auto leaves MuJoCo's own choice; a
+    bad value is refused in one line that lists the valid ones."""
+    import mujoco
+
+    def env(jacobian):
+        cfg = copy.deepcopy(get_task("quadruped").config)
+        cfg.sim = dataclasses.replace(cfg.sim, solver="mujoco-c", mujoco_jacobian=jacobian)
+        return make("quadruped", num_envs=4, device="cpu", seed=2, config=cfg)
+
+    sparse, dense, auto = env("sparse"), env("dense"), env("auto")
+    assert sparse.world.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_SPARSE
+    assert dense.world.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_DENSE
+    assert auto.world.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_AUTO
+    (q1, f1), (q0, f0) = _pd_rollout(sparse, 20), _pd_rollout(dense, 20)
+    assert float((q1 - q0).abs().max()) < 1e-4
+    scale = float(f0.abs().max())
+    assert scale > 1 and float((f1 - f0).abs().max()) < 1e-4 * scale
+    with pytest.raises(FieldError, match="sparse") as info:
+        env("sprase")
+    assert len(str(info.value).splitlines()) == 1
 
 
 def test_env_state_of_the_other_actuation_is_refused_in_one_line():
