@@ -86,17 +86,23 @@ def _c_clock():
     return None
 
 
+def _datas(mujoco, model, sources: list) -> list:
+    """A fresh ``MjData`` of ``model`` per state in ``sources``: positions, velocities and the held joint torques."""
+    datas = []
+    for src in sources:
+        d = mujoco.MjData(model)
+        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = src.qpos, src.qvel, src.qfrc_applied
+        datas.append(d)
+    return datas
+
+
 def stage_shares(mujoco, model, sources: list, steps: int) -> dict | None:
     """Microseconds per step in each of MuJoCo's stages (:data:`STAGES`, then ``rest of mj_step`` and ``step``),
     ``steps`` ``mj_step`` calls from each state in ``sources``; None where no C clock is at hand."""
     clock = _c_clock()
     if clock is None:
         return None
-    datas = []
-    for src in sources:
-        d = mujoco.MjData(model)
-        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = src.qpos, src.qvel, src.qfrc_applied
-        datas.append(d)
+    datas = _datas(mujoco, model, sources)
     mujoco.set_mjcb_time(clock)
     try:
         for d in datas:
@@ -141,11 +147,7 @@ def measure(task: str, envs: int, warm: int, steps: int, repeats: int, seed: int
     times: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(repeats):
         for name, m in models.items():
-            datas = []
-            for src in sources:
-                d = mujoco.MjData(m)
-                d.qpos[:], d.qvel[:], d.qfrc_applied[:] = src.qpos, src.qvel, src.qfrc_applied
-                datas.append(d)
+            datas = _datas(mujoco, m, sources)
             t0 = time.perf_counter()
             for d in datas:
                 for _ in range(steps):
@@ -153,8 +155,7 @@ def measure(task: str, envs: int, warm: int, steps: int, repeats: int, seed: int
             times[name].append(1e6 * (time.perf_counter() - t0) / (steps * envs))
     rows, ref = [], statistics.median(times["as horde steps it"])
     for name, m in models.items():
-        d = mujoco.MjData(m)
-        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = sources[0].qpos, sources[0].qvel, sources[0].qfrc_applied
+        d = _datas(mujoco, m, sources[:1])[0]
         mujoco.mj_forward(m, d)
         us = statistics.median(times[name])
         rows.append({"task": task, "variant": name, "us_per_step": round(us, 2), "vs_horde": round(us / ref, 3),

@@ -48,6 +48,19 @@ def test_held_torques_are_the_last_substeps_torques_on_either_actuation():
     assert scale > 1 and np.abs(rows[True] - rows[False]).max() < 1e-4 * scale
 
 
+def test_actuator_paths_step_check_compares_the_two_paths():
+    """actuator_paths.py step: both actuation paths from the same seed under the same actions give the same step data
+    to rounding (the claim behind "the same actions, either path"); a bad override: one line, no traceback."""
+    proc = run_benchmark("actuator_paths.py", "step", "--envs", "4", "--steps", "5", "--json", "num_envs=4")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert len(row["per_step"]) == 5 and row["largest"]["dones_apart"] == 0, row
+    for key in ("joints", "observations", "rewards", "reward_terms"):
+        assert 0 <= row["largest"][key] < 1e-4, row
+    bad = run_benchmark("actuator_paths.py", "step", "--steps", "1", "task.no_such_field=1")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "no_such_field" in bad.stderr, bad.stderr
+
+
 def test_physics_options_times_each_variant_of_the_same_states():
     """One row per MuJoCo option, the reference at 1.0, the contact rows of a real state (the G1 stands on its
     feet: MuJoCo's pyramidal cones give more rows than elliptic ones; a contact gap adds contacts, not rows); an
