@@ -8,9 +8,10 @@ recipe (compiled 128-64-32 networks, 256 envs), each path built from the same se
     (each with [--json] and [override ...], added to both paths' recipe)
 
 ``step``: the same seeded Gaussian actions (``--std``) into two envs of the training config, one per path; after
-every step the largest differences of the joints, observations, critic observations, rewards and reward terms, and
-the dones that differ. ``iteration``: ``PPOTrainer`` on each path for ``--iterations`` iterations; the last
-rollout's observations, actions, rewards and dones, and the actor's parameters after the update, compared.
+every step the largest differences of the joints, observations, critic observations, rewards and reward terms
+(absolute, and relative to each term's size where it exceeds 1), and the dones that differ. ``iteration``:
+``PPOTrainer`` on each path for ``--iterations`` iterations; the last rollout's observations, actions, rewards and
+dones, and the actor's parameters after the update, compared.
 ``cross-eval``: a policy trained for ``--minutes`` on each path, each evaluated as ``learn_quadruped.py`` evaluates
 (64 fresh envs, 250 steps, the error after 50) on both paths over ``--eval-seeds`` seeds: a gap in how a policy is
 judged shows as a column apart, a gap in what training produces as a row apart. Standing still scores 0.536 m/s.
@@ -66,6 +67,8 @@ def check_step(envs: int, steps: int, std: float, seed: int, extra: list[str]) -
                "critic_observations": _largest(a.critic_obs - b.critic_obs),  # none without a privileged critic
                "rewards": float((ra.reward - rb.reward).abs().max()),
                "reward_terms": float((a.terms - b.terms).abs().max()),
+               # each term's difference against its size (the torque term reaches thousands)
+               "reward_terms_relative": float(((a.terms - b.terms).abs() / a.terms.abs().clamp(min=1.0)).max()),
                "dones_apart": int((ra.dones != rb.dones).sum()),
                "dones": int(ra.dones.sum())}
         rows.append(row)

@@ -55,7 +55,7 @@ def test_actuator_paths_step_check_compares_the_two_paths():
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert len(row["per_step"]) == 5 and row["largest"]["dones_apart"] == 0, row
-    for key in ("joints", "observations", "rewards", "reward_terms"):
+    for key in ("joints", "observations", "rewards", "reward_terms_relative"):
         assert 0 <= row["largest"][key] < 1e-4, row
     bad = run_benchmark("actuator_paths.py", "step", "--steps", "1", "task.no_such_field=1")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "no_such_field" in bad.stderr, bad.stderr
