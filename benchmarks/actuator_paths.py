@@ -1,6 +1,6 @@
 """Where do MuJoCo's own actuators and horde's PD kernel part ways in training? The checks behind
 ``task.sim.mujoco_actuators`` staying off (benchmarks/README.md, "MuJoCo's own actuators"), on the quadruped's CPU
-recipe (compiled 128-64-32 networks, 256 envs), each path built from the same seed.
+recipe (as `learning_suite.py` trains it: compiled 128-64-32 networks, 256 envs), each path built from the same seed.
 
     python benchmarks/actuator_paths.py step [--envs 64] [--steps 60] [--std 0.3] [--seed 0]
     python benchmarks/actuator_paths.py iteration [--iterations 1] [--seed 0]
@@ -32,15 +32,21 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-RECIPE = ["task=quadruped", "num_envs=256", "algo.policy.actor_hidden_dims=[128,64,32]",
-          "algo.policy.critic_hidden_dims=[128,64,32]", "algo.compile=true"]
 PATHS = ("false", "true")  # task.sim.mujoco_actuators: horde's kernel, MuJoCo's actuators
+
+
+def _recipe() -> list[str]:
+    """The quadruped's CPU recipe as the learning scoreboard trains it (``learning_suite.py``)."""
+    from learning_suite import ENTRIES, cpu_overrides
+
+    (entry,) = [e for e in ENTRIES if e.task == "quadruped"]
+    return ["task=quadruped", *cpu_overrides(entry)]
 
 
 def _compose(path: str, seed: int, extra: list[str], run_root: str):
     from horde.train.config import compose
 
-    return compose([f"run_root={run_root}", *RECIPE, f"seed={seed}", *extra, f"task.sim.mujoco_actuators={path}"])
+    return compose([f"run_root={run_root}", *_recipe(), f"seed={seed}", *extra, f"task.sim.mujoco_actuators={path}"])
 
 
 def _largest(diff: torch.Tensor) -> float:
@@ -75,8 +81,9 @@ def check_step(envs: int, steps: int, std: float, seed: int, extra: list[str]) -
         for k, v in row.items():
             if k != "step":
                 worst[k] = max(worst.get(k, 0), v)
+    first = next((r["step"] for r in rows if r["observations"] > 1e-4), None)
     return [{"check": "step", "envs": envs, "steps": steps, "std": std, "seed": seed, "largest": worst,
-             "per_step": rows}]
+             "first_step_observations_over_1e-4": first, "per_step": rows}]
 
 
 def check_iteration(iterations: int, seed: int, extra: list[str]) -> list[dict]:
@@ -106,7 +113,7 @@ def check_cross_eval(minutes: float, seed: int, eval_seeds: int, extra: list[str
 
     rows = []
     for trained in PATHS:
-        overrides = [*RECIPE, f"seed={seed}", *extra, f"task.sim.mujoco_actuators={trained}"]
+        overrides = [*_recipe(), f"seed={seed}", *extra, f"task.sim.mujoco_actuators={trained}"]
         run = train_with_evals(overrides, lambda p, c, s: {}, eval_every=10 ** 9, minutes=minutes,
                                describe=lambda p: "")
         for judged in PATHS:
@@ -136,6 +143,9 @@ def _print(rows: list[dict]) -> None:
         for k, v in row["largest"].items():
             scale = f"  (mean |value| {row['scale'][k]:.2e})" if "scale" in row else ""
             print(f"  {k:22s} {v:.2e}{scale}" if isinstance(v, float) else f"  {k:22s} {v}")
+        if row["check"] == "step":
+            print(f"  first step an observation differs by more than 1e-4: "
+                  f"{row['first_step_observations_over_1e-4'] or 'none'}")
 
 
 def main(argv: list[str] | None = None) -> int:

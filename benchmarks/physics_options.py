@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("stages: no C clock (omp_get_wtime) found, so MuJoCo's stage timers were not read")
                 continue
             print(f"where a step of the model as horde steps it goes ({shares['step']:.1f} us with the timers on):")
-            parts = ("kinematics", "inertia", "collision", "make constraints", "project constraints")
+            parts = {name.strip() for name, _ in STAGES if name.startswith(" ")}  # the position stage's parts
             for name, us in shares.items():
                 if name != "step":
                     indent = "    " if name in parts else "  "

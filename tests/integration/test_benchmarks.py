@@ -55,6 +55,7 @@ def test_actuator_paths_step_check_compares_the_two_paths():
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert len(row["per_step"]) == 5 and row["largest"]["dones_apart"] == 0, row
+    assert row["first_step_observations_over_1e-4"] is None, row  # 5 steps of std 0.3: rounding has not grown
     for key in ("joints", "observations", "rewards", "reward_terms_relative"):
         assert 0 <= row["largest"][key] < 1e-4, row
     bad = run_benchmark("actuator_paths.py", "step", "--steps", "1", "task.no_such_field=1")
