@@ -203,10 +203,12 @@ def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:
 
 def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
                  hlines: dict[str, list[tuple[float, str]]] | None = None, title: str = "",
-                 ylabels: dict[str, str] | None = None, ylim: tuple[float, float] | None = None) -> None:
+                 ylabels: dict[str, str] | None = None, ylim: tuple[float, float] | None = None,
+                 x: str = "minutes") -> None:
     """One panel per ``keys`` entry, one line per ``(label, run)`` (a learn script's ``--append`` line: its curve
-    against training minutes), with horizontal reference lines per key (``hlines``: targets, trivial baselines);
-    ``ylabels`` per key (default: the key), ``ylim`` for every panel."""
+    against training minutes, or with ``x="env_steps"`` against env steps, where runs of other machines compare),
+    with horizontal reference lines per key (``hlines``: targets, trivial baselines); ``ylabels`` per key (default:
+    the key), ``ylim`` for every panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -217,12 +219,13 @@ def compare_runs(runs: list[tuple[str, dict]], path: Path, *, keys: list[str],
     for ax, key in zip(axes[0], keys):
         for (label, run), style in zip(runs, styles):
             points = [c for c in run["curve"] if c.get(key) is not None]
-            ax.plot([c["wall_s"] / 60 for c in points], [c[key] for c in points], ms=3, label=label, **style)
+            xs = [c["env_steps"] / 1e6 if x == "env_steps" else c["wall_s"] / 60 for c in points]
+            ax.plot(xs, [c[key] for c in points], ms=3, label=label, **style)
         for value, text in (hlines or {}).get(key, []):
             ax.axhline(value, color="gray", lw=0.9, ls=":")
             ax.annotate(text, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7, color="dimgray",
                         va="bottom")
-        ax.set_xlabel("training wall time [min]")
+        ax.set_xlabel("env steps [M]" if x == "env_steps" else "training wall time [min]")
         ax.set_ylabel((ylabels or {}).get(key, key.replace("_", " ")))
         if ylim is not None:
             ax.set_ylim(*ylim)
@@ -362,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--hline", action="append", default=[], metavar="KEY=VALUE:TEXT",
                      help="a reference line on KEY's panel (a target, a trivial baseline)")
     cmp.add_argument("--title", default="")
+    cmp.add_argument("--x", choices=("minutes", "env_steps"), default="minutes",
+                     help="the x axis: training minutes (one machine's runs) or env steps (any machine's)")
     sds = sub.add_parser("seeds", help="two recipes over their seeds: medians, means, permutation p")
     sds.add_argument("--reference", nargs="+", required=True, help="results files of the reference recipe")
     sds.add_argument("--probe", nargs="+", required=True, help="results files of the recipe probed")
@@ -399,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         known = sorted({k for _, r in runs for c in r["curve"] for k in c})
         raise SystemExit(f"no run's curve has {', '.join(missing)}; its figures: {', '.join(known)}")
-    compare_runs(runs, args.out, keys=args.keys, hlines=hlines, title=args.title)
+    if args.x == "env_steps" and any("env_steps" not in c for _, r in runs for c in r["curve"]):
+        raise SystemExit("--x env_steps: a run's curve has no env_steps (older learn scripts wrote only wall_s)")
+    compare_runs(runs, args.out, keys=args.keys, hlines=hlines, title=args.title, x=args.x)
     print(f"wrote {args.out}")
     return 0
 

@@ -478,6 +478,14 @@ def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stop
     proc = run_benchmark("learning.py", "compare", str(out), f"{runs}@1", str(runs), "--keys", "up_fraction", "err",
                          "--hline", "err=0.4:standing still")
     assert proc.returncode == 0 and out.stat().st_size > 1000, proc.stdout + proc.stderr
+    proc = run_benchmark("learning.py", "compare", str(out), str(runs), "--keys", "err", "--x", "env_steps")
+    assert proc.returncode != 0 and "has no env_steps" in proc.stderr, proc.stderr
+    stepped = tmp_path / "stepped.jsonl"
+    stepped.write_text(json.dumps({"num_envs": 512, "seed": 0, "env_steps": 2000, "curve": [
+        {"iteration": k, "wall_s": 6.0 * k, "env_steps": 1000 * k, "err": 0.5 / k} for k in (1, 2)]}) + "\n")
+    out.unlink()
+    proc = run_benchmark("learning.py", "compare", str(out), str(stepped), "--keys", "err", "--x", "env_steps")
+    assert proc.returncode == 0 and out.stat().st_size > 1000, proc.stdout + proc.stderr
     proc = run_benchmark("learning.py", "compare", str(out), f"{runs}@3", "--keys", "err")
     assert proc.returncode != 0 and "has 2 run(s); asked for line 3" in proc.stderr, proc.stderr
     proc = run_benchmark("learning.py", "compare", str(out), str(tmp_path / "nope.jsonl"), "--keys", "err")
