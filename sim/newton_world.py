@@ -68,9 +68,8 @@ class SimConfig:
     mujoco_jacobian: str = choice(("auto", "dense", "sparse"))
     """mujoco-c: MuJoCo's constraint Jacobian and its solver's matrices (``opt.jacobian``): auto (MuJoCo's choice,
     dense below 60 dofs), dense or sparse. The same physics to rounding at another cost: sparse steps the G1's
-    visited states in 0.82x the time and the quadruped's and the lift's in 1.12-1.15x
-    (``benchmarks/physics_options.py``); auto for every task, since one of the G1's two learning runs with sparse
-    ended outside the dense runs' range (benchmarks/README.md, "MuJoCo's sparse constraint Jacobian for the G1")."""
+    visited states in 0.82x the time (the G1 tasks' default) and the quadruped's and the lift's in 1.12-1.15x
+    (``benchmarks/physics_options.py``; benchmarks/README.md, "MuJoCo's sparse constraint Jacobian for the G1")."""
     max_distance: float = 1.0e3
     """Health check: a world whose body is farther than this from the origin is reset [m]."""
     max_lin_vel: float = 100.0
