@@ -9,9 +9,9 @@ whole 20 s episode with pushes on (``up_fraction``), AND the linear-velocity tra
 [0, 0.8] m/s (``lin_vel_error_mps``) is at most half of what standing still scores on the same commands (0.40 m/s:
 a robot that stays up and does not move is off by its command). CPU: ``python benchmarks/learn_g1.py --minutes 60
 --seed 0 --append benchmarks/results/g1_learning_cpu.jsonl num_envs=512 algo.num_learning_epochs=3`` (the CPU
-recipe of ``learning_suite.py``; at least 2 seeds; 512 envs: 12,288 samples an iteration and 1,300-1,600 iterations
-in the hour on an idle 2-core machine). GPU, the same recipe at 4096 envs:
-``python benchmarks/learn_g1.py --minutes 60 --seed 0 --append benchmarks/results/g1_learning_gpu.jsonl
+recipe of ``learning_suite.py``; at least 2 seeds; 512 envs: 12,288 samples an iteration and 1,300-2,300 iterations
+in the hour on an idle 2-core machine, the most with the sparse Jacobian on an Intel Xeon). GPU, the same recipe at
+4096 envs: ``python benchmarks/learn_g1.py --minutes 60 --seed 0 --append benchmarks/results/g1_learning_gpu.jsonl
 device=cuda:0 num_envs=4096``. Moonshot: the task's full command range tracked below 0.3 m/s
 (``full_range_lin_vel_error_mps``, from the final policy).
 
