@@ -43,10 +43,15 @@ def _recipe() -> list[str]:
     return ["task=quadruped", *cpu_overrides(entry)]
 
 
+def _overrides(path: str, seed: int, extra: list[str]) -> list[str]:
+    """One path's training config: the recipe, the seed, the caller's overrides, then the path."""
+    return [*_recipe(), f"seed={seed}", *extra, f"task.sim.mujoco_actuators={path}"]
+
+
 def _compose(path: str, seed: int, extra: list[str], run_root: str):
     from horde.train.config import compose
 
-    return compose([f"run_root={run_root}", *_recipe(), f"seed={seed}", *extra, f"task.sim.mujoco_actuators={path}"])
+    return compose([f"run_root={run_root}", *_overrides(path, seed, extra)])
 
 
 def _largest(diff: torch.Tensor) -> float:
@@ -68,11 +73,11 @@ def check_step(envs: int, steps: int, std: float, seed: int, extra: list[str]) -
         act = std * torch.randn(envs, a.num_actions, generator=gen)
         ra, rb = a.step(act), b.step(act)
         row = {"step": t,
-               "joints": float((a.world.joint_q - b.world.joint_q).abs().max()),
-               "observations": float((ra.obs - rb.obs).abs().max()),
+               "joints": _largest(a.world.joint_q - b.world.joint_q),
+               "observations": _largest(ra.obs - rb.obs),
                "critic_observations": _largest(a.critic_obs - b.critic_obs),  # none without a privileged critic
-               "rewards": float((ra.reward - rb.reward).abs().max()),
-               "reward_terms": float((a.terms - b.terms).abs().max()),
+               "rewards": _largest(ra.reward - rb.reward),
+               "reward_terms": _largest(a.terms - b.terms),
                # each term's difference against its size (the torque term reaches thousands)
                "reward_terms_relative": float(((a.terms - b.terms).abs() / a.terms.abs().clamp(min=1.0)).max()),
                "dones_apart": int((ra.dones != rb.dones).sum()),
@@ -113,9 +118,8 @@ def check_cross_eval(minutes: float, seed: int, eval_seeds: int, extra: list[str
 
     rows = []
     for trained in PATHS:
-        overrides = [*_recipe(), f"seed={seed}", *extra, f"task.sim.mujoco_actuators={trained}"]
-        run = train_with_evals(overrides, lambda p, c, s: {}, eval_every=10 ** 9, minutes=minutes,
-                               describe=lambda p: "")
+        run = train_with_evals(_overrides(trained, seed, extra), lambda p, c, s: {}, eval_every=10 ** 9,
+                               minutes=minutes, describe=lambda p: "")
         for judged in PATHS:
             tc = copy.deepcopy(run["cfg"].task)
             tc.sim = dataclasses.replace(tc.sim, mujoco_actuators=judged == "true")
