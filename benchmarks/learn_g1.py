@@ -127,7 +127,10 @@ def training_figures(seen: dict, task_cfg) -> dict:
     dt = task_cfg.sim_dt * task_cfg.decimation
     return {"train_episode_s": stats["length_mean"] * dt if "length_mean" in stats else None,
             "train_termination_rate": stats.get("termination_rate"),
-            "train_noise_std": trainer.noise_std() if trainer is not None else float("nan")}
+            "train_noise_std": trainer.noise_std() if trainer is not None else float("nan"),
+            "train_vx_range": [stats[k] for k in ("curriculum/vx_min", "curriculum/vx_max") if k in stats] or None,
+            "train_reward": {k.removeprefix("reward/"): round(v, 4) for k, v in stats.items()
+                             if k.startswith("reward/")} or None}
 
 
 def with_pushes(task_cfg, pushes: dict):
@@ -271,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
                            + (f"; sampled actions up {p['sampled_up_fraction']:.2f}" if "sampled_up_fraction" in p
                               else "")
                            + f"; training: episodes {_fmt(p['train_episode_s'], 's')}, noise std "
-                             f"{p['train_noise_std']:.2f}")
+                             f"{p['train_noise_std']:.2f}"
+                           + (f", vx {p['train_vx_range'][0]:.1f} to {p['train_vx_range'][1]:.1f} m/s"
+                              if p.get("train_vx_range") else ""))
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]
     if not curve:
         print("g1-velocity: no evaluation ran (training stopped before the first one)", file=sys.stderr)
