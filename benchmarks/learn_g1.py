@@ -9,8 +9,9 @@ whole 20 s episode with pushes on (``up_fraction``), AND the linear-velocity tra
 [0, 0.8] m/s (``lin_vel_error_mps``) is at most half of what standing still scores on the same commands (0.40 m/s:
 a robot that stays up and does not move is off by its command). CPU: ``python benchmarks/learn_g1.py --minutes 60
 --seed 0 --append benchmarks/results/g1_learning_cpu.jsonl num_envs=512 algo.num_learning_epochs=3`` (the CPU
-recipe of ``learning_suite.py``; at least 2 seeds; 512 envs: 12,288 samples an iteration and 1,300-2,300 iterations
-in the hour on an idle 2-core machine, the most with the sparse Jacobian on an Intel Xeon). GPU, the same recipe at
+recipe of ``learning_suite.py``; at least 2 seeds; 512 envs: 12,288 samples an iteration and 1,300-3,300 iterations
+in the hour on an idle 2-core machine, the most with the sparse Jacobian on an AMD EPYC of 2026-12-01; the hour
+is the budget: without a ``max_iterations=`` override the tuned config's 3,000 do not end it). GPU, the same recipe at
 4096 envs: ``python benchmarks/learn_g1.py --minutes 60 --seed 0 --append benchmarks/results/g1_learning_gpu.jsonl
 device=cuda:0 num_envs=4096``. Moonshot: the task's full command range tracked below 0.3 m/s
 (``full_range_lin_vel_error_mps``, from the final policy).
@@ -28,8 +29,9 @@ share of falls within 1 s after one of the randomization's pushes) and ``up_frac
 the slower and the faster half of the commands), ``fall_times_s`` (each fall's time); ``--also-without-pushes``
 evaluates again with the pushes off (``no_push_*``: a diagnosis, not the floor's measure) and ``--also-stochastic``
 with the actions sampled as PPO samples them in training (``sampled_*``); every evaluation also records the
-training envs' last finished episodes (``train_episode_s``, ``train_termination_rate``) and the mean action noise
-std (``train_noise_std``). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and
+training envs' last finished episodes (``train_episode_s``, ``train_termination_rate``, each reward term's mean sum
+``train_reward``), the mean action noise std (``train_noise_std``) and where the curricula stand (``train_vx_range``,
+``train_push_velocity``). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and
 ``<out>/g1_learning.json``; ``--append FILE`` adds the run's summary as one JSON line (seeds over sessions).
 """
 
@@ -129,6 +131,7 @@ def training_figures(seen: dict, task_cfg) -> dict:
             "train_termination_rate": stats.get("termination_rate"),
             "train_noise_std": trainer.noise_std() if trainer is not None else float("nan"),
             "train_vx_range": [stats[k] for k in ("curriculum/vx_min", "curriculum/vx_max") if k in stats] or None,
+            "train_push_velocity": stats.get("curriculum/push_velocity"),
             "train_reward": {k.removeprefix("reward/"): round(v, 4) for k, v in stats.items()
                              if k.startswith("reward/")} or None}
 
@@ -215,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         overrides += ["num_envs=16", "max_iterations=2"]
         args.eval_every, args.eval_envs, args.eval_steps, args.settle = 2, 4, 12, 2
+    if not any(o.startswith("max_iterations=") for o in overrides):
+        # the budget is --minutes: the tuned config's 3,000 iterations end a fast 2-core CPU's hour at 54 minutes
+        overrides.append("max_iterations=1000000")
     device = next((o.split("=", 1)[1] for o in overrides if o.startswith("device=")), "cpu")
     from horde.train.config import compose
 
@@ -276,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
                            + f"; training: episodes {_fmt(p['train_episode_s'], 's')}, noise std "
                              f"{p['train_noise_std']:.2f}"
                            + (f", vx {p['train_vx_range'][0]:.1f} to {p['train_vx_range'][1]:.1f} m/s"
-                              if p.get("train_vx_range") else ""))
+                              if p.get("train_vx_range") else "")
+                           + (f", pushes up to {p['train_push_velocity']:.1f} m/s"
+                              if p.get("train_push_velocity") is not None else ""))
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]
     if not curve:
         print("g1-velocity: no evaluation ran (training stopped before the first one)", file=sys.stderr)

@@ -234,8 +234,9 @@ def _two_stage_planetary(rotor: tuple[float, float, float], gear: tuple[float, f
     return rotor[0] * (gear[1] * gear[2]) ** 2 + rotor[1] * gear[2] ** 2 + rotor[2]
 
 
-# Unitree's motor figures as mjlab's G1 config states them (rotor inertias, gear stages, torque limits); gains
-# put every joint at a 10 Hz natural frequency with damping ratio 2 against its reflected inertia.
+# Unitree's motor figures as mjlab's G1 config states them (rotor inertias, gear stages, torque limits); the motors'
+# gains put a joint at a 10 Hz natural frequency with damping ratio 2 against its reflected inertia (the waist and
+# arms; the legs take _LEG_GAINS).
 _ARM = {"5020": _two_stage_planetary((0.139e-4, 0.017e-4, 0.169e-4), (1, 1 + 46 / 18, 1 + 56 / 16)),
         "7520_14": _two_stage_planetary((0.489e-4, 0.098e-4, 0.533e-4), (1, 4.5, 1 + 48 / 22)),
         "7520_22": _two_stage_planetary((0.489e-4, 0.109e-4, 0.738e-4), (1, 4.5, 5)),
@@ -249,6 +250,11 @@ _MOTOR = {r".*_elbow_joint": "5020", r".*_shoulder_.*_joint": "5020", r".*_wrist
           r".*_hip_roll_joint": "7520_22", r".*_knee_joint": "7520_22", r".*_wrist_(pitch|yaw)_joint": "4010",
           r"waist_(pitch|roll)_joint": "2x5020", r".*_ankle_.*_joint": "2x5020"}  # 4-bar linkages: two 5020s
 _OMEGA, _ZETA = 2.0 * math.pi * 10.0, 2.0
+_LEG_GAINS = {r".*_hip_.*_joint": (100.0, 2.0), r".*_knee_joint": (150.0, 4.0), r".*_ankle_.*_joint": (40.0, 2.0)}
+"""The legs' PD gains [N m/rad, N m s/rad]: Unitree's own G1 recipe's (unitree_rl_gym). Over seeds 1-4 of the
+400-iteration rule of 2026-12-01 they held 0.203 of the envs up for 20 s with pushes against 0.091 with the
+motors' 10 Hz gains (p 0.029; benchmarks/README.md, "The G1's leg gains"). The waist and arms keep the 10 Hz gains,
+and every action scale stays 0.25 x effort / the 10 Hz stiffness (mjlab's)."""
 G1_JOINTS = tuple(
     [f"{s}_{j}_joint" for s in ("left", "right") for j in ("hip_pitch", "hip_roll", "hip_yaw", "knee",
                                                           "ankle_pitch", "ankle_roll")]
@@ -268,8 +274,11 @@ def _g1() -> LeggedRobot:
         kind = kind.removeprefix("2x")
         motor.append((_ARM[kind] * (2 if twice else 1), _EFFORT[kind] * (2 if twice else 1), _VELOCITY[kind]))
     armature = tuple(a for a, _, _ in motor)
-    stiffness = tuple(a * _OMEGA ** 2 for a in armature)
+    motor_kp = tuple(a * _OMEGA ** 2 for a in armature)
     effort = tuple(e for _, e, _ in motor)
+    legs = [per_joint(G1_JOINTS, {p: g[k] for p, g in _LEG_GAINS.items()}, default=math.nan) for k in (0, 1)]
+    stiffness = tuple(m if math.isnan(o) else o for m, o in zip(motor_kp, legs[0]))
+    damping = tuple(2.0 * _ZETA * a * _OMEGA if math.isnan(o) else o for a, o in zip(armature, legs[1]))
     pose = per_joint(G1_JOINTS, {r".*_hip_pitch_joint": -0.312, r".*_knee_joint": 0.669,
                                  r".*_ankle_pitch_joint": -0.363, r".*_elbow_joint": 0.6,
                                  r"left_shoulder_roll_joint": 0.2, r"right_shoulder_roll_joint": -0.2,
@@ -281,10 +290,9 @@ def _g1() -> LeggedRobot:
     return LeggedRobot(
         name="g1", imu_site="imu_in_pelvis",
         mjcf_path=package_file("mjlab", "asset_zoo/robots/unitree_g1/xmls/g1.xml", "g1", MJLAB_INSTALL),
-        joints=G1_JOINTS, default_joint_pos=pose, stiffness=stiffness,
-        damping=tuple(2.0 * _ZETA * a * _OMEGA for a in armature), effort_limit=effort,
+        joints=G1_JOINTS, default_joint_pos=pose, stiffness=stiffness, damping=damping, effort_limit=effort,
         velocity_limit=tuple(v for _, _, v in motor),
-        action_scale=tuple(0.25 * e / k for e, k in zip(effort, stiffness)), armature=armature,
+        action_scale=tuple(0.25 * e / k for e, k in zip(effort, motor_kp)), armature=armature,
         feet=("left_ankle_roll_link", "right_ankle_roll_link"),
         undesired_contacts=("left_knee_link", "right_knee_link", "left_wrist_yaw_link", "right_wrist_yaw_link"),
         failure_contacts=("pelvis", "torso_link"), base="pelvis", deviation_weight=deviation, root_height=0.76,

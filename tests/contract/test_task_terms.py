@@ -98,10 +98,13 @@ def test_g1_velocity_builds_from_the_mjlab_wheel():
     # the recipe's 12 leg joints act; every joint is observed, then the 12 last actions and the gait clock
     assert env.num_actions == 12 and env.obs_dim == 12 + 2 * 29 + 12 + 2
     assert env.world.contact_forces.shape == (4, len(robot.feet) + len(robot.undesired_contacts) + 2, 3)
-    # the default pose, armature-derived gains (10 Hz against the reflected inertia) and the knees-bent height
+    # the default pose, the legs at Unitree's gains, the rest armature-derived (10 Hz against the reflected
+    # inertia), action scales from the motors' 10 Hz stiffness, and the knees-bent height
     assert env.world.joint_q[0, 7:].tolist() == pytest.approx(list(robot.default_joint_pos), abs=0.051)
-    k = robot.joints.index("left_knee_joint")
-    assert robot.stiffness[k] == pytest.approx(99.1, rel=0.01) and robot.effort_limit[k] == 139.0
+    k, w = robot.joints.index("left_knee_joint"), robot.joints.index("waist_pitch_joint")
+    assert (robot.stiffness[k], robot.damping[k]) == (150.0, 4.0) and robot.effort_limit[k] == 139.0
+    assert robot.action_scale[k] == pytest.approx(0.25 * 139.0 / 99.1, rel=0.01)
+    assert robot.stiffness[w] == pytest.approx(28.5, rel=0.01)
     assert env.world.root_pose[:, 2].tolist() == pytest.approx([0.76] * 4, abs=1e-3)
     for _ in range(10):
         r = env.step(torch.zeros(4, 12))

@@ -435,6 +435,13 @@ def test_the_benchmark_evaluates_with_the_tasks_pushes_and_samples_as_ppo_does()
     assert sampled[:, 1:].std(0).sub(torch.tensor([0.5, 1.0])).abs().max() < 0.05
     figures = learn_g1.training_figures({"stats": {"length_mean": 250.0, "termination_rate": 0.5}}, trained)
     assert figures["train_episode_s"] == pytest.approx(5.0) and figures["train_termination_rate"] == 0.5
+    assert figures["train_vx_range"] is None and figures["train_reward"] is None  # no curriculum, no terms logged
+    assert figures["train_push_velocity"] is None
+    stats = {"length_mean": 250.0, "curriculum/vx_min": 0.0, "curriculum/vx_max": 0.6, "reward/terminated": -4.0,
+             "reward/track_lin_vel": 12.34567, "curriculum/push_velocity": 0.2}
+    figures = learn_g1.training_figures({"stats": stats}, trained)
+    assert figures["train_vx_range"] == [0.0, 0.6] and figures["train_push_velocity"] == 0.2
+    assert figures["train_reward"] == {"terminated": -4.0, "track_lin_vel": 12.3457}
 
 
 def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):

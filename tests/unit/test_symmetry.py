@@ -57,9 +57,9 @@ def test_observation_mirror_of_the_perceptive_task_is_an_involution_on_both_grou
         assert np.allclose(scan[j], scan[k] * np.array([1, -1]))
 
 
-def _mirror_rollout(task: str, steps: int) -> tuple[float, float]:
+def _mirror_rollout(task: str, steps: int) -> tuple[list[float], list[float]]:
     """Env 0 steps with random actions and a command, env 1 with their mirror images, both from the (symmetric)
-    standing pose; returns the largest |mirror(obs_0) - obs_1| and the largest |mirror(obs_0) - obs_0| seen."""
+    standing pose; returns per step the largest |mirror(obs_0) - obs_1| and the largest |mirror(obs_0) - obs_0|."""
     cfg = copy.deepcopy(get_task(task).config)
     cfg.init_joint_pos_range, cfg.init_yaw_range, cfg.randomization.enabled = 0.0, 0.0, False
     core = make(task, num_envs=2, device="cpu", seed=0, config=cfg)
@@ -69,26 +69,32 @@ def _mirror_rollout(task: str, steps: int) -> tuple[float, float]:
     if "gait_phase_sin" in core.obs_names:  # the mirror image walks half a gait cycle on
         core.episode_length[1] = int(round(cfg.gait_period / 2 / cfg.control_dt))
     g = torch.Generator().manual_seed(1)
-    err = asym = 0.0
+    err, asym = [], []
     for _ in range(steps):
         a = torch.rand(1, core.num_actions, generator=g) * 2 - 1
         core.step(torch.cat([a, act_m.apply(a)]))
         o = core.obs
-        err = max(err, float((obs_m.apply(o[0]) - o[1]).abs().max()))
-        asym = max(asym, float((obs_m.apply(o[0]) - o[0]).abs().max()))
+        err.append(float((obs_m.apply(o[0]) - o[1]).abs().max()))
+        asym.append(float((obs_m.apply(o[0]) - o[0]).abs().max()))
     return err, asym
 
 
 def test_a_left_step_is_a_right_step_in_the_simulator():
     err, asym = _mirror_rollout("quadruped", 20)
-    assert asym > 1.0  # the motion is far from symmetric itself ...
-    assert err < 1e-3  # ... and its mirror image is what the simulator does with the mirrored actions
+    assert max(asym) > 1.0  # the motion is far from symmetric itself ...
+    assert max(err) < 1e-3  # ... and its mirror image is what the simulator does with the mirrored actions
 
 
 def test_the_g1s_mirror_image_holds_to_its_models_asymmetry():
+    """The G1 MJCF's left and right inertias differ slightly (~1%), so now and then a foot lands a substep earlier
+    in one env than in its mirror image and a joint rate jumps on that step (4.7 of 12.9 rad/s at step 8 with
+    Unitree's leg gains, 0.35 of 3.6 with the motors' 10 Hz ones); on the median step the mirror image holds to
+    0.3-0.7% of the motion's own asymmetry. A wrong rule in the mirror map is off by the asymmetry itself on every
+    step."""
     err, asym = _mirror_rollout("g1-velocity", 10)
-    assert asym > 1.0
-    assert err < 0.05 * asym  # the G1 MJCF's left and right inertias differ slightly: ~1% measured
+    assert max(asym) > 1.0
+    ratios = sorted(e / a for e, a in zip(err, asym))
+    assert ratios[len(ratios) // 2] < 0.05, ratios
 
 
 def test_augmentation_appends_the_mirrored_batch():
