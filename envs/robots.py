@@ -126,12 +126,15 @@ class LeggedRobot:
                              f"{len(self.feet)} feet")
 
 
-def per_joint(joints: Sequence[str], values: dict[str, float], default: float | None = None) -> tuple[float, ...]:
+def per_joint(joints: Sequence[str], values: dict[str, float],
+              default: float | Sequence[float] | None = None) -> tuple[float, ...]:
     """One value per joint from ``{regex: value}`` (first full match wins), as Isaac Lab and mjlab configs write
-    them; a joint that no pattern matches takes ``default`` (an error when None)."""
+    them; a joint that no pattern matches takes ``default``: one value for every joint, or a sequence with one per
+    joint (patterns over a table: the joint keeps its own entry), an error when None."""
     out = []
-    for j in joints:
-        hit = next((v for pat, v in values.items() if re.fullmatch(pat, j)), default)
+    for i, j in enumerate(joints):
+        own = default[i] if isinstance(default, Sequence) else default
+        hit = next((v for pat, v in values.items() if re.fullmatch(pat, j)), own)
         if hit is None:
             raise ValueError(f"no value for joint '{j}' (patterns: {', '.join(values)})")
         out.append(float(hit))
@@ -276,9 +279,9 @@ def _g1() -> LeggedRobot:
     armature = tuple(a for a, _, _ in motor)
     motor_kp = tuple(a * _OMEGA ** 2 for a in armature)
     effort = tuple(e for _, e, _ in motor)
-    legs = [per_joint(G1_JOINTS, {p: g[k] for p, g in _LEG_GAINS.items()}, default=math.nan) for k in (0, 1)]
-    stiffness = tuple(m if math.isnan(o) else o for m, o in zip(motor_kp, legs[0]))
-    damping = tuple(2.0 * _ZETA * a * _OMEGA if math.isnan(o) else o for a, o in zip(armature, legs[1]))
+    stiffness = per_joint(G1_JOINTS, {p: g[0] for p, g in _LEG_GAINS.items()}, default=motor_kp)
+    damping = per_joint(G1_JOINTS, {p: g[1] for p, g in _LEG_GAINS.items()},
+                        default=[2.0 * _ZETA * a * _OMEGA for a in armature])
     pose = per_joint(G1_JOINTS, {r".*_hip_pitch_joint": -0.312, r".*_knee_joint": 0.669,
                                  r".*_ankle_pitch_joint": -0.363, r".*_elbow_joint": 0.6,
                                  r"left_shoulder_roll_joint": 0.2, r"right_shoulder_roll_joint": -0.2,

@@ -28,7 +28,6 @@ curriculum and domain randomization), ``g1-velocity`` and ``g1-velocity-rough`` 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import warnings
 
@@ -78,10 +77,9 @@ def _gains(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[list[float], list[f
         if (not isinstance(gains, (list, tuple)) or len(gains) != 2
                 or not all(isinstance(g, (int, float)) and g >= 0 for g in gains)):
             raise FieldError(f"task.joint_gains['{pattern}']={gains}: give [stiffness, damping], both >= 0")
-    # the first matching pattern wins, as in the robots' own per-joint tables (NaN: no pattern, the gain stays)
+    # the first matching pattern wins, as in the robots' own per-joint tables; a joint no pattern names keeps its gain
     for out, col in ((stiffness, 0), (damping, 1)):
-        over = per_joint(robot.joints, {p: g[col] for p, g in cfg.joint_gains.items()}, default=math.nan)
-        out[:] = [v if math.isnan(o) else o for v, o in zip(out, over)]
+        out[:] = per_joint(robot.joints, {p: g[col] for p, g in cfg.joint_gains.items()}, default=out)
     return pick(cfg.action_scale, robot.action_scale), stiffness, damping
 
 

@@ -58,6 +58,15 @@ def go1_env():
 
 
 @needs_go1
+def test_per_joint_patterns_over_a_table_keep_the_unnamed_joints_entries():
+    table = tuple(float(k) for k in range(len(LEG_JOINTS)))
+    out = per_joint(LEG_JOINTS, {r"FL_.*": -1.0, r".*_calf_joint": -2.0}, default=table)
+    for k, j in enumerate(LEG_JOINTS):
+        assert out[k] == (-1.0 if j.startswith("FL_") else -2.0 if j.endswith("_calf_joint") else table[k])
+    with pytest.raises(ValueError, match=r"^no value for joint 'FL_hip_joint'"):
+        per_joint(LEG_JOINTS, {r".*_calf_joint": 1.0})
+
+
 def test_feet_given_as_geoms_or_sites_resolve_to_the_calf_and_a_point_on_it(go1_env):
     env = go1_env
     assert [f.body for f in env.feet] == ["FL_calf", "FR_calf", "RL_calf", "RR_calf"]
