@@ -29,6 +29,9 @@ def rsl_model_cfgs(cfg: ActorCriticConfig, images: Sequence[dict] = ()) -> tuple
     columns, so the slices hold for both).
     """
     check_fields(cfg, "algo.policy")  # configs built in Python, not composed, get the same one-line errors
+    if cfg.max_noise_std is not None and cfg.init_noise_std > cfg.max_noise_std:
+        raise FieldError(f"algo.policy.max_noise_std={cfg.max_noise_std}: must be at least algo.policy.init_noise_std "
+                         f"({cfg.init_noise_std})")
     rnn = {"rnn_type": cfg.rnn_type, "rnn_hidden_dim": cfg.rnn_hidden_dim, "rnn_num_layers": cfg.rnn_num_layers}
     model_cls = RNNModel if cfg.is_recurrent else MLPModel
     cnn = {}
@@ -48,7 +51,8 @@ def rsl_model_cfgs(cfg: ActorCriticConfig, images: Sequence[dict] = ()) -> tuple
         "hidden_dims": list(cfg.actor_hidden_dims),
         "activation": cfg.activation,
         "obs_normalization": cfg.obs_normalization,
-        "distribution_cfg": {"class_name": GaussianDistribution, "init_std": cfg.init_noise_std, "std_type": "scalar"},
+        "distribution_cfg": {"class_name": GaussianDistribution, "init_std": cfg.init_noise_std, "std_type": "scalar",
+                             **({"std_range": (1e-6, cfg.max_noise_std)} if cfg.max_noise_std is not None else {})},
     }
     critic = {
         "class_name": model_cls,

@@ -32,7 +32,8 @@ from rsl_rl.modules import GaussianDistribution
 from rsl_rl.storage import RolloutStorage
 from torch import nn
 
-__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "gaussian_std", "mini_batch_losses", "mini_batches"]
+__all__ = ["HordePPO", "MirrorErrorFromUpdate", "WEIGHT_CAP", "gaussian_std", "mini_batch_losses", "mini_batches",
+           "project_std"]
 
 WEIGHT_CAP = 2.0
 """Largest importance weight pi_prox / pi_behaviour a sample's advantage takes in the decoupled objective."""
@@ -66,6 +67,20 @@ def gaussian_std(dist: GaussianDistribution) -> torch.Tensor:
     if dist.std_type == "log":
         return torch.exp(dist.log_std_param.clamp(dist.log_std_range[0], dist.log_std_range[1]))
     return dist.std_param.clamp(dist.std_range[0], dist.std_range[1])
+
+
+def project_std(actor: MLPModel) -> None:
+    """Clamp a Gaussian actor's learned noise parameter into its ``std_range`` (in place). The distribution acts
+    with the clamped value anyway, but a parameter left above the cap gets no gradient through the clamp and could
+    never come back down (``algo.policy.max_noise_std``); PPO calls this after every update."""
+    dist = getattr(actor, "distribution", None)
+    if not isinstance(dist, GaussianDistribution):
+        return
+    with torch.no_grad():
+        if dist.std_type == "log":
+            dist.log_std_param.clamp_(dist.log_std_range[0], dist.log_std_range[1])
+        else:
+            dist.std_param.clamp_(dist.std_range[0], dist.std_range[1])
 
 
 def mini_batch_losses(actor: MLPModel, critic: MLPModel, *, clip_param: float, value_loss_coef: float,
@@ -172,8 +187,11 @@ class HordePPO(PPO):
         return fn
 
     def update(self) -> dict[str, float]:
-        """rsl-rl's ``update()``, or :meth:`own_update` after :meth:`use_own_update`."""
-        return super().update() if self._losses is None else self.own_update()
+        """rsl-rl's ``update()``, or :meth:`own_update` after :meth:`use_own_update`; then the noise's parameter
+        projected onto its range (:func:`project_std`)."""
+        losses = super().update() if self._losses is None else self.own_update()
+        project_std(self.actor)
+        return losses
 
     def own_update(self) -> dict[str, float]:
         """rsl-rl's ``update()`` (same mini-batches from the same random draw, same adaptive learning rate, clips,
@@ -279,6 +297,7 @@ class HordePPO(PPO):
             sums["surrogate"] += surrogate_loss.item()
             sums["entropy"] += entropy.mean().item()
         self.actor.update_normalization(storage.observations.flatten(0, 1))
+        project_std(self.actor)
         steps = n_mb * epochs
         losses = {"surrogate": sums["surrogate"] / steps, "entropy": sums["entropy"] / steps}
         if self.symmetry:

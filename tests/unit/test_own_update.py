@@ -122,3 +122,22 @@ def test_bad_combinations_fail_in_one_line(overrides, match):
     with tempfile.TemporaryDirectory() as tmp, pytest.raises(ConfigError, match=match) as err:
         _trainer("quadruped", tmp, *overrides)
     assert "\n" not in str(err.value)
+
+
+def test_max_noise_std_caps_the_noise_and_its_parameter():
+    """``algo.policy.max_noise_std``: the actor acts with the noise at most the cap, and after an update whose
+    entropy bonus pushes the noise up the learned parameter sits on the cap (not above it, where the clamp would
+    hide every gradient that lowers it); an initial noise above the cap is a one-line error."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = _trainer("cartpole", tmp, "algo.policy.init_noise_std=0.5", "algo.policy.max_noise_std=0.55",
+                      "algo.entropy_coef=10.0")
+        tr.start()
+        dist = tr.alg.actor.distribution
+        with torch.no_grad():
+            dist.std_param.fill_(0.9)  # as if the entropy bonus had grown it past the cap
+        assert float(gaussian_std(dist).detach().max()) == pytest.approx(0.55)
+        tr.rollout(tr.alg, returns_phase="learn")
+        tr.alg.update()
+        assert float(dist.std_param.max()) == pytest.approx(0.55)
+    with tempfile.TemporaryDirectory() as tmp, pytest.raises(Exception, match="max_noise_std=0.3: must be at least"):
+        _trainer("cartpole", tmp, "algo.policy.init_noise_std=0.5", "algo.policy.max_noise_std=0.3").start()
