@@ -17,9 +17,9 @@ device=cuda:0 num_envs=4096``. Moonshot: the task's full command range tracked b
 (``full_range_lin_vel_error_mps``, from the final policy).
 
 The measure: the deterministic policy (its action mean, the normalizer frozen) drives ``--eval-envs`` fresh envs
-(other seeds than training) for one episode (``--eval-steps``, 1000 = 20 s) with the floor's pushes (``FLOOR_PUSHES``:
-up to 0.5 m/s every 8 s, the task's own when the floor was set, whatever training uses) and domain randomization; env k holds
-the forward command vx = 0.8 k / (n - 1) m/s (vy = yaw rate = 0) for the whole episode.
+(other seeds than training) for one episode (``--eval-steps``, 1000 = 20 s) with the floor's pushes
+(``FLOOR_PUSHES``: up to 0.5 m/s every 8 s, the task's own when the floor was set, whatever training uses) and
+domain randomization; env k holds the forward command vx = 0.8 k / (n - 1) m/s (vy = yaw rate = 0) for the whole episode.
 ``up_fraction``: envs whose first episode did not fail. ``lin_vel_error_mps``: |cmd_xy - v_xy| in the base frame,
 averaged over the steps after the first ``--settle`` of every env while it is up. The baselines, in the same run and
 on the same commands: ``standing_still`` (the error of a robot that stays up without moving: the mean |command|, the
@@ -231,14 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     task_cfg = compose(overrides)[0].task
     pushes = task_cfg.randomization.enabled
     trained_pushes = {k: getattr(task_cfg.randomization, k) for k in FLOOR_PUSHES}
-    floor_pushes = dict(FLOOR_PUSHES)
-    if trained_pushes != floor_pushes:
-        print(f"g1-velocity: training pushes {trained_pushes}; every evaluation uses the floor's {floor_pushes}",
+    if trained_pushes != FLOOR_PUSHES:
+        print(f"g1-velocity: training pushes {trained_pushes}; every evaluation uses the floor's {FLOOR_PUSHES}",
               file=sys.stderr)
     if not pushes:
         print("g1-velocity: pushes are off in this config (task.randomization): the floor asks for them",
               file=sys.stderr)
-    base = baselines(with_pushes(task_cfg, floor_pushes), args, device)
+    base = baselines(with_pushes(task_cfg, FLOOR_PUSHES), args, device)
     print(f"trivial baselines on vx in {list(FORWARD)} m/s: standing still "
           f"{base['standing_still']['lin_vel_error_mps']:.3f} m/s; zero actions up {base['zero_action']['up_fraction']:.2f}, error "
           f"{base['zero_action']['lin_vel_error_mps']:.3f} m/s while up", file=sys.stderr, flush=True)
@@ -257,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer.pop_episode_stats = pop_and_keep
 
     def evaluate(pol, cfg, seed):
-        cfg = with_pushes(cfg, floor_pushes)
+        cfg = with_pushes(cfg, FLOOR_PUSHES)
         out = walk_figures(pol.to(device), cfg, seed, num_envs=args.eval_envs, steps=args.eval_steps,
                            settle=args.settle, device=device)
         out.update(training_figures(seen, cfg))
@@ -297,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"task": TASK, "overrides": overrides, "device": cfg.device, "num_envs": cfg.num_envs,
               "seed": args.seed, "date": time.strftime("%Y-%m-%d"), "iterations": run["iterations"],
               "train_s": run["train_s"], "env_steps": last["env_steps"], "pushes": bool(pushes),
-              "training_pushes": trained_pushes, "evaluation_pushes": floor_pushes,
+              "training_pushes": trained_pushes, "evaluation_pushes": FLOOR_PUSHES,
               "up_fraction": last["up_fraction"], "lin_vel_error_mps": last["lin_vel_error_mps"],
               "standing_still_error_mps": last["standing_still_error_mps"],
               "target_up_fraction": TARGET_UP, "target_error_ratio": TARGET_RATIO,
@@ -308,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
               "baseline_standing_still": base["standing_still"], "png": str(out / "g1_learning.png"),
               "curve": curve}
     if not args.quick:
-        result.update(full_range(run["policy"], with_pushes(cfg.task, floor_pushes), args, device))
+        result.update(full_range(run["policy"], with_pushes(cfg.task, FLOOR_PUSHES), args, device))
         plot_curve(curve, out / "g1_learning.png", key="lin_vel_error_mps",
                    target=TARGET_RATIO * last["standing_still_error_mps"],
                    extra=("up_fraction", "fraction up for 20 s (pushes)"),

@@ -11,6 +11,7 @@ import tempfile
 import pytest
 import torch
 
+from horde.sim.fields import FieldError
 from horde.train.algorithm import gaussian_std, mini_batch_losses
 from horde.train.config import ConfigError, compose
 from horde.train.ppo import PPOTrainer
@@ -139,5 +140,7 @@ def test_max_noise_std_caps_the_noise_and_its_parameter():
         tr.rollout(tr.alg, returns_phase="learn")
         tr.alg.update()
         assert float(dist.std_param.max()) == pytest.approx(0.55)
-    with tempfile.TemporaryDirectory() as tmp, pytest.raises(Exception, match="max_noise_std=0.3: must be at least"):
+    with (tempfile.TemporaryDirectory() as tmp,
+          pytest.raises(FieldError, match="max_noise_std=0.3: must be at least") as err):
         _trainer("cartpole", tmp, "algo.policy.init_noise_std=0.5", "algo.policy.max_noise_std=0.3").start()
+    assert "\n" not in str(err.value)
