@@ -73,7 +73,7 @@ linear.register_autograd(_backward, setup_context=_setup)
 def mlp_forward(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     """``mlp(x)`` with every ``nn.Linear`` (with a bias, on 2-D input) through :func:`linear` where
     :func:`available`; the other modules (activations, reshapes) are the MLP's own."""
-    if x.dim() != 2 or not _ONEDNN or x.device.type != "cpu" or x.dtype != torch.float32:
+    if x.dim() != 2 or x.dtype != torch.float32 or not available(x.device):
         return mlp(x)
     for module in mlp:
         if type(module) is nn.Linear and module.bias is not None:

@@ -28,8 +28,8 @@ def test_linear_and_its_gradients_match_torch(rows, fan_in, fan_out):
         torch.testing.assert_close(a, r, rtol=1e-5, atol=1e-4)
 
 
-def test_first_layer_input_needs_no_gradient():
-    """Observations carry no gradient: the backward leaves the input's out and still gives the weights'."""
+def test_weights_get_their_gradient_when_the_input_needs_none():
+    """Observations carry no gradient: the backward skips the input's and still gives the weights' and bias'."""
     x = torch.randn(64, 8)
     lin = torch.nn.Linear(8, 4)
     cpu_linear.linear(x, lin.weight, lin.bias).sum().backward()
