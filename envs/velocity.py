@@ -464,13 +464,17 @@ class VelocityEnv(ArticulatedTaskEnv):
 
     def _update_push_curriculum(self, length_mean: float | None) -> None:
         """Grow the pushes by one step (up to ``randomization.push_velocity``) when the finished episodes lasted
-        ``push_curriculum_threshold`` of ``episode_length`` on average. Host side, between iterations, in device
-        memory the recorded graph reads."""
+        ``push_curriculum_threshold`` of ``episode_length`` on average, and with ``push_curriculum_shrink`` shrink
+        them by one step (down to 0) when they did not. Host side, between iterations, in device memory the recorded
+        graph reads."""
         cfg = self.cfg
-        if length_mean is None or length_mean < cfg.push_curriculum_threshold * cfg.episode_length:
+        if length_mean is None:  # no episode finished since the last call
             return
-        v = min(float(self.push_velocity[0]) + cfg.push_curriculum_step, cfg.randomization.push_velocity)
-        self.push_velocity.fill_(v)
+        v = float(self.push_velocity[0])
+        if length_mean >= cfg.push_curriculum_threshold * cfg.episode_length:
+            self.push_velocity.fill_(min(v + cfg.push_curriculum_step, cfg.randomization.push_velocity))
+        elif cfg.push_curriculum_shrink:
+            self.push_velocity.fill_(max(v - cfg.push_curriculum_step, 0.0))
 
     def _update_vx_curriculum(self, track_sum: float | None) -> None:
         """Widen the vx range by one step at each end (up to ``command_vx``) when the finished episodes' mean

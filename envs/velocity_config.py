@@ -196,6 +196,11 @@ class VelocityConfig(TaskConfig):
     """How much the pushes' largest velocity change grows per update [m/s]."""
     push_curriculum_threshold: float = bounded(0.8, gt=0, le=1)
     """The pushes grow when the finished episodes' mean length reaches this share of ``episode_length``."""
+    push_curriculum_shrink: bool = False
+    """The pushes also shrink by ``push_curriculum_step`` (down to 0) when the finished episodes' mean length is
+    below ``push_curriculum_threshold``: the curriculum then holds them where the training episodes last that share
+    on average, rather than only growing (the episodes a grown push ends finish some iterations later, so a
+    curriculum that only grows can overshoot and stay there)."""
 
 
 def action_joints(cfg: VelocityConfig, robot: LeggedRobot) -> tuple[str, ...]:

@@ -340,10 +340,32 @@ def test_the_push_curriculum_grows_the_pushes_only_when_episodes_last():
     assert torch.equal(_obs_after(env), _obs_after(calm))
     env.push_velocity.fill_(0.5)
     assert not torch.equal(_obs_after(env), _obs_after(calm))
+    env.push_velocity.fill_(0.3)  # short episodes never shrink the pushes of a curriculum that only grows
+    _finish_long_episodes(env, 10, 0.5)
+    assert env.pop_episode_stats()["curriculum/push_velocity"] == pytest.approx(0.3)
     cfg = copy.deepcopy(get_task("quadruped").config)
     cfg.randomization.push_interval, cfg.push_curriculum = 0.0, True
     with pytest.raises(FieldError, match=r"^task.push_curriculum=true grows the randomization's pushes: set "):
         make("quadruped", num_envs=1, config=cfg)
+
+
+def test_the_push_curriculum_that_shrinks_holds_the_pushes_where_episodes_last_the_threshold():
+    cfg = copy.deepcopy(get_task("quadruped").config)
+    cfg.randomization.enabled, cfg.randomization.push_interval = True, cfg.control_dt
+    cfg.push_curriculum, cfg.push_curriculum_shrink, cfg.push_curriculum_threshold = True, True, 0.6
+    cfg.push_curriculum_start, cfg.push_curriculum_step = 0.2, 0.1
+    env = make("quadruped", num_envs=2, seed=0, config=cfg)
+    assert env.push_velocity.tolist() == pytest.approx([0.2])
+    env.pop_episode_stats()  # no episode finished: no change
+    assert env.push_velocity.tolist() == pytest.approx([0.2])
+    _finish_long_episodes(env, 10, 0.55)  # under the threshold: one step down
+    assert env.pop_episode_stats()["curriculum/push_velocity"] == pytest.approx(0.1)
+    for _ in range(3):  # never below zero
+        _finish_long_episodes(env, 10, 0.1)
+        env.pop_episode_stats()
+    assert env.push_velocity.tolist() == [0.0]
+    _finish_long_episodes(env, 10, 0.6)  # at the threshold: one step up
+    assert env.pop_episode_stats()["curriculum/push_velocity"] == pytest.approx(0.1)
 
 
 # --- export ---------------------------------------------------------------------------------------------------------
