@@ -31,7 +31,8 @@ evaluates again with the pushes off (``no_push_*``: a diagnosis, not the floor's
 with the actions sampled as PPO samples them in training (``sampled_*``); every evaluation also records the
 training envs' last finished episodes (``train_episode_s``, ``train_termination_rate``, each reward term's mean sum
 ``train_reward``), the mean action noise std (``train_noise_std``) and where the curricula stand (``train_vx_range``,
-``train_push_velocity``). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and
+``train_push_velocity``, and ``train_push_velocity_range``: its least and largest value over the iterations since
+the evaluation before). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and
 ``<out>/g1_learning.json``; ``--append FILE`` adds the run's summary as one JSON line (seeds over sessions).
 """
 
@@ -136,8 +137,19 @@ def training_figures(seen: dict, task_cfg) -> dict:
             "train_noise_std": trainer.noise_std() if trainer is not None else float("nan"),
             "train_vx_range": [stats[k] for k in ("curriculum/vx_min", "curriculum/vx_max") if k in stats] or None,
             "train_push_velocity": stats.get("curriculum/push_velocity"),
+            "train_push_velocity_range": _range_since_last(seen.get("pushes")),
             "train_reward": {k.removeprefix("reward/"): round(v, 4) for k, v in stats.items()
                              if k.startswith("reward/")} or None}
+
+
+def _range_since_last(values: list | None) -> list[float] | None:
+    """[min, max] of the values recorded since the last call (then cleared): the push curriculum's range over the
+    iterations between two evaluations."""
+    if not values:
+        return None
+    out = [min(values), max(values)]
+    values.clear()
+    return out
 
 
 def with_pushes(task_cfg, pushes: dict):
@@ -251,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
             stats = pop()
             if stats["episodes"] > 0:
                 seen["stats"] = stats
+            if "curriculum/push_velocity" in stats:  # every iteration's, not only the one before an evaluation
+                seen.setdefault("pushes", []).append(stats["curriculum/push_velocity"])
             return stats
 
         trainer.pop_episode_stats = pop_and_keep
