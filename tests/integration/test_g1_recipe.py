@@ -296,10 +296,13 @@ def test_the_vx_curriculum_widens_only_when_tracking_is_good(env):
 
 
 # --- the push curriculum --------------------------------------------------------------------------------------------
-def _pushed_quadruped(curriculum: bool, push_velocity: float = 0.5):
+def _pushed_quadruped(curriculum: bool, push_velocity: float = 0.5, **fields):
+    """The quadruped pushed every step; ``fields`` set more of the task config (``push_curriculum_*``)."""
     cfg = copy.deepcopy(get_task("quadruped").config)
     cfg.randomization.enabled, cfg.randomization.push_interval = True, cfg.control_dt  # a push every step
     cfg.randomization.push_velocity, cfg.push_curriculum = push_velocity, curriculum
+    for k, v in fields.items():
+        setattr(cfg, k, v)
     return make("quadruped", num_envs=2, seed=0, config=cfg)
 
 
@@ -350,11 +353,8 @@ def test_the_push_curriculum_grows_the_pushes_only_when_episodes_last():
 
 
 def test_the_push_curriculum_that_shrinks_holds_the_pushes_where_episodes_last_the_threshold():
-    cfg = copy.deepcopy(get_task("quadruped").config)
-    cfg.randomization.enabled, cfg.randomization.push_interval = True, cfg.control_dt
-    cfg.push_curriculum, cfg.push_curriculum_shrink, cfg.push_curriculum_threshold = True, True, 0.6
-    cfg.push_curriculum_start, cfg.push_curriculum_step = 0.2, 0.1
-    env = make("quadruped", num_envs=2, seed=0, config=cfg)
+    env = _pushed_quadruped(True, push_curriculum_shrink=True, push_curriculum_threshold=0.6,
+                            push_curriculum_start=0.2, push_curriculum_step=0.1)
     assert env.push_velocity.tolist() == pytest.approx([0.2])
     env.pop_episode_stats()  # no episode finished: no change
     assert env.push_velocity.tolist() == pytest.approx([0.2])
