@@ -43,7 +43,8 @@ def _g1_scales() -> dict[str, float]:
     # (unitree_rl_gym's 0.18 per foot, 0.75 until 2026-12-02): at 0.75 the training episodes earned it at 0.56 of
     # its maximum, what feet that never leave the ground earn, and the policy stood; at 2.0, with the noise capped
     # and pushes every 4 s in training (configs/tuned/g1-velocity_ppo.yaml), the CPU hour reached the floor on
-    # seeds 0 and 1 of 0-2 (benchmarks/README.md, the G1 sections of 2026-12-01 night and 2026-12-02).
+    # seeds 0 and 1 of 0-2, and on all three with the tuned config's push curriculum since (benchmarks/README.md,
+    # the G1 sections of 2026-12-01 night and 2026-12-02).
     return {"track_lin_vel": 2.0, "track_ang_vel": 1.0, "lin_vel_z": -0.2, "ang_vel_xy": -0.05,
             "orientation": -1.0, "torques": -1.0e-5, "action_rate": -0.1, "undesired_contacts": -1.0,
             "terminated": -200.0, "joint_deviation": -0.2, "feet_slip": -0.1, "feet_distance": -1.0,
@@ -219,7 +220,8 @@ def check_options(cfg: VelocityConfig) -> None:
     dr = cfg.randomization
     if cfg.push_curriculum and not (dr.enabled and dr.push_interval > 0):
         raise FieldError("task.push_curriculum=true grows the randomization's pushes: set "
-                         "task.randomization.enabled=true and task.randomization.push_interval > 0")
+                         "task.randomization.enabled=true and task.randomization.push_interval > 0, or "
+                         "task.push_curriculum=false")
     if cfg.imu and cfg.sim.solver not in MUJOCO_SOLVERS:  # before the build: Newton takes seconds to import
         raise FieldError(f"task.sim.solver={cfg.sim.solver}: the IMU needs body accelerations, which need the "
                          "mujoco solver")

@@ -479,7 +479,8 @@ def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     from horde.deploy import export_run
 
     assert run_main("train", "task=g1-velocity", "num_envs=8", "max_iterations=1", "task.episode_length=40",
-                     "task.action_joints=all", "task.randomization.enabled=false", "task.gait_clock=false",
+                     "task.action_joints=all", "task.randomization.enabled=false", "task.push_curriculum=false",
+                     "task.gait_clock=false",
                      "task.reward_scales.gait_contact=0", f"run_root={tmp_path}") == 0
     (run,) = (tmp_path / "g1-velocity").iterdir()
     report = export_run(run, sim2sim_episodes=4)
