@@ -348,7 +348,8 @@ def test_the_push_curriculum_grows_the_pushes_only_when_episodes_last():
     assert env.pop_episode_stats()["curriculum/push_velocity"] == pytest.approx(0.3)
     cfg = copy.deepcopy(get_task("quadruped").config)
     cfg.randomization.push_interval, cfg.push_curriculum = 0.0, True
-    with pytest.raises(FieldError, match=r"^task.push_curriculum=true grows the randomization's pushes: set "):
+    with pytest.raises(FieldError, match=r"^task.push_curriculum=true grows the randomization's pushes: set .*, "
+                                         r"or task.push_curriculum=false$"):
         make("quadruped", num_envs=1, config=cfg)
 
 
@@ -449,6 +450,8 @@ def test_the_benchmark_evaluates_with_the_tasks_pushes_and_samples_as_ppo_does()
     floor = {"push_interval": 8.0, "push_velocity": 0.5}
     evaluated = learn_g1.with_pushes(trained, floor)
     assert evaluated.randomization.push_interval == 8.0 and trained.randomization.push_interval == 2.0
+    # the tuned config trains with the push curriculum that shrinks; the floor's pushes are at their full velocity
+    assert trained.push_curriculum and trained.push_curriculum_shrink and not evaluated.push_curriculum
     torch.manual_seed(0)  # the bars below are 4 standard errors wide; the seed only keeps the draw the same
     mean = torch.full((4000, 3), 0.3)
     sampled = learn_g1.SampledPolicy(lambda obs: mean, torch.tensor([0.0, 0.5, 1.0]))(torch.zeros(4000, 5))
