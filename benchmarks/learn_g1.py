@@ -34,6 +34,16 @@ training envs' last finished episodes (``train_episode_s``, ``train_termination_
 ``train_push_velocity``, and ``train_push_velocity_range``: its least and largest value over the iterations since
 the evaluation before). Evaluation time is not counted. Writes ``<out>/g1_learning.png`` and
 ``<out>/g1_learning.json``; ``--append FILE`` adds the run's summary as one JSON line (seeds over sessions).
+
+The full-range floor (issue 69), ``--sets``: every evaluation also drives 64 fresh envs per command set of
+:mod:`horde.train.command_sets` (the full range, forward, backward, sideways, turning in place) for a whole 20 s
+episode with the floor's pushes, world-frame progress and heading drift beside the tracking errors and gait figures,
+each beside standing still's on the same commands (``sets_<set>_*``); ``sets_checks`` holds each floor's check
+(:func:`horde.train.command_sets.floor_checks`) and ``sets_reached`` all of them. The summary states when the
+floor was first met (``sets_reached_at_s``) and the share of the later evaluations that still meet it
+(``sets_held_share``; the floor asks for 80%). The run itself is kept with ``--keep DIR`` (its checkpoints, for
+``horde play``/``export``). CPU recipe: ``python benchmarks/learn_g1.py --sets --minutes 60 --seed S --eval-every 100
+--append benchmarks/results/g1_full_range_cpu.jsonl num_envs=512 algo.num_learning_epochs=3``.
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ from learning import (BASELINE_SEED, Target, ZeroPolicy, append_result, plot_cur
                       write_result)
 
 from horde.envs import make  # noqa: E402
+from horde.train.command_sets import COMMAND_SETS, describe as describe_set, evaluate_command_sets, floor_checks  # noqa: E402,E501
 
 TASK = "g1-velocity"
 TARGET_UP = 0.95
@@ -223,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a diagnosis: every evaluation again with the pushes off (no_push_* figures)")
     ap.add_argument("--also-stochastic", action="store_true",
                     help="a diagnosis: every evaluation again with the actions sampled as in training (sampled_*)")
+    ap.add_argument("--sets", action="store_true",
+                    help="every evaluation also on the five command sets (the full-range floor of issue 69)")
+    ap.add_argument("--keep", default=None, help="keep the run (checkpoints, config) under this folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 device=cuda:0")
@@ -278,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
             noisy = walk_figures(SampledPolicy(pol, seen["trainer"].action_std()).to(device), cfg, seed,
                                  num_envs=args.eval_envs, steps=args.eval_steps, settle=args.settle, device=device)
             out.update({f"sampled_{k}": noisy[k] for k in ("up_fraction", "lin_vel_error_mps", "fall_median_s")})
+        if args.sets:
+            figs = evaluate_command_sets(pol, TASK, cfg, num_envs=args.eval_envs, steps=args.eval_steps,
+                                         settle=args.settle, seed=seed, device=device)
+            out.update(sets_figures(figs))
         if args.also_without_pushes:  # a diagnosis, not the floor's measure: the same envs and seed, no pushes
             calm = with_pushes(cfg, {"push_interval": 0.0})
             quiet = walk_figures(pol.to(device), calm, seed, num_envs=args.eval_envs, steps=args.eval_steps,
@@ -287,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
 
     run = train_with_evals(
         overrides, evaluate, eval_every=args.eval_every, minutes=args.minutes, on_start=on_start,
-        describe=lambda p: f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
+        run_root=args.keep,
+        describe=lambda p: _describe_sets(p) + f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
                            f"{p['up_fraction_fast']:.2f})  forward error {p['lin_vel_error_mps']:.3f} m/s (standing "
                            f"{p['standing_still_error_mps']:.3f})  falls: median {_fmt(p['fall_median_s'], 's')}, "
                            f"{_fmt(p['falls_after_push'], '', pct=True)} within 1 s of a push"
@@ -320,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
               "baseline_zero_action": {k: base["zero_action"][k] for k in ("up_fraction", "lin_vel_error_mps")},
               "baseline_standing_still": base["standing_still"], "png": str(out / "g1_learning.png"),
               "curve": curve}
+    if args.sets:
+        result.update(sets_summary(curve))
     if not args.quick:
         result.update(full_range(run["policy"], with_pushes(cfg.task, FLOOR_PUSHES), args, device))
         plot_curve(curve, out / "g1_learning.png", key="lin_vel_error_mps",
@@ -330,6 +351,13 @@ def main(argv: list[str] | None = None) -> int:
                          f"standing still {last['standing_still_error_mps']:.2f} m/s")
     write_result(result, out, "g1", quick=args.quick)
     append_result(args.append, result)
+    if args.sets:
+        for name in COMMAND_SETS:
+            print(f"  {describe_set(name, last['sets'][name])}", file=sys.stderr)
+        failed = [k for k, ok in last["sets_checks"].items() if not ok]
+        print(f"full-range floor at the end: {'MET' if last['sets_reached'] else 'not met: ' + ', '.join(failed)}; "
+              f"first met at {_fmt(result['sets_reached_at_s'] and result['sets_reached_at_s'] / 60, 'min')}, "
+              f"held at {_fmt(result['sets_held_share'], '', pct=True)} of the later evaluations", file=sys.stderr)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
     else:
@@ -347,6 +375,38 @@ def _fmt(value: float | None, unit: str, pct: bool = False) -> str:
     if value is None:
         return "none"
     return f"{100 * value:.0f}%" if pct else f"{value:.1f} {unit}"
+
+
+def sets_figures(figs: dict[str, dict]) -> dict:
+    """An evaluation's command-set figures: each set's (``sets``), the floor's checks and their verdict."""
+    checks = floor_checks(figs)
+    return {"sets": figs, "sets_checks": checks, "sets_reached": all(checks.values())}
+
+
+def _describe_sets(p: dict) -> str:
+    if "sets" not in p:
+        return ""
+    f = p["sets"]
+    short = ", ".join(f"{n} {100 * f[n]['up_fraction']:.0f}% up" + (f" {100 * f[n]['progress']:.0f}% far"
+                                                                     if f[n]["progress"] is not None else "")
+                      for n in COMMAND_SETS[1:])
+    full = f["full"]
+    return (f"[sets {'MET' if p['sets_reached'] else 'not met'}: full {100 * full['up_fraction']:.0f}% up, "
+            f"{full['lin_vel_error_mps']:.3f} m/s / {full['yaw_rate_error_rps']:.3f} rad/s (standing "
+            f"{full['standing']['lin_vel_error_mps']:.2f} / {full['standing']['yaw_rate_error_rps']:.2f}); "
+            f"{short}] ")
+
+
+def sets_summary(curve: list[dict]) -> dict:
+    """When the full-range floor was first met and the share of the later evaluations that still meet it."""
+    hit = next((k for k, c in enumerate(curve) if c.get("sets_reached")), None)
+    later = curve[hit + 1:] if hit is not None else []
+    last = curve[-1]
+    return {"sets_reached": bool(last.get("sets_reached")), "sets_checks": last.get("sets_checks"),
+            "sets_final": last.get("sets"),
+            "sets_reached_at_s": curve[hit]["wall_s"] if hit is not None else None,
+            "sets_reached_at_env_steps": curve[hit]["env_steps"] if hit is not None else None,
+            "sets_held_share": (sum(bool(c.get("sets_reached")) for c in later) / len(later)) if later else None}
 
 
 def full_range(policy, task_cfg, args, device: str) -> dict:

@@ -90,16 +90,17 @@ def _deterministic(trainer, cfg) -> InferencePolicy:
 
 def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: int, minutes: float,
                      describe: Callable[[dict], str], on_start: Callable[[PPOTrainer], None] | None = None,
-                     baseline: bool = False) -> dict:
+                     baseline: bool = False, run_root: str | None = None) -> dict:
     """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve", "policy"}``, and with
     ``baseline`` the zero action's figures under ``evaluate`` on the first evaluation's envs (``"baseline"``,
     measured after training, outside the clock, so the run is the same with or without it). ``on_start`` sees the
-    trainer before its first iteration (to read its envs during evaluations)."""
+    trainer before its first iteration (to read its envs during evaluations). ``run_root``: keep the run (its
+    checkpoints, config and TensorBoard log) under this folder instead of a temporary one."""
     torch.set_num_threads(1)
     curve: list[dict] = []
     clock = {"train_s": 0.0, "since": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, task, raw = compose([f"run_root={tmp}", *overrides])
+        cfg, task, raw = compose([f"run_root={run_root or tmp}", *overrides])
         trainer = PPOTrainer(cfg, task, raw, quiet=True)
         if on_start is not None:
             on_start(trainer)
