@@ -1,9 +1,9 @@
 """``policy.json``: everything a robot-side program needs to feed the ONNX graph and use its actions.
 
 Observation layout (slices, scales, clips, units, frames), action layout (joint names in order, type, scale,
-offset, default positions, clip), PD gains and effort limits, control period, recurrent state, normalizer statistics,
-provenance (checkpoint, ONNX sha256, versions) and the golden-file tolerances. ``run_policy.py`` reads it; its
-schema version is :data:`horde.deploy.robot.run_policy.BUNDLE_SCHEMA`.
+offset, default positions, clip), PD gains and effort limits, the robot model trained on, control period, recurrent
+state, normalizer statistics, provenance (checkpoint, ONNX sha256, versions) and the golden-file tolerances.
+``run_policy.py`` reads it; its schema version is :data:`horde.deploy.robot.run_policy.BUNDLE_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -193,6 +193,17 @@ def _dc_motor_velocity_limits(layout: dict) -> list[float] | None:
     return list(robot.velocity_limit) if robot is not None and robot.velocity_limit is not None else None
 
 
+def robot_model(layout: dict) -> dict | None:
+    """The robot model the policy was trained on: the config's ``robot`` (:data:`horde.envs.robots.ROBOTS`) and where
+    its model comes from, so that a robot-side program can refuse a policy trained on another model (horde's
+    ``quad12`` has the Go2's joint names, not its model); None for tasks that name no registered robot."""
+    from horde.envs.robots import ROBOTS
+
+    name = layout["config"].get("robot")
+    robot = ROBOTS.get(name) if isinstance(name, str) else None
+    return None if robot is None else {"name": robot.name, "source": robot.source}
+
+
 def recurrent_spec(policy, io: dict) -> dict | None:
     """The recurrent core and its state tensors, or None for a feed-forward policy."""
     if not policy.is_recurrent:
@@ -226,6 +237,7 @@ def policy_json(*, name: str, task: str, precision: str, env, layout: dict, poli
         "observation": observation_spec(env, layout, policy.normalizer_stats()),
         "action": action_spec(env, layout),
         **robot_spec(env, layout),
+        "robot_model": robot_model(layout),
         "control": {"dt": layout["control_dt"], "decimation": layout["decimation"],
                     "sim_dt": layout["config"].get("sim_dt"), "episode_length": layout["episode_length"]},
         "recurrent": recurrent_spec(policy, io),

