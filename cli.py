@@ -8,8 +8,9 @@
     horde export run=runs/cartpole/<stamp> [precision=fp32|fp16] [name=<bundle name>] [sim2sim_episodes=16]
                                              # precision: default the run's algo.rollout_precision
     horde verify run=runs/cartpole/<stamp>   # re-check every bundle under <run>/exported/ (or run=<bundle dir>)
-    horde sim2sim run=runs/quadruped/<stamp> [episodes=16]   # reach, quadruped: the exported policy in plain
-                                             # MuJoCo (C engine), observations rebuilt from policy.json
+    horde sim2sim run=runs/quadruped/<stamp> [episodes=16] [pushes=true]   # reach, quadruped, g1-velocity: the
+                                             # exported policy in plain MuJoCo (C engine), observations rebuilt
+                                             # from policy.json; a randomized run at nominal physics, with its pushes
     horde play run=<dir> video=true [envs=4] [episodes=1] [steps=N] [render=3d|2d]   # mp4 of the policy, rendered
                                              # headless until every env has ended `episodes` episodes (or for
                                              # `steps` steps); Newton tasks ray-traced in 3D, 2d: the side view
@@ -86,34 +87,48 @@ class Key(NamedTuple):
 _RUN = Key(str, "run directory (its latest checkpoint) or a checkpoint file")
 _BUNDLES = Key(str, "run directory (every bundle under <run>/exported/) or one bundle directory")
 _SIM2SIM = Key(int, "MuJoCo episodes of rung 3, the sim-to-sim check (0 skips it)")
+_PRETRAINED = Key(str, "true: the trained policy that ships with horde for task= (horde tasks marks them), or a "
+                       "shipped policy's name; in place of run=")
+_TASK = Key(str, "the task whose shipped policy pretrained=true takes")
+_SHIPPED = {"pretrained": _PRETRAINED, "task": _TASK}
 KEYS: dict[str, dict[str, Key]] = {
     "play": {"run": _RUN, "episodes": Key(int, "deterministic episodes to score (default 100)"),
              "device": Key(str, "cpu (default), cuda or cuda:N"),
-             "seed": Key(int, "seed of the evaluation envs (default 12345)")},
+             "seed": Key(int, "seed of the evaluation envs (default 12345)"),
+             "commands": Key(str, "velocity tasks: sets (every command set) or a comma list of full, forward, "
+                                  "backward, sideways, turning: one episode per env with the set's command held and "
+                                  "the floor's pushes, world-frame progress beside standing still (episodes= envs "
+                                  "per set, default 64)"),
+             **_SHIPPED},
     "video": {"run": _RUN, "video": Key(str, "true: record an mp4 instead of scoring"),
               "envs": Key(int, "envs rendered side by side (default 4)"),
               "episodes": Key(int, "stop once every env has ended this many episodes (default 1 when steps= is not "
                                    "given)"),
               "steps": Key(int, "stop after this many control steps (with episodes=: whichever comes first)"),
               "out": Key(str, "the mp4 file (default <run>/videos/<task>_<checkpoint>.mp4)"),
-              "render": Key(str, "3d (default: Newton tasks ray-traced with a chase camera) or 2d (side view)")},
+              "render": Key(str, "3d (default: Newton tasks ray-traced with a chase camera) or 2d (side view)"),
+              **_SHIPPED},
     "viewer": {"run": _RUN, "viewer": Key(str, "rerun, usd, file or viser: record for Newton's 3D viewer"),
                "envs": Key(int, "envs recorded (default 4)"),
                "steps": Key(int, "control steps (default one episode)"),
                "out": Key(str, "the recording (default <run>/viewer/<task>_<checkpoint>.<ext>)"),
                "serve": Key(true_or_false, "rerun, viser: also serve it in a browser"),
-               "port": Key(int, "port to serve on (default: a free one)")},
+               "port": Key(int, "port to serve on (default: a free one)"), **_SHIPPED},
     "export": {"run": _RUN, "precision": Key(str, "fp32 or fp16 (default the run's algo.rollout_precision)"),
                "name": Key(str, "bundle name (default <task>_it<iteration>_<precision>)"),
                "out": Key(str, "bundle directory (default <run>/exported/<name>)"),
                "tolerance": Key(float, "rung 1's limit (fp32: max abs error; fp16: error relative to action std)"),
                "episodes": Key(int, "closed-loop episodes of rung 2 (default 64, at least 64)"),
-               "sim2sim_episodes": _SIM2SIM},
+               "sim2sim_episodes": _SIM2SIM, **_SHIPPED},
     "verify": {"run": _BUNDLES, "checkpoint": Key(str, "the checkpoint to check against (default the one in "
                                                        "policy.json)"),
-               "episodes": Key(int, "closed-loop episodes of rung 2 (default 64)"), "sim2sim_episodes": _SIM2SIM},
+               "episodes": Key(int, "closed-loop episodes of rung 2 (default 64)"), "sim2sim_episodes": _SIM2SIM,
+               **_SHIPPED},
     "sim2sim": {"run": _BUNDLES, "episodes": Key(int, "MuJoCo episodes (default 16)"),
-                "seed": Key(int, "seed (default 0)")},
+                "seed": Key(int, "seed (default 0)"),
+                "pushes": Key(true_or_false, "false: without the pushes of the run's domain randomization (default "
+                                             "true: pushed as in training; the rest of it at its nominal values)"),
+                **_SHIPPED},
     "tasks": {"imports": Key(modules, "your modules to import first ([my_tasks]): the tasks they register are listed "
                                       "too (this imports every task module: seconds, not the static table's ~0.1 s)")},
     "plot": {"run": Key(str, "run directory"), "out": Key(str, "the PNG (default <run>/plots/training.png)")},
@@ -169,27 +184,77 @@ def cmd_train(args: list[str]) -> dict:
 
 
 def cmd_play(args: list[str]) -> dict:
-    from horde.train.checkpoint import load_policy
-    from horde.train.evaluate import evaluate
-
     kv = _kv(args, KEYS["play"], "play")
+    _shipped(kv, "play")
     if "run" not in kv:
         raise UsageError("play needs run=<run dir or checkpoint>")
     _positive(kv, "episodes")
+    sets = _command_sets(kv.get("commands"))
+    from horde.train.checkpoint import load_policy  # torch: after the checks above, which answer at once
+    from horde.train.evaluate import evaluate
+
+    print(f"play: loading {kv['run']}", file=sys.stderr, flush=True)
     policy, ckpt, cfg, path = load_policy(kv["run"])
+    if sets:
+        return _play_command_sets(policy, ckpt, cfg, path, kv, sets)
     _envs_fit(cfg, ckpt["task"], kv.get("episodes", 100), kv.get("device", "cpu"), "episodes")  # one env each
+    print(f"play: {kv.get('episodes', 100)} envs of {ckpt['task']}, one deterministic episode each (building the "
+          f"envs)", file=sys.stderr, flush=True)
     res = evaluate(policy, ckpt["task"], cfg.task, episodes=kv.get("episodes", 100),
-                   device=kv.get("device", "cpu"), seed=kv.get("seed", 12345)).summary()
+                   device=kv.get("device", "cpu"), seed=kv.get("seed", 12345),
+                   progress=Progress("playing", "steps", every=100)).summary()
     print(f"{ckpt['task']} {path.name} over {res['episodes']} deterministic episodes: "
           f"return {res['mean_return']:.2f} +- {res['std_return']:.2f}, "
           f"length {res['mean_episode_length']:.1f} +- {res['std_episode_length']:.1f}")
     return res
 
 
-def cmd_export(args: list[str]) -> dict:
-    from horde.deploy import export_run, report_dict
+def _command_sets(text: str | None) -> tuple[str, ...]:
+    """``commands=sets`` or a comma list of command sets (:mod:`horde.train.command_sets`), checked."""
+    if not text:
+        return ()
+    from horde.train.command_sets import COMMAND_SETS
 
+    sets = COMMAND_SETS if text == "sets" else tuple(names(text))
+    bad = [n for n in sets if n not in COMMAND_SETS]
+    if bad:
+        raise UsageError(f"commands={text}: unknown set {bad[0]}; valid: sets (all), {', '.join(COMMAND_SETS)}")
+    return sets
+
+
+def _play_command_sets(policy, ckpt, cfg, path, kv: dict, sets: tuple[str, ...]) -> dict:
+    """``horde play commands=...``: each command set with its command held and the floor's pushes, beside
+    standing still (:func:`horde.train.command_sets.evaluate_command_sets`)."""
+    from horde.train.command_sets import FLOOR_PUSHES, evaluate_command_sets, floor_checks
+
+    if not hasattr(cfg.task, "command_vx"):
+        raise UsageError(f"commands= plays velocity tasks (a commanded base velocity); {ckpt['task']} has none")
+    envs = kv.get("episodes", 64)
+    _envs_fit(cfg, ckpt["task"], envs, kv.get("device", "cpu"), "episodes")
+    pushes = FLOOR_PUSHES if cfg.task.randomization.enabled else None
+    print(f"play: {ckpt['task']} {path.name} on command sets {', '.join(sets)}: {envs} envs each, one 20 s episode "
+          f"with the command held" + (f", pushes of up to {FLOOR_PUSHES['push_velocity']} m/s every "
+                                      f"{FLOOR_PUSHES['push_interval']:g} s" if pushes else ""),
+          file=sys.stderr, flush=True)
+    bars: dict[str, Progress] = {}
+
+    def bar(step: int, steps: int) -> None:  # a bar per set: its ETA from its own steps
+        if step == 1:
+            bars["now"] = Progress(f"playing set {len(bars)}/{len(sets)}:", "steps", every=100)
+        bars["now"](step, steps)
+
+    figs = evaluate_command_sets(policy, ckpt["task"], cfg.task, sets=sets, num_envs=envs,
+                                 device=kv.get("device", "cpu"), seed=kv.get("seed", 20_000), pushes=pushes,
+                                 progress=print, step_progress=bar)
+    checks = floor_checks(figs)
+    failed = [k for k, ok in checks.items() if not ok]
+    print(f"issue 69's floors on these sets: {'all met' if not failed else 'not met: ' + ', '.join(failed)}")
+    return {"sets": figs, "checks": checks}
+
+
+def cmd_export(args: list[str]) -> dict:
     kv = _kv(args, KEYS["export"], "export")
+    _shipped(kv, "export")
     if "run" not in kv:
         raise UsageError("export needs run=<run dir or checkpoint>")
     if kv.get("precision", "fp32") not in ("fp32", "fp16"):
@@ -199,6 +264,8 @@ def cmd_export(args: list[str]) -> dict:
     _at_least(kv, 0, "sim2sim_episodes")
     if kv.get("tolerance", 1.0) <= 0:
         raise UsageError(f"tolerance={kv['tolerance']}: must be > 0")
+    from horde.deploy import export_run, report_dict  # after the checks above, which answer at once
+
     report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision"),
                         tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64),
                         **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
@@ -210,14 +277,15 @@ def cmd_export(args: list[str]) -> dict:
 
 
 def cmd_verify(args: list[str]) -> dict:
-    from horde.deploy import ExportError, find_bundles, verify_bundle
-
     kv = _kv(args, KEYS["verify"], "verify")
+    _shipped(kv, "verify")
     if "run" not in kv:
         raise UsageError("verify needs run=<run dir, or one bundle dir under <run>/exported/>")
     _existing(kv, "run", "checkpoint")
     _positive(kv, "episodes")
     _at_least(kv, 0, "sim2sim_episodes")
+    from horde.deploy import ExportError, find_bundles, verify_bundle  # after the checks above, which answer at once
+
     results, failed = {}, []
     for bundle in find_bundles(kv["run"]):
         rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"),
@@ -234,17 +302,18 @@ def cmd_verify(args: list[str]) -> dict:
 
 
 def cmd_sim2sim(args: list[str]) -> dict:
-    from horde.deploy import find_bundles
-    from horde.deploy.sim2sim import run_sim2sim, summary_line
-
     kv = _kv(args, KEYS["sim2sim"], "sim2sim")
+    _shipped(kv, "sim2sim")
     if "run" not in kv:
         raise UsageError("sim2sim needs run=<run dir, or one bundle dir under <run>/exported/>")
     _existing(kv, "run")
     _positive(kv, "episodes")
+    from horde.deploy import find_bundles  # after the checks above, which answer at once
+    from horde.deploy.sim2sim import run_sim2sim, summary_line
+
     results = {}
     for bundle in find_bundles(kv["run"]):
-        r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0))
+        r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0), pushes=kv.get("pushes", True))
         print(f"{bundle.name}: {summary_line(r)}")
         results[str(bundle)] = r
     return results
@@ -260,6 +329,7 @@ def cmd_video(args: list[str]) -> dict:
     from horde.train.video import record_video
 
     kv = _kv(args, KEYS["video"], "play video")
+    _shipped(kv, "video")
     if "run" not in kv:
         raise UsageError("video needs run=<run dir or checkpoint>")
     _positive(kv, "envs", "steps", "episodes")
@@ -279,6 +349,38 @@ def cmd_video(args: list[str]) -> dict:
         raise UsageError(str(exc)) from None
     print(f"wrote {path} ({frames} frames)")
     return {"video": str(path), "frames": frames}
+
+
+def _shipped(kv: dict, command: str) -> None:
+    """``pretrained=true task=<name>`` (or ``pretrained=<name>``): ``run=`` becomes the shipped policy's folder
+    (:mod:`horde.train.pretrained`), and what the command writes goes under ``runs/pretrained/<name>/`` unless
+    ``out=`` says otherwise (the package's folder may not be writable)."""
+    if "pretrained" not in kv:
+        if "task" in kv:
+            raise UsageError(f"task= goes with pretrained=true (the task's shipped policy); for a run of yours give "
+                             f"run=<run dir>")
+        return
+    if kv["pretrained"].lower() == "false":
+        kv.pop("pretrained")
+        return _shipped(kv, command)
+    if "run" in kv:
+        raise UsageError("give run=<run dir> or pretrained=..., not both")
+    from horde.train.pretrained import PretrainedError, resolve
+
+    try:
+        folder = resolve(kv["pretrained"], kv.get("task"))
+    except PretrainedError as exc:
+        raise UsageError(str(exc)) from None
+    kv["run"] = str(folder)
+    mine = Path("runs") / "pretrained" / folder.name
+    if command == "export" and "out" not in kv:
+        kv["out"] = str(mine / "exported" / (kv.get("name") or f"{folder.name}_{kv.get('precision') or 'fp32'}"))
+    elif command == "video" and "out" not in kv:
+        kv["out"] = str(mine / "videos" / f"{folder.name}.mp4")
+    elif command == "viewer" and "out" not in kv:
+        from horde.train.viewer import SUFFIX
+
+        kv["out"] = str(mine / "viewer" / f"{folder.name}{SUFFIX.get(kv.get('viewer'), '')}")
 
 
 def _positive(kv: dict, *keys: str) -> None:
@@ -317,6 +419,7 @@ def cmd_viewer(args: list[str]) -> dict:
     from horde.train.viewer import record_3d
 
     kv = _kv(args, KEYS["viewer"], "play viewer")
+    _shipped(kv, "viewer")
     if "run" not in kv:
         raise UsageError("viewer needs run=<run dir or checkpoint>")
     _positive(kv, "envs", "steps")

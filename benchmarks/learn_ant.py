@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-envs", type=int, default=64)
     ap.add_argument("--eval-steps", type=int, default=250)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
+    ap.add_argument("--keep", default=None, help="keep the run (checkpoints, config) under this folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="3 iterations on 32 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=1024 seed=1")
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     run = train_with_evals(
         overrides, lambda pol, cfg, seed: evaluate_speed(pol.to(device), cfg, seed, num_envs=args.eval_envs,
                                                          steps=args.eval_steps, device=device),
-        eval_every=args.eval_every, minutes=args.minutes, baseline=True,
+        run_root=args.keep, eval_every=args.eval_every, minutes=args.minutes, baseline=True,
         describe=lambda p: f"forward {p['forward_vel_mps']:.2f} m/s  upright {p['upright_fraction']:.2f}")
     curve, out, hit = run["curve"], Path(args.out), reached(run["curve"], TARGET)
     result = {"task": "ant", "overrides": overrides, "iterations": run["iterations"], "train_s": run["train_s"],

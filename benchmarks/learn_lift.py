@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(default: <out>/lift_3d.png, none with --quick)")
     ap.add_argument("--replot", default=None, metavar="FILE", help="plot every run of an --append file into "
                     "<out>/lift_learning.png and exit")
+    ap.add_argument("--keep", default=None, help="keep the run (checkpoints, config) under this folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=128 device=cuda:0")
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     run = train_with_evals(
         overrides, lambda pol, cfg, seed: lift_success(pol.to(device), cfg, seed, num_envs=args.eval_envs,
                                                        height=args.height, hold=args.hold, device=device),
-        eval_every=args.eval_every, minutes=args.minutes,
+        run_root=args.keep, eval_every=args.eval_every, minutes=args.minutes,
         describe=lambda p: f"lifted {p['lifted_fraction']:.2f}  held {p['held_at_end_fraction']:.2f}  "
                            f"best height {p['best_height_m']:.3f} m")
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--replot", default=None, metavar="FILE", help="plot every run of an --append file into "
                     "<out>/push_learning.png and exit")
+    ap.add_argument("--keep", default=None, help="keep the run (checkpoints, config) under this folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 device=cuda:0")
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     run = train_with_evals(
         overrides, lambda pol, cfg, seed: push_success(pol.to(device), cfg, seed, num_envs=args.eval_envs,
                                                        device=device),
-        eval_every=args.eval_every, minutes=args.minutes, baseline=True,
+        run_root=args.keep, eval_every=args.eval_every, minutes=args.minutes, baseline=True,
         describe=lambda p: f"on target {p[TARGET_KEY]:.2f}  final error "
                            f"{p['final_error_m'] if p['final_error_m'] is None else round(p['final_error_m'], 3)} m")
     curve, out, cfg, baseline = run["curve"], Path(args.out), run["cfg"], run["baseline"]

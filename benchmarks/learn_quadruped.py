@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settle", type=int, default=50, help="control steps ignored at the start of evaluation")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
     ap.add_argument("--append", default=None, help="append the summary as a JSON line to this file")
+    ap.add_argument("--keep", default=None, help="keep the run (checkpoints, config) under this folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=256 device=cuda:0")
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     run = train_with_evals(
         overrides, lambda pol, cfg, seed: tracking_error(pol.to(device), cfg, seed, num_envs=args.eval_envs,
                                                          steps=args.eval_steps, settle=args.settle, device=device),
-        eval_every=args.eval_every, minutes=args.minutes, baseline=True,
+        run_root=args.keep, eval_every=args.eval_every, minutes=args.minutes, baseline=True,
         describe=lambda p: f"lin vel error {p['lin_vel_error_mps']:.3f} m/s  yaw error {p['yaw_rate_error_rps']:.3f}"
                            f" rad/s  fell {p['fell_fraction']:.2f}")
     curve, out, cfg = run["curve"], Path(args.out), run["cfg"]

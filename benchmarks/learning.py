@@ -31,6 +31,8 @@ Evaluate = Callable[[InferencePolicy, object, int], dict]
 
 BASELINE_SEED = 10_000
 """Evaluation seed of the zero-action baseline: the envs of the evaluation at iteration 0."""
+KEEP_ROOT: str | None = None
+"""Keep every run of :func:`train_with_evals` under this folder (``benchmarks/pretrained.py ship`` sets it)."""
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -100,7 +102,7 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
     curve: list[dict] = []
     clock = {"train_s": 0.0, "since": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, task, raw = compose([f"run_root={run_root or tmp}", *overrides])
+        cfg, task, raw = compose([f"run_root={run_root or KEEP_ROOT or tmp}", *overrides])
         trainer = PPOTrainer(cfg, task, raw, quiet=True)
         if on_start is not None:
             on_start(trainer)

@@ -318,6 +318,12 @@ def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | P
     except _run_policy_module.BundleError as exc:
         raise ExportError(str(exc)) from None
     ckpt_path = Path(checkpoint) if checkpoint else Path(spec["checkpoint"]["file"])
+    if not checkpoint and not ckpt_path.is_absolute():  # a bundle that travels with its run (a shipped policy)
+        ckpt_path = bundle / ckpt_path
+    elif not checkpoint and not ckpt_path.is_file():  # a run folder moved or copied: <run>/exported/<bundle>
+        moved = bundle.resolve().parent.parent / ckpt_path.name
+        if moved.is_file() and sha256(moved) == spec["checkpoint"]["sha256"]:
+            ckpt_path = moved
     if not ckpt_path.is_file():
         raise ExportError(f"{bundle}: its checkpoint {ckpt_path} is gone; pass checkpoint=<file>")
     if sha256(ckpt_path) != spec["checkpoint"]["sha256"]:

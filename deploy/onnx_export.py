@@ -69,6 +69,15 @@ class _LSTMGraph(nn.Module):
         return self.policy(obs, h_in, c_in)
 
 
+def _nodes(graph):
+    """Every node of ``graph`` and of the graphs inside its nodes (If, Loop, Scan bodies)."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                yield from _nodes(g)
+
+
 def export_onnx(policy: Policy, path: Path, io: dict, metadata: dict) -> None:
     """Write ``policy`` to ``path`` as one ONNX file and check it (:func:`check_onnx`)."""
     import onnx
@@ -89,6 +98,8 @@ def export_onnx(policy: Policy, path: Path, io: dict, metadata: dict) -> None:
     model = program.model_proto
     model.ir_version = min(model.ir_version, IR_VERSION)
     del model.metadata_props[:]
+    for node in _nodes(model.graph):  # the exporter's debug notes: this machine's source paths and stack traces
+        del node.metadata_props[:]
     for k, v in metadata.items():
         entry = model.metadata_props.add()
         entry.key, entry.value = k, v if isinstance(v, str) else json.dumps(v)

@@ -1,19 +1,24 @@
 """Rung 3 of the ladder: the exported ONNX policy drives the robot in plain MuJoCo (the C engine, not Newton),
 with observations rebuilt from ``policy.json`` alone: the digital-twin check before a real robot.
 
-    horde sim2sim run=<bundle dir or run dir> [episodes=16] [seed=0]
+    horde sim2sim run=<bundle dir or run dir> [episodes=16] [seed=0] [pushes=true]
 
 Everything the loop needs comes from the bundle: the observation's blocks (each a raw source, read from MuJoCo's
 state below, with its offset, scale and clip: the robot side's ``build_observation``), action names, type, scale,
-offset and clip, PD gains and effort limits, control period and substeps, episode length, reward scales, initial-
-state and command ranges (``task_config``). Only the MJCF comes from horde's assets. Reported: mean return in
-MuJoCo, horde's closed-loop mean return (rung 2 of the bundle's parity report), and their ratio.
+offset and clip, PD gains and effort limits, the held joints (``held_joints``: joints no action drives, such as the
+G1's waist and arms, under the same PD law at their hold targets), control period and substeps, episode length,
+reward scales, initial-state and command ranges, randomization (``task_config``). Only the MJCF comes from horde's
+assets. Reported: mean return in MuJoCo, horde's closed-loop mean return (rung 2 of the bundle's parity report), and
+their ratio, with the conditions: a run trained with domain randomization runs at its nominal physics (no drawn
+masses, friction, gains, motor strengths, action delay or observation noise) and with its pushes, as in training
+(``pushes=false`` leaves them out).
 
 The loop is shared; a task brings its twin in its ``TaskSpec`` (``twin``): a small class that loads the task's
 MuJoCo model, draws an episode's initial state and commands, reads the task's own observation sources (``sources``,
 ``raw(data)``; joint angles and rates by name and the last actions are common) and computes its reward terms and
-failure rule from MuJoCo state. The velocity task's twin (:class:`horde.envs.velocity.VelocityTwin`) runs the task's
-own Warp reward terms on MuJoCo's state.
+failure rule from MuJoCo state; optionally ``pre_physics`` (events before a step's physics, such as pushes). The
+velocity task's twin (:class:`horde.envs.velocity.VelocityTwin`) runs the task's own Warp terms and events on
+MuJoCo's state.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ import numpy as np
 
 from horde.deploy.robot.observations import build_observation, required_sources
 
-__all__ = ["MIN_RETURN_RATIO", "Sim2SimError", "Sim2SimSetup", "load_setup", "passes", "run_sim2sim",
-           "summary_line"]
+__all__ = ["MIN_RETURN_RATIO", "Sim2SimError", "Sim2SimSetup", "conditions", "conditions_text", "load_setup",
+           "passes", "run_sim2sim", "summary_line"]
 
 MIN_RETURN_RATIO = 0.8
 """Rung 3 passes when MuJoCo's mean return >= horde's - (1 - this) x |horde's| (ratio >= 0.8 for positive returns)."""
@@ -41,28 +46,55 @@ class Sim2SimError(RuntimeError):
 
 # --- the shared part -----------------------------------------------------------------------------------------------
 class Joints:
-    """The actuated joints of the bundle, in action-column order, and the PD law of ``policy.json``."""
+    """The actuated joints of the bundle: the action columns (:attr:`names`, in column order), then the held joints
+    (:attr:`held_names`, ``policy.json``'s ``held_joints``), and the PD law of ``policy.json`` for all of them."""
 
     def __init__(self, model, spec: dict) -> None:
-        act = spec["action"]
-        try:
-            ids = [model.joint(j).id for j in act["names"]]
-        except KeyError as exc:
-            raise Sim2SimError(f"action joint not in the MJCF: {exc}") from None
-        self.qadr = np.array([model.jnt_qposadr[j] for j in ids])
-        self.dadr = np.array([model.jnt_dofadr[j] for j in ids])
-        limited = np.array([bool(model.jnt_limited[j]) for j in ids])
-        self.lower = np.where(limited, [model.jnt_range[j][0] for j in ids], -np.inf)
-        self.upper = np.where(limited, [model.jnt_range[j][1] for j in ids], np.inf)
+        act, held = spec["action"], spec.get("held_joints") or {}
+        self.names = list(act["names"])
+        self.held_names = list(held.get("names") or [])
+        self.all_names = self.names + self.held_names
+        """The joints :meth:`torques` drives: the acting ones, then the held ones."""
+        ids = []
+        for k, j in enumerate(self.all_names):
+            try:
+                ids.append(model.joint(j).id)
+            except KeyError as exc:
+                raise Sim2SimError(f"{'action' if k < len(self.names) else 'held'} joint not in the MJCF: "
+                                   f"{exc}") from None
+        n = len(self.names)
+        self.all_qadr = np.array([model.jnt_qposadr[j] for j in ids], dtype=int)
+        self.all_dadr = np.array([model.jnt_dofadr[j] for j in ids], dtype=int)
+        self.qadr, self.dadr = self.all_qadr[:n], self.all_dadr[:n]
+        limited = np.array([bool(model.jnt_limited[j]) for j in ids], dtype=bool)
+        self.all_lower = np.where(limited, [model.jnt_range[j][0] for j in ids], -np.inf) if ids else np.zeros(0)
+        self.all_upper = np.where(limited, [model.jnt_range[j][1] for j in ids], np.inf) if ids else np.zeros(0)
+        self.lower, self.upper = self.all_lower[:n], self.all_upper[:n]
         self.default = np.asarray(act["default_joint_pos"] or act["offset"], dtype=np.float64)
         self.kp, self.kd = np.asarray(spec["pd_gains"]["kp"]), np.asarray(spec["pd_gains"]["kd"])
         self.limit = np.asarray(spec["effort_limits"])
+        self.hold = np.asarray(held.get("target") or [], dtype=np.float64)
+        """Held joints' PD targets [rad] (their default pose)."""
+        self.all_kp = np.concatenate([self.kp, np.asarray(held.get("kp") or [], dtype=np.float64)])
+        self.all_kd = np.concatenate([self.kd, np.asarray(held.get("kd") or [], dtype=np.float64)])
+        self.all_limit = np.concatenate([self.limit, np.asarray(held.get("effort_limits") or [], dtype=np.float64)])
         velocity = spec.get("velocity_limits")  # the DC-motor model, when the policy trained with it
         self.velocity = np.asarray(velocity, dtype=np.float64) if velocity is not None else None
+        self.all_velocity = (None if self.velocity is None else
+                             np.concatenate([self.velocity, self._held_velocity_limits(spec)]))
         self.scale, self.offset = np.asarray(act["scale"]), np.asarray(act["offset"])
         self.clip = act["clip"]
         """[lo, hi] the actions are clipped to, or None (a tanh-squashed task: tanh bounds them)."""
         self.squash = act.get("squash", "clip")
+
+    def _held_velocity_limits(self, spec: dict) -> np.ndarray:
+        """The DC motor's no-load speed of each held joint [rad/s]: the robot config's (``held_joints`` has none)."""
+        if not self.held_names:
+            return np.zeros(0)
+        from horde.envs.robots import resolve_robot
+
+        robot = resolve_robot((spec.get("task_config") or {}).get("robot", "quad12"))
+        return np.array([robot.velocity_limit[robot.joints.index(j)] for j in self.held_names], dtype=np.float64)
 
     def act(self, actions: np.ndarray) -> np.ndarray:
         """The policy's actions as the env takes them: clipped (when ``policy.json`` clips)."""
@@ -75,10 +107,13 @@ class Joints:
         return data.qvel[self.dadr]
 
     def set_noisy_default(self, data, pos_range: float, vel_range: float, rng: np.random.Generator) -> None:
-        """Default pose + U(-pos_range, pos_range) clipped to the joint range, rates U(-vel_range, vel_range)."""
-        n = len(self.qadr)
-        data.qpos[self.qadr] = np.clip(self.default + rng.uniform(-pos_range, pos_range, n), self.lower, self.upper)
-        data.qvel[self.dadr] = rng.uniform(-vel_range, vel_range, n) if vel_range > 0 else 0.0
+        """Default pose + U(-pos_range, pos_range) clipped to the joint range, rates U(-vel_range, vel_range): the
+        acting joints, then the held ones (at their hold targets), as the env resets every actuated joint."""
+        n = len(self.all_qadr)
+        default = np.concatenate([self.default, self.hold])
+        data.qpos[self.all_qadr] = np.clip(default + rng.uniform(-pos_range, pos_range, n), self.all_lower,
+                                           self.all_upper)
+        data.qvel[self.all_dadr] = rng.uniform(-vel_range, vel_range, n) if vel_range > 0 else 0.0
 
     def target(self, a: np.ndarray) -> np.ndarray:
         """PD target [rad] of the env's actions (tanh-squashed when ``policy.json``'s action says so), clipped to the
@@ -87,15 +122,29 @@ class Joints:
         return np.clip(self.offset + self.scale * a, self.lower, self.upper)
 
     def torque(self, data, target: np.ndarray) -> np.ndarray:
-        """``clip(kp (target - q) - kd qd, -effort, effort)`` [N m], along the DC motor's torque-speed line when the
-        policy trained with one (``velocity_limits``)."""
-        qd = self.qd(data)
-        tau = self.kp * (target - self.q(data)) - self.kd * qd
-        if self.velocity is None:
-            return np.clip(tau, -self.limit, self.limit)
-        r = qd / self.velocity
-        return np.clip(tau, np.clip(self.limit * (-1.0 - r), -self.limit, 0.0),
-                       np.clip(self.limit * (1.0 - r), 0.0, self.limit))
+        """``clip(kp (target - q) - kd qd, -effort, effort)`` [N m] of the acting joints, along the DC motor's
+        torque-speed line when the policy trained with one (``velocity_limits``)."""
+        return _pd(self.q(data), self.qd(data), target, self.kp, self.kd, self.limit, self.velocity)
+
+    def torques(self, data, target: np.ndarray) -> np.ndarray:
+        """:meth:`torque` of every joint in :attr:`all_names`: the acting joints towards ``target``, the held ones
+        towards their hold (clipped to the joint range), with their own gains and effort limits."""
+        q, qd = data.qpos[self.all_qadr], data.qvel[self.all_dadr]
+        n = len(self.names)
+        hold = np.clip(self.hold, self.all_lower[n:], self.all_upper[n:])
+        return _pd(q, qd, np.concatenate([target, hold]), self.all_kp, self.all_kd, self.all_limit,
+                   self.all_velocity)
+
+
+def _pd(q: np.ndarray, qd: np.ndarray, target: np.ndarray, kp: np.ndarray, kd: np.ndarray, limit: np.ndarray,
+        velocity: np.ndarray | None) -> np.ndarray:
+    """horde's actuation law (:mod:`horde.sim.actuation`): PD torque [N m] within +- effort, or within the DC motor's
+    torque-speed line with ``velocity`` (no-load speeds [rad/s])."""
+    tau = kp * (target - q) - kd * qd
+    if velocity is None:
+        return np.clip(tau, -limit, limit)
+    r = qd / velocity
+    return np.clip(tau, np.clip(limit * (-1.0 - r), -limit, 0.0), np.clip(limit * (1.0 - r), 0.0, limit))
 
 
 @dataclass
@@ -109,10 +158,14 @@ class Sim2SimSetup:
     twin_cls: type
     joint_adr: dict
     """qpos and qvel address of every joint the observation's joint blocks name."""
+    cfg: dict
+    """The task config the twins run: ``policy.json``'s, without the pushes when they are switched off."""
+    conditions: dict
+    """What the MuJoCo episodes run with (:func:`conditions`)."""
 
     def new_twin(self):
         ctl = self.spec["control"]
-        return self.twin_cls(self.model, self.spec["task_config"], ctl["sim_dt"] * ctl["decimation"])
+        return self.twin_cls(self.model, self.cfg, ctl["sim_dt"] * ctl["decimation"])
 
     def observe(self, data, twin, last: np.ndarray) -> np.ndarray:
         """Observation vector [obs_dim] (float32) of ``data``: the twin's raw sources, the joints' and the last
@@ -141,9 +194,22 @@ def _import_run_modules(spec: dict) -> None:
         import_user_modules(load_checkpoint(ckpt)["config"].get("imports"))
 
 
-def load_setup(spec: dict) -> Sim2SimSetup:
-    """The MuJoCo model of a bundle's task, and its observation layout resolved from ``spec`` (policy.json)."""
+def conditions(cfg: dict, pushes: dict | None) -> dict:
+    """What the MuJoCo episodes of a run trained with ``cfg`` (``task_config``) run with: ``physics`` "nominal" when
+    it trained with domain randomization (its draws of masses, friction, PD gains, motor strength and action delay
+    and its observation noise are left out), else "as trained"; ``pushes`` the twin's (interval [s], largest
+    velocity change [m/s]) or None; ``pushes_off`` when the run pushes and ``pushes=false`` left them out."""
+    dr = cfg.get("randomization") or {}
+    trained_pushes = bool(dr.get("enabled")) and dr.get("push_interval", 0.0) > 0
+    return {"physics": "nominal" if dr.get("enabled") else "as trained", "pushes": pushes,
+            "pushes_off": trained_pushes and pushes is None}
+
+
+def load_setup(spec: dict, *, pushes: bool = True) -> Sim2SimSetup:
+    """The MuJoCo model of a bundle's task, and its observation layout resolved from ``spec`` (policy.json); with
+    ``pushes`` False, without the pushes of the run's randomization."""
     from horde.envs import TASKS
+    from horde.envs.terms import UnknownTermError
 
     _import_run_modules(spec)
     task = spec["task"]
@@ -154,8 +220,10 @@ def load_setup(spec: dict) -> Sim2SimSetup:
     if spec["action"]["type"] != "position_target" or spec.get("recurrent"):
         raise Sim2SimError("sim-to-sim runs feed-forward position-target policies only")
     cfg, ctl = spec["task_config"], spec["control"]
-    if (cfg.get("randomization") or {}).get("enabled") or (cfg.get("terrain") or {}).get("kind", "flat") != "flat":
-        raise Sim2SimError("sim-to-sim runs on flat ground without domain randomization or observation noise")
+    if (cfg.get("terrain") or {}).get("kind", "flat") != "flat":
+        raise Sim2SimError("sim-to-sim runs on flat ground only")
+    if not pushes and (cfg.get("randomization") or {}).get("push_interval", 0.0) > 0:
+        cfg = {**cfg, "randomization": {**cfg["randomization"], "push_interval": 0.0}}
     model = twin_cls.load_model(cfg)
     model.opt.timestep = ctl["sim_dt"]
     joints = Joints(model, spec)
@@ -163,7 +231,19 @@ def load_setup(spec: dict) -> Sim2SimSetup:
     if not obs.get("sources"):
         raise Sim2SimError("policy.json has no observation 'sources' (a bundle exported before 2026-11-26): "
                            "re-export it with horde export")
-    provided = set(twin_cls.sources) | {"joint_pos", "joint_vel", "last_action"}
+    try:  # a twin as the episodes build it: the sources, joints and events of this run's config
+        probe = twin_cls(model, cfg, ctl["sim_dt"] * ctl["decimation"])
+    except UnknownTermError as exc:
+        raise Sim2SimError(str(exc)) from None
+    acting = getattr(probe, "acting", None)
+    if acting is not None and sorted(acting) != sorted(joints.names):
+        raise Sim2SimError(f"policy.json's actions drive {', '.join(joints.names)}; the run's acting joints are "
+                           f"{', '.join(acting)}")
+    unheld = [j for j in getattr(probe, "joint_names", ()) if j not in joints.all_names]
+    if unheld:
+        raise Sim2SimError(f"policy.json neither drives nor holds joints {', '.join(unheld)} (no 'held_joints': a "
+                           "bundle exported before they were recorded): re-export it with horde export")
+    provided = set(probe.sources) | {"joint_pos", "joint_vel", "last_action"}
     missing = [s for s in required_sources(obs) if s not in provided]
     if missing:
         raise Sim2SimError(f"observation sources with no MuJoCo counterpart here: {', '.join(missing)}")
@@ -177,7 +257,8 @@ def load_setup(spec: dict) -> Sim2SimSetup:
             except KeyError:
                 raise Sim2SimError(f"observed joint '{j}' is not in the MJCF") from None
             adr[j] = (int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid]))
-    return Sim2SimSetup(task, spec, model, joints, twin_cls, adr)
+    return Sim2SimSetup(task, spec, model, joints, twin_cls, adr, cfg,
+                        conditions(spec["task_config"], getattr(probe, "pushes", None)))
 
 
 def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, episodes: int, seed: int) -> dict:
@@ -191,6 +272,7 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
     datas = [mujoco.MjData(model) for _ in range(episodes)]
     twins = [setup.new_twin() for _ in range(episodes)]
     weight = {k: v * (dt if twins[0].per_second else 1.0) for k, v in scales.items()}
+    events = hasattr(twins[0], "pre_physics")  # a twin with events before the physics (the velocity twin's pushes)
     for data, twin in zip(datas, twins):
         twin.reset(model, data, joints, np.random.default_rng(rng.integers(2**63)))
         mujoco.mj_forward(model, data)
@@ -206,20 +288,22 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
         obs = np.stack([setup.observe(datas[e], twins[e], last[e]) for e in rows])
         actions = joints.act(policy(obs).astype(np.float64))
         for a, e in zip(actions, rows):
-            data = datas[e]
+            data, twin = datas[e], twins[e]
+            if events:
+                twin.pre_physics(data, joints, a, last[e])  # the pushes, before the step's physics as in horde
             target = joints.target(a)
             for _ in range(ctl["decimation"]):
-                tau = joints.torque(data, target)
-                data.qfrc_applied[joints.dadr] = tau
+                tau = joints.torques(data, target)  # the acting joints and the held ones, every substep
+                data.qfrc_applied[joints.all_dadr] = tau
                 mujoco.mj_step(model, data)
-            terms, fail = twins[e].terms(model, data, joints, a, last[e], tau)
+            terms, fail = twin.terms(model, data, joints, a, last[e], tau)
             if terms.keys() != scales.keys():
                 raise Sim2SimError(f"reward terms {sorted(terms)} differ from policy.json's {sorted(scales)}")
             returns[e] += sum(weight[k] * v for k, v in terms.items())
             for k, v in terms.items():
                 term_sums[k] = term_sums.get(k, 0.0) + weight[k] * v
             lengths[e] += 1
-            last[e] = a
+            last[e] = np.clip(a, -1.0, 1.0)  # the env observes its last actions clipped (tanh-squashed ones too)
             if fail:
                 alive[e], failed[e] = False, True
     metrics = {k: float(np.mean([t.metrics()[k] for t in twins])) for k in twins[0].metrics()}
@@ -235,10 +319,11 @@ def passes(mujoco_return: float, horde_return: float | None) -> bool | None:
 
 
 def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_return: float | None = None,
-                write_report: bool = True) -> dict:
+                write_report: bool = True, pushes: bool = True) -> dict:
     """Run ``episodes`` episodes of the bundle's policy in MuJoCo; returns the figures and, with ``write_report``,
     writes them to ``sim2sim_report.json`` in the bundle. ``horde_return`` defaults to rung 2's ONNX mean return in
-    the bundle's ``parity_report.json``."""
+    the bundle's ``parity_report.json``. A run trained with domain randomization runs at its nominal physics, with
+    its pushes unless ``pushes`` is False (:func:`conditions`, reported as ``physics`` and ``pushes``)."""
     import mujoco
 
     from horde.deploy.verify import ort_session
@@ -247,7 +332,7 @@ def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_
     init_warp()  # the twin's Warp term kernels: initialise without Warp's no-driver banner on a CPU machine
     bundle = Path(bundle)
     spec = json.loads((bundle / "policy.json").read_text())
-    setup = load_setup(spec)
+    setup = load_setup(spec, pushes=pushes)
     sess = ort_session(bundle / spec["onnx"]["file"])
     res = rollout(setup, lambda obs: sess.run(None, {"obs": obs})[0], episodes=episodes, seed=seed)
     report_path = bundle / "parity_report.json"
@@ -256,7 +341,7 @@ def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_
     returns = res["returns"]
     mean = float(np.mean(returns))
     ci = 1.96 * float(np.std(returns, ddof=1)) / math.sqrt(episodes) if episodes > 1 else float("inf")
-    out = {"task": setup.task, "episodes": episodes, "seed": seed, "mujoco": mujoco.__version__,
+    out = {"task": setup.task, "episodes": episodes, "seed": seed, "mujoco": mujoco.__version__, **setup.conditions,
            "mujoco_mean_return": mean, "mujoco_return_std": float(np.std(returns)), "mujoco_return_ci95": ci,
            "mujoco_mean_length": float(np.mean(res["lengths"])), "mujoco_failures": int(res["failed"].sum()),
            **{f"mujoco_{k}": v for k, v in res["metrics"].items()},
@@ -276,6 +361,21 @@ def summary_line(r: dict) -> str:
     ratio = f"{r['return_ratio']:.3f}" if r["return_ratio"] is not None else "n/a"
     horde = f"{r['horde_mean_return']:.2f}" if r["horde_mean_return"] is not None else "n/a"
     verdict = {True: "PASS", False: "FAIL", None: "no horde figure"}[r["passed"]]
-    return (f"MuJoCo {r['mujoco']} C engine, {r['episodes']} episodes: return {r['mujoco_mean_return']:.2f} +- "
-            f"{r['mujoco_return_ci95']:.2f} (95% CI, mean length {r['mujoco_mean_length']:.0f}, "
-            f"{r['mujoco_failures']} failed) vs horde {horde}, ratio {ratio} (pass: {r['rule']}): {verdict}")
+    return (f"MuJoCo {r['mujoco']} C engine, {r['episodes']} episodes ({conditions_text(r)}): return "
+            f"{r['mujoco_mean_return']:.2f} +- {r['mujoco_return_ci95']:.2f} (95% CI, mean length "
+            f"{r['mujoco_mean_length']:.0f}, {r['mujoco_failures']} failed) vs horde {horde}, ratio {ratio} (pass: "
+            f"{r['rule']}): {verdict}")
+
+
+def conditions_text(r: dict) -> str:
+    """The physics and pushes of a result (:func:`conditions`) in words."""
+    physics = r.get("physics", "as trained")
+    words = ("nominal physics (randomization's draws and observation noise left out)" if physics == "nominal"
+             else "physics as trained")
+    p = r.get("pushes")
+    if p:
+        words += (f", pushes every {p['interval_s']:g} s up to {p['velocity_mps']:g} m/s"
+                  + (f" ({r['mujoco_pushes']:g} per episode)" if "mujoco_pushes" in r else ""))
+    elif r.get("pushes_off"):
+        words += ", no pushes (pushes=false)"
+    return words

@@ -40,12 +40,14 @@ import torch
 
 from horde.envs import make
 
-__all__ = ["COMMAND_SETS", "FULL_RANGE", "command_set", "evaluate_command_sets", "floor_checks", "standing_still"]
+__all__ = ["COMMAND_SETS", "FLOOR_PUSHES", "FULL_RANGE", "command_set", "evaluate_command_sets", "floor_checks", "standing_still"]
 
 COMMAND_SETS = ("full", "forward", "backward", "sideways", "turning")
 """The named command sets, in report order."""
 FULL_RANGE = {"vx": (-1.0, 1.0), "vy": (-0.5, 0.5), "yaw_rate": (-1.0, 1.0)}
 """The full command range [m/s, m/s, rad/s] (Isaac Lab's G1 ranges; the ``full`` set draws from it)."""
+FLOOR_PUSHES = {"push_interval": 8.0, "push_velocity": 0.5}
+"""The G1 floors' pushes: up to 0.5 m/s every 8 s of an episode, whatever the run trained with."""
 MIN_DISTANCE_M = 0.5
 """An env's commanded displacement must be at least this for its ``progress`` to count [m]."""
 MIN_TURN_RAD = 0.3
@@ -112,9 +114,10 @@ def eval_config(task_cfg, pushes: dict | None):
 
 
 @torch.inference_mode()
-def run_command_set(policy, env, command: torch.Tensor, *, seed: int, steps: int, settle: int) -> dict:
+def run_command_set(policy, env, command: torch.Tensor, *, seed: int, steps: int, settle: int,
+                    progress=None) -> dict:
     """One episode of ``env`` (re-seeded and reset) with ``command`` [num_envs, 3] held; the figures of the
-    module's docstring (without the standing-still ones)."""
+    module's docstring (without the standing-still ones). ``progress(step, steps)`` after each step."""
     env.seed(seed)
     env.reset()
     n, dev = env.num_envs, env.device
@@ -156,6 +159,8 @@ def run_command_set(policy, env, command: torch.Tensor, *, seed: int, steps: int
             p0.copy_(pose[:, :2])
             psi0.copy_(psi)
             last_yaw.copy_(psi)
+        if progress is not None:
+            progress(k + 1, steps)
         if k < settle:
             continue
         upf = up.double()
@@ -233,10 +238,10 @@ def _falls(fell_at: torch.Tensor, env) -> dict:
 
 def evaluate_command_sets(policy, task: str, task_cfg, *, sets=COMMAND_SETS, num_envs: int = 64,
                           steps: int = 1000, settle: int = 50, seed: int = 20_000, device: str = "cpu",
-                          pushes: dict | None = None, progress=None) -> dict[str, dict]:
+                          pushes: dict | None = None, progress=None, step_progress=None) -> dict[str, dict]:
     """Every set of ``sets``: the policy's figures and standing still's on the same commands, ``{set: {...,
     "standing": {...}}}``. One env of ``num_envs`` is built and re-seeded per set (the same episodes whatever the
-    order). ``progress(line)`` is called after each set."""
+    order). ``progress(line)`` is called after each set, ``step_progress(step, steps)`` after each step."""
     cfg = eval_config(task_cfg, pushes)
     env = make(task, num_envs=num_envs, seed=seed, config=cfg, device=device)
     if isinstance(policy, torch.nn.Module):
@@ -244,7 +249,7 @@ def evaluate_command_sets(policy, task: str, task_cfg, *, sets=COMMAND_SETS, num
     out = {}
     for name in sets:
         command = command_set(name, num_envs, device=env.device)
-        figs = run_command_set(policy, env, command, seed=seed, steps=steps, settle=settle)
+        figs = run_command_set(policy, env, command, seed=seed, steps=steps, settle=settle, progress=step_progress)
         figs["standing"] = standing_still(command, (steps - settle) * env.cfg.sim_dt * env.cfg.decimation)
         out[name] = figs
         if progress is not None:

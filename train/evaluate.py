@@ -36,7 +36,7 @@ class EvalResult:
 @torch.inference_mode()
 def evaluate(
     policy, task: str, task_cfg: TaskConfig, *, episodes: int = 100, device: str = "cpu", seed: int = 12345,
-    core=None,
+    core=None, progress=None,
 ) -> EvalResult:
     """Run ``episodes`` envs in parallel for one full episode each; the policy sees raw observations.
 
@@ -48,6 +48,7 @@ def evaluate(
 
     ``core`` reuses an env of ``episodes`` envs made for ``task_cfg`` (re-seeded and reset here, so the episodes
     are the same as in a fresh one): repeated evaluations skip building the env and recording its graph.
+    ``progress(step, steps)`` is called after each step (it must not read device values: no sync).
     """
     if core is None:
         core = make(task, num_envs=episodes, device=device, seed=seed, config=task_cfg)
@@ -64,7 +65,8 @@ def evaluate(
     returns = torch.zeros(episodes, dtype=torch.float64, device=core.device)
     lengths = torch.zeros(episodes, dtype=torch.int64, device=core.device)
     obs = core.obs
-    for _ in range(core.max_episode_length):
+    steps = core.max_episode_length
+    for k in range(steps):
         if recurrent:
             actions, *state = policy(obs, *state)
         else:
@@ -76,6 +78,8 @@ def evaluate(
         if recurrent:
             state = reset_state(tuple(state), r.dones)
         obs = r.obs
+        if progress is not None:
+            progress(k + 1, steps)
     return EvalResult(returns.cpu(), lengths.cpu())
 
 

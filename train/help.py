@@ -63,8 +63,12 @@ WIDTH = 118
 
 def tasks_lines(tasks: dict[str, tuple[str, bool]] = BUILTIN_TASKS) -> list[str]:
     """``horde tasks``: one line per task, name and description (``[differentiable]`` when it has a gradient
-    model)."""
-    return [f"{name:<26} {desc}{' [differentiable]' if diff else ''}" for name, (desc, diff) in sorted(tasks.items())]
+    model, ``[pretrained]`` when a trained policy ships for it: ``horde play task=<name> pretrained=true``)."""
+    from horde.train.pretrained import tasks_with_pretrained  # json files only: no torch
+
+    shipped = tasks_with_pretrained()
+    return [f"{name:<26} {desc}{' [differentiable]' if diff else ''}{' [pretrained]' if name in shipped else ''}"
+            for name, (desc, diff) in sorted(tasks.items())]
 
 
 # --- field docs ----------------------------------------------------------------------------------------------------

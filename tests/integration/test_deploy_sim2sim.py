@@ -1,6 +1,9 @@
-"""Rung 3: an exported reach or quadruped policy runs in plain MuJoCo with observations rebuilt from policy.json
-alone, inside the export ladder and as ``horde sim2sim``; the MuJoCo observation builder reproduces horde's."""
+"""Rung 3: an exported reach, quadruped or G1 policy runs in plain MuJoCo with observations rebuilt from policy.json
+alone, inside the export ladder and as ``horde sim2sim``; the MuJoCo observation builder reproduces horde's. The
+G1's recipe acts with its legs and holds its waist and arms by PD, trains with domain randomization (MuJoCo runs
+its nominal physics and its pushes) and observes a gait clock (and here a user's observation term)."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -8,16 +11,27 @@ import mujoco
 import numpy as np
 import pytest
 import torch
+import warp as wp
 from clihelp import run_cli, run_main
 
 from horde.deploy import export_run
-from horde.deploy.sim2sim import Sim2SimError, load_setup, run_sim2sim
-from horde.envs.velocity import VelocityTwin
+from horde.deploy.sim2sim import Sim2SimError, load_setup, rollout, run_sim2sim, summary_line
+from horde.envs.velocity import Legged, VelocityTwin
+from horde.envs.velocity_terms import VELOCITY_OBSERVATIONS
 
 REACH_STEPS = 100
 """Episode length of the reach test run (200 by default)."""
 QUAD_STEPS = 50
 """Episode length of the quadruped test run: keeps rung 2 (64 envs x 2 policies in Newton) to seconds."""
+G1_STEPS = 50
+"""Episode length of the G1 test run: one second of control."""
+
+
+@VELOCITY_OBSERVATIONS.term(name="sim2sim_test_base_height", unit="m", offset=0.7, scale=2.0, clip=1.0,
+                            mirror="even", replace=True)
+def sim2sim_test_base_height(x: Legged, i: int, k: int) -> float:
+    """A user's observation term (what a plugin registers): the base height [m]."""
+    return wp.transform_get_translation(x.body_q[i, x.root])[2]
 
 
 @pytest.fixture(scope="module")
@@ -93,13 +107,13 @@ def test_quadruped_sim2sim_report(quad_export):
     assert saved["mujoco_mean_return"] == pytest.approx(r["mujoco_mean_return"])
 
 
-def _to_mujoco(model, data, joint_q: np.ndarray, joint_qd: np.ndarray) -> None:
+def _to_mujoco(model, data, joint_q: np.ndarray, joint_qd: np.ndarray, base: str = "base") -> None:
     """Newton's floating-base state (position, quaternion xyzw, joints; base COM velocity and angular velocity in the
     world frame, joint rates) -> MuJoCo's (quaternion wxyz; free-joint velocity of the body origin in the world
     frame and angular velocity in the body frame)."""
     data.qpos[:3], data.qpos[3:7], data.qpos[7:] = joint_q[:3], joint_q[[6, 3, 4, 5]], joint_q[7:]
     mujoco.mj_kinematics(model, data)
-    base = model.body("base").id
+    base = model.body(base).id
     rot = data.xmat[base].reshape(3, 3)
     w = joint_qd[3:6]
     data.qvel[:3] = joint_qd[:3] - np.cross(w, rot @ model.body_ipos[base])
@@ -155,6 +169,168 @@ def test_cli_and_refusal(reach_bundle, tiny_run):
     with pytest.raises(Sim2SimError, match=r"^no sim-to-sim \(MuJoCo\) check for task 'cartpole'; tasks with one: "
                                            r"g1-velocity, quadruped, reach$"):
         run_sim2sim(cartpole.bundle_dir)
+
+
+# --- the G1: legs act, waist and arms held, trained with domain randomization -----------------------------------------
+@pytest.fixture(scope="module")
+def g1_export(tmp_path_factory):
+    """An untrained run of the G1 recipe (4 envs, 1 iteration, one-second episodes), exported with 2 MuJoCo
+    episodes in rung 3."""
+    root = tmp_path_factory.mktemp("g1")
+    assert run_main("train", "task=g1-velocity", "num_envs=4", "max_iterations=1", f"task.episode_length={G1_STEPS}",
+                     f"run_root={root}") == 0
+    (run,) = (root / "g1-velocity").iterdir()
+    return export_run(run, sim2sim_episodes=2)
+
+
+def _g1_spec(g1_export) -> dict:
+    return json.loads(Path(g1_export.json_path).read_text())
+
+
+def test_g1_runs_in_mujoco_at_nominal_physics_with_its_pushes(g1_export):
+    """Rung 3 runs for the recipe's bundle (no refusal for the randomization), says under what conditions, and
+    ``pushes=false`` takes the pushes out."""
+    spec = _g1_spec(g1_export)
+    dr = spec["task_config"]["randomization"]
+    assert dr["enabled"] and dr["push_interval"] > 0 and spec["held_joints"]["names"]
+    rung3 = g1_export.ladder["sim_to_sim"]
+    assert rung3 is not None and not g1_export.ladder["skipped"], g1_export.lines
+    assert rung3["episodes"] == 2 and rung3["mujoco_mean_length"] == G1_STEPS  # the zero-ish policy stands
+    details = rung3["details"]
+    assert details["physics"] == "nominal" and not details["pushes_off"]
+    assert details["pushes"] == {"interval_s": dr["push_interval"], "velocity_mps": dr["push_velocity"]}
+    assert details["mujoco_term_means"].keys() == spec["task_config"]["reward_scales"].keys()
+    proc = run_cli("sim2sim", f"run={g1_export.bundle_dir}", "episodes=2", cwd=g1_export.bundle_dir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (f"2 episodes (nominal physics (randomization's draws and observation noise left out), pushes every "
+            f"{dr['push_interval']:g} s up to {dr['push_velocity']:g} m/s") in proc.stdout, proc.stdout
+    r = run_sim2sim(g1_export.bundle_dir, episodes=1, pushes=False, write_report=False)
+    assert r["physics"] == "nominal" and r["pushes"] is None and r["pushes_off"]
+    assert "nominal physics" in summary_line(r) and "no pushes (pushes=false)" in summary_line(r)
+
+
+def test_g1_held_joints_are_powered_in_mujoco(g1_export):
+    """Zero actions for one second: the waist and arms stay at their default pose under the PD hold of training;
+    unpowered (their gains zeroed in policy.json), they fall away from it."""
+    spec = _g1_spec(g1_export)
+    held = spec["held_joints"]["names"]
+    cols = [k for k, t in enumerate(spec["observation"]["terms"]) if t["name"] in {f"pos_{j}" for j in held}]
+    assert len(cols) == len(held) == 17
+
+    def deviation(spec: dict) -> float:
+        seen = []
+
+        def zero_policy(obs: np.ndarray) -> np.ndarray:
+            seen.append(obs[:, cols])  # joint angle - default pose [rad] (scale 1)
+            return np.zeros((obs.shape[0], len(spec["action"]["names"])), dtype=np.float32)
+
+        res = rollout(load_setup(spec, pushes=False), zero_policy, episodes=2, seed=0)
+        assert res["lengths"].tolist() == [G1_STEPS] * 2  # it ran to the end, upright
+        return float(np.abs(np.concatenate(seen)).max())
+
+    assert deviation(spec) < 0.15  # the initial pose noise (0.05) and the sag of the soft waist and arm gains
+    limp = copy.deepcopy(spec)
+    limp["held_joints"]["kp"] = [0.0] * len(held)
+    limp["held_joints"]["kd"] = [0.0] * len(held)
+    assert deviation(limp) > 0.3  # measured: 1.4 rad (the arms swing down)
+
+
+def test_g1_pushes_kick_the_base_as_the_env_does(g1_export):
+    """The twin runs the env's own push event on MuJoCo's state before the physics of every push_interval-th step:
+    the base's horizontal velocity changes by at most push_velocity, nothing else does."""
+    spec = _g1_spec(g1_export)
+    spec["task_config"]["randomization"]["push_interval"] = 0.04  # every 2nd control step
+    setup = load_setup(spec)
+    twin = setup.new_twin()
+    assert twin.event_names == ("push",) and twin.event_steps == [2]
+    data = mujoco.MjData(setup.model)
+    twin.reset(setup.model, data, setup.joints, np.random.default_rng(0))
+    data.qvel[:] = np.random.default_rng(1).uniform(-0.2, 0.2, setup.model.nv)
+    mujoco.mj_forward(setup.model, data)
+    zeros = np.zeros(12)
+    before = data.qvel.copy()
+    twin.pre_physics(data, setup.joints, zeros, zeros)  # step 1: no push
+    assert np.array_equal(data.qvel, before)
+    twin.steps = 1
+    twin.pre_physics(data, setup.joints, zeros, zeros)  # step 2: pushed
+    kick = data.qvel - before
+    v = spec["task_config"]["randomization"]["push_velocity"]
+    assert 0.0 < np.abs(kick[:2]).max() <= v and np.array_equal(kick[2:], np.zeros(setup.model.nv - 2))
+    assert twin.pushed == 1
+
+
+def test_g1_observations_terms_and_context_match_horde_for_the_same_state(g1_export):
+    """horde's G1 (nominal physics, with a user's observation term) walks a few random steps; its state is set in
+    MuJoCo: the observation of policy.json's builder, with the gait clock and the user's term, is horde's; the
+    state-function reward terms are horde's; and the twin's context binds every field the env's does, alike."""
+    import dataclasses
+
+    from horde.deploy import load_policy
+    from horde.deploy.spec import observation_spec
+    from horde.envs import make
+
+    cfg = copy.deepcopy(load_policy(Path(g1_export.bundle_dir).parents[1])[2].task)  # the run's own config
+    cfg.randomization = dataclasses.replace(cfg.randomization, enabled=False)
+    cfg.push_curriculum, cfg.extra_observations = False, ["sim2sim_test_base_height"]
+    env = make("g1-velocity", num_envs=2, device="cpu", seed=5, config=cfg)
+    spec = _g1_spec(g1_export)
+    spec["observation"] = observation_spec(env, env.describe(), None)
+    spec["task_config"]["extra_observations"] = list(cfg.extra_observations)
+    setup = load_setup(spec)
+    gen = torch.Generator().manual_seed(0)
+    steps = 20
+    for _ in range(steps):
+        prev = torch.rand(2, 12, generator=gen) - 0.5
+        env.step(prev)
+    actions = torch.rand(2, 12, generator=gen) * 3 - 1.5  # some beyond [-1, 1]: observed clipped
+    res = env.step(actions)
+    assert not res.dones.any()
+    w = env.world
+    horde_terms = env.terms.numpy()
+    for i in range(2):
+        data = mujoco.MjData(setup.model)
+        _to_mujoco(setup.model, data, w.joint_q[i].double().numpy(), w.joint_qd[i].double().numpy(), "pelvis")
+        twin: VelocityTwin = setup.new_twin()
+        twin.rng, twin.steps = np.random.default_rng(0), steps + 1
+        twin.command[:] = env.command[i].double().numpy()
+        assert twin.phase(twin.steps) == pytest.approx(float(env.gait_phase[i]), abs=1e-6)
+        a = actions[i].double().numpy()
+        obs = setup.observe(data, twin, np.clip(a, -1.0, 1.0))
+        np.testing.assert_allclose(obs, res.obs[i].numpy(), atol=2e-5, err_msg=f"env {i}")  # measured 1.2e-7
+        assert env.obs_names[-1] == "sim2sim_test_base_height" and abs(obs[-1]) < 1.0  # not clipped: a real test
+        tau = w.joint_f[i, 6:].double().numpy()  # the robot's joint order: the legs, then the held joints
+        terms, failed = twin.terms(setup.model, data, setup.joints, a, prev[i].clamp(-1, 1).double().numpy(), tau)
+        assert not failed
+        for k in ("lin_vel_z", "ang_vel_xy", "orientation", "torques", "action_rate", "track_lin_vel",
+                  "track_ang_vel", "joint_deviation", "feet_distance"):
+            assert terms[k] == pytest.approx(horde_terms[i, env.term_names.index(k)], rel=1e-3, abs=1e-5), (i, k)
+    # one binder's worth: every field of the env's context is bound in the twin's, with the same constants
+    x, y = env.legged, twin.x
+    per_env = {"actions", "last_actions", "joint_q", "joint_qd", "joint_f", "imu_gyro", "depth", "body_q", "body_qd",
+               "root_vel_base", "contact", "unstable", "failed", "command", "air_time", "gait_phase", "delay", "kp",
+               "kd", "strength"}
+    for name in Legged.vars:
+        want, got = getattr(x, name), getattr(y, name)
+        if isinstance(want, wp.array):
+            assert got is not None and got.dtype == want.dtype, name
+            assert got.shape == ((1, *want.shape[1:]) if name in per_env and name != "depth" else want.shape), name
+            if name in ("kp", "kd", "strength", "delay"):  # nominal: the env without randomization
+                np.testing.assert_allclose(got.numpy(), want.numpy()[:1], rtol=1e-6, err_msg=name)
+            elif name not in per_env and name != "feet_arm":  # the twin's body_qd is the origin's, not the COM's
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6, err_msg=name)
+        elif name == "ranges":
+            assert got.enabled == want.enabled == 0
+        else:
+            assert got == pytest.approx(want, rel=1e-6), name
+
+
+def test_a_plugin_observation_term_unknown_here_fails_in_one_line(g1_export):
+    spec = _g1_spec(g1_export)
+    spec["task_config"]["extra_observations"] = ["no_such_observation_term"]
+    with pytest.raises(Sim2SimError, match=r"^observation term 'no_such_observation_term' "
+                                           r"\(task.extra_observations\) is not registered in this process") as exc:
+        load_setup(spec)
+    assert "\n" not in str(exc.value)
 
 
 def _dry_run(bundle, *args):

@@ -210,11 +210,15 @@ def test_the_mujoco_twin_keeps_the_same_clock():
     cfg = dataclasses.asdict(get_task("g1-velocity").config)
     model = VelocityTwin.load_model(cfg)
     data = mujoco.MjData(model)
-    spec = {"action": {"names": list(robot.joints), "default_joint_pos": list(robot.default_joint_pos),
-                       "offset": list(robot.default_joint_pos), "scale": list(robot.action_scale),
-                       "clip": [-1.0, 1.0]},
-            "pd_gains": {"kp": list(robot.stiffness), "kd": list(robot.damping)},
-            "effort_limits": list(robot.effort_limit)}
+    n = len(robot.leg_joints)  # the recipe's: the legs act, the waist and arms are held
+    spec = {"action": {"names": list(robot.leg_joints), "default_joint_pos": list(robot.default_joint_pos[:n]),
+                       "offset": list(robot.default_joint_pos[:n]), "scale": list(robot.action_scale[:n]),
+                       "clip": None, "squash": "tanh"},
+            "pd_gains": {"kp": list(robot.stiffness[:n]), "kd": list(robot.damping[:n])},
+            "effort_limits": list(robot.effort_limit[:n]),
+            "held_joints": {"names": list(robot.joints[n:]), "target": list(robot.default_joint_pos[n:]),
+                            "kp": list(robot.stiffness[n:]), "kd": list(robot.damping[n:]),
+                            "effort_limits": list(robot.effort_limit[n:])}}
     joints = Joints(model, spec)
     twin = VelocityTwin(model, cfg, 0.02)
     twin.reset(model, data, joints, np.random.default_rng(0))
@@ -223,13 +227,14 @@ def test_the_mujoco_twin_keeps_the_same_clock():
     names = list(VelocityTwin.quantities)
     k = names.index("gait_phase_sin")
     np.testing.assert_allclose(twin.values(data)[k:k + 2], [0.0, 1.0], atol=1e-12)
-    zeros = np.zeros(len(robot.joints))
+    zeros = np.zeros(n)
     contact = {}
     for step in range(1, 22):
         for _ in range(4):
-            data.qfrc_applied[joints.dadr] = joints.torque(data, joints.target(zeros))
+            tau = joints.torques(data, joints.target(zeros))
+            data.qfrc_applied[joints.all_dadr] = tau
             mujoco.mj_step(model, data)
-        terms, failed = twin.terms(model, data, joints, zeros, zeros, zeros)
+        terms, failed = twin.terms(model, data, joints, zeros, zeros, tau)
         assert not failed
         contact[step] = terms["gait_contact"]
         np.testing.assert_allclose(twin.values(data)[k:k + 2], _expected_clock(step), atol=1e-9)
@@ -372,8 +377,9 @@ def test_the_push_curriculum_that_shrinks_holds_the_pushes_where_episodes_last_t
 # --- export ---------------------------------------------------------------------------------------------------------
 def test_a_tiny_legs_only_run_exports_and_verifies(tmp_path):
     """policy.json describes the 12 acting joints per column and the held ones with their hold; rung 3 (plain
-    MuJoCo) is skipped with its reason (the recipe trains with domain randomization); the Unitree deploy's dry run
-    passes (gait clock counted on the robot side, held motors commanded)."""
+    MuJoCo) runs at the randomization's nominal physics with its pushes (tests/integration/test_deploy_sim2sim.py
+    checks it further); the Unitree deploy's dry run passes (gait clock counted on the robot side, held motors
+    commanded)."""
     import json
     from pathlib import Path
 
@@ -400,8 +406,8 @@ def test_a_tiny_legs_only_run_exports_and_verifies(tmp_path):
     terms = {t["name"]: t for t in spec["observation"]["terms"]}
     assert terms["pos_left_shoulder_pitch_joint"]["offset"] == pytest.approx(0.2)
     assert "gait_phase_sin" in terms and spec["task_config"]["action_squash"] == "tanh"
-    assert report.ladder["sim_to_sim"] is None
-    assert "without domain randomization" in report.ladder["skipped"][0]["reason"]
+    rung3 = report.ladder["sim_to_sim"]
+    assert rung3 is not None and rung3["details"]["physics"] == "nominal", report.ladder["skipped"]
     import subprocess
     import sys
 
@@ -472,8 +478,8 @@ def test_the_benchmark_evaluates_with_the_tasks_pushes_and_samples_as_ppo_does()
 def test_g1_trains_exports_and_runs_in_mujoco_c(tmp_path):
     """Through the CLI as a user would: train (1 iteration), then the export ladder with rung 3 in MuJoCo's C
     engine (the G1 twin runs the task's own Warp terms), then deploy_unitree's dry run. Every joint acts, nothing is
-    randomized and there is no gait clock: what rung 3 and deploy_unitree run today (the recipe's own export, legs
-    only with the clock: test_a_tiny_legs_only_run_exports_and_verifies)."""
+    randomized and there is no gait clock (the recipe's own export, legs only with the clock and the randomization:
+    test_a_tiny_legs_only_run_exports_and_verifies)."""
     import json
     from pathlib import Path
 
