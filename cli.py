@@ -178,6 +178,10 @@ def _kv(args: list[str], allowed: dict[str, Key], command: str) -> dict:
 
 
 def cmd_train(args: list[str]) -> dict:
+    from horde.train.help import precheck_train  # a static table: answers a typo before torch and Warp load
+
+    if (line := precheck_train(args)) is not None:
+        raise UsageError(line)
     from horde.train.session import run_training
 
     return run_training(args)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BUILTIN_TASKS", "LEARNERS", "LIBRARIES", "TASK_FIELDS", "field_doc", "field_lines", "field_records",
-           "record_lines", "task_fields_table", "tasks_lines", "train_help"]
+           "precheck_train", "record_lines", "task_fields_table", "tasks_lines", "train_help"]
 
 BUILTIN_TASKS: dict[str, tuple[str, bool]] = {
     "ant": ("Newton nv_ant: run forward along +x; fails when the torso drops below 0.31 m or flips", False),
@@ -59,6 +59,37 @@ LIBRARIES = ("horde", "rsl-rl", "skrl", "sb3", "rl-games")
 """The ``lib=`` choices (``TrainConfig.lib``; checked equal by the test)."""
 
 WIDTH = 118
+
+
+def _closest(name: str, valid) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def precheck_train(args: list[str]) -> str | None:
+    """The mistakes in ``horde train`` arguments that a static table answers, before torch and Warp load (they
+    take 5-50 s): a bare word, an unknown task, learner or library, with the closest valid name. None when these
+    look right (the config's own checks then run as before). ``imports=`` may register tasks: no task check then;
+    ``resume=`` takes the run's task."""
+    keys = {a.partition("=")[0].lstrip("+~") for a in args if "=" in a}
+    for a in args:
+        if "=" not in a and not a.startswith("-"):
+            hint = (f" (did you mean task={a}?)" if a in BUILTIN_TASKS
+                    else f" (did you mean algo={a}?)" if a in LEARNERS else "")
+            return f"'{a}' is not key=value{hint}; e.g. horde train task=cartpole max_iterations=100"
+    values = {a.partition("=")[0]: a.partition("=")[2] for a in args if "=" in a}
+    if "task" in values and "imports" not in keys and "," not in values["task"]:
+        task = values["task"]
+        if task not in BUILTIN_TASKS:
+            return (f"unknown task '{task}'{_closest(task, BUILTIN_TASKS)}; valid tasks: {', '.join(BUILTIN_TASKS)} "
+                    f"(imports=[module] adds your own)")
+    for key, valid in (("algo", LEARNERS), ("lib", LIBRARIES)):
+        value = values.get(key)
+        if value is not None and "," not in value and value not in valid:
+            return f"unknown {key} '{value}'{_closest(value, valid)}; valid: {', '.join(valid)}"
+    return None
 
 
 def tasks_lines(tasks: dict[str, tuple[str, bool]] = BUILTIN_TASKS) -> list[str]:
