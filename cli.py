@@ -197,7 +197,6 @@ def cmd_play(args: list[str]) -> dict:
     from horde.train.checkpoint import load_policy  # torch: after the checks above, which answer at once
     from horde.train.evaluate import evaluate
 
-    print(f"play: loading {kv['run']}", file=sys.stderr, flush=True)
     policy, ckpt, cfg, path = load_policy(kv["run"])
     if sets:
         return _play_command_sets(policy, ckpt, cfg, path, kv, sets)
@@ -667,8 +666,9 @@ def main(argv: list[str] | None = None) -> int:
                 COMMANDS[command](overrides)
         else:
             COMMANDS[command](rest)
-    except KeyboardInterrupt:
-        print(f"horde {command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C; a training run has printed its checkpoint and resume command
+        if not getattr(exc, "reported", False):
+            print(f"horde {command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         user, exit_1 = _user_errors() if not isinstance(exc, UsageError) else ((UsageError,), ())
