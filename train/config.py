@@ -144,7 +144,8 @@ class TrainConfig:
     seed: int = 0
     """Seed of torch and of every env's random stream."""
     max_iterations: int = bounded(100, ge=1)
-    """Learning iterations."""
+    """Learning iterations in all: the iteration a run ends at, also on resume (a run at iteration 20 resumed with
+    max_iterations=30 trains 10 more)."""
     save_interval: int = bounded(50, ge=1)
     """Write a checkpoint every this many iterations (and always at the end)."""
     run_root: str = "runs"
@@ -338,21 +339,67 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
 
 def import_user_modules(modules: Any) -> None:
     """Import each named module (``imports=[a,b]``): what it registers (tasks, robots, terms) becomes available.
-    A module that cannot be found fails in one line saying it must be importable; an import error inside it, in one
-    line naming it."""
+    A module that cannot be found fails in one line saying it must be importable; a module that raises while it
+    imports (any exception: an import it needs, a bug, a ``sys.exit``), in one line naming it, the exception and
+    the line of the plugin that raised it."""
     import importlib
 
-    for name in [modules] if isinstance(modules, str) else list(modules or []):
+    names = [modules] if isinstance(modules, str) else list(modules or [])
+    for name in names:
         name = str(name)
         try:
             importlib.import_module(name)
-        except ImportError as exc:
+        except (Exception, SystemExit) as exc:
             missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
             if missing and (name == missing or name.startswith(missing + ".")):  # itself, not what it imports
                 raise ConfigError(f"imports: cannot import '{name}': {exc}; the module must be importable: put "
                                   f"its folder on PYTHONPATH or install its package (pip install -e <package dir>)"
                                   ) from None
-            raise ConfigError(f"imports: importing '{name}' failed: {type(exc).__name__}: {exc}") from None
+            text = exc.msg if isinstance(exc, SyntaxError) else str(exc)  # str() of a SyntaxError holds its place
+            what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            where = _raised_at(exc, name)
+            raise ConfigError(f"imports=[{','.join(map(str, names))}]: importing {name} raised "
+                              f"{' '.join(what.split())}{f' ({where})' if where else ''}") from None
+
+
+def _raised_at(exc: BaseException, module: str) -> str | None:
+    """``file:line`` where importing ``module`` raised ``exc``: the innermost frame of the plugin's own package
+    (its path from the folder that holds the package), else the innermost frame; a syntax error's own place."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{Path(exc.filename).name}:{exc.lineno}"
+    top = module.split(".")[0]
+    own, last = None, None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        file, name = frame.f_code.co_filename, str(frame.f_globals.get("__name__", ""))
+        if not file.startswith("<"):  # not importlib's frozen frames
+            last = (file, tb.tb_lineno)
+            if name == top or name.startswith(top + "."):
+                own = (file, tb.tb_lineno, name)
+        tb = tb.tb_next
+    if own is not None:
+        file, line, name = own
+        root = Path(file).parent
+        for _ in range(name.count(".") + (Path(file).name == "__init__.py")):
+            root = root.parent
+        shown = Path(file).relative_to(root) if Path(file).is_relative_to(root) else Path(file).name
+        return f"{shown}:{line}"
+    return f"{Path(last[0]).name}:{last[1]}" if last else None
+
+
+def refuse_repeated_keys(overrides: list[str]) -> None:
+    """A key given twice on the command line (``seed=1 seed=2``) is refused in one line naming it: Hydra would keep
+    the last value silently."""
+    seen: dict[str, str] = {}
+    for arg in overrides:
+        key, sep, _ = arg.partition("=")
+        key = key.lstrip("+~")
+        if not sep or not key:
+            continue
+        if key in seen:
+            raise ConfigError(f"{key} is given twice ({seen[key]} and {arg}); give each key once")
+        seen[key] = arg
 
 
 def check_terms(task_cfg: Any, task_name: str) -> None:
@@ -435,7 +482,23 @@ def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictC
         data[ov.key_or_group] = ov.value()
     data["resume"] = str(path)
     typed = from_container({**data, "algo_name": ckpt["config"].get("algo_name", "ppo")}, ckpt["task"])
+    _left_to_train(resume, int(ckpt["iteration"]), typed.max_iterations,
+                   given=any(ov.key_or_group == "max_iterations" for ov in parsed))
     return typed, ckpt["task"], OmegaConf.create(data)
+
+
+def _left_to_train(resume: str, iteration: int, max_iterations: int, *, given: bool) -> None:
+    """A resumed run has iterations left: ``max_iterations`` is the total, so one at or below the run's iteration
+    (which would end at once, having done nothing) is refused in one line that says what to pass."""
+    if max_iterations > iteration:
+        return
+    more = max_iterations if given else iteration
+    hint = f"pass max_iterations={iteration + more} for {more} more"
+    if given:
+        raise ConfigError(f"resume={resume}: max_iterations={max_iterations} is the total, and the run is at "
+                          f"iteration {iteration}{' already' if max_iterations == iteration else ''}: {hint}")
+    raise ConfigError(f"resume={resume}: the run is at iteration {iteration}, the max_iterations={max_iterations} it "
+                      f"was given (the total): {hint}")
 
 
 def expand_sweep(overrides: list[str]) -> list[list[str]]:

@@ -10,7 +10,10 @@ device, the iteration counter, a :class:`horde.train.timing.PhaseTimer` that its
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +22,8 @@ from typing import Any, Protocol
 
 import torch
 
-from horde.train.session import DistInfo, PreemptionGuard, all_ranks_agree, any_rank, parameters_digest
+from horde.train.session import (DistInfo, Interrupted, PreemptionGuard, all_ranks_agree, any_rank,
+                                 parameters_digest)
 from horde.train.tblog import log_iteration, postfix
 
 __all__ = ["Learner", "run"]
@@ -79,7 +83,10 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
     """Train ``learner`` for ``cfg.max_iterations`` iterations; returns the run's summary figures.
 
     ``on_iteration(learner)`` runs after every iteration (evaluation, early stopping); returning True stops. A
-    SIGTERM/SIGINT stops every rank after the same iteration with a checkpoint (``resume=`` continues it).
+    SIGTERM, SIGUSR1 or SIGINT (Ctrl-C) stops every rank after the same iteration with a checkpoint (``resume=``
+    continues it); after a SIGINT, :class:`horde.train.session.Interrupted` (a ``KeyboardInterrupt``) is raised
+    once the checkpoint and the summary are written, so a script or sweep stops as Ctrl-C asks. A second Ctrl-C
+    raises ``KeyboardInterrupt`` at once, without that checkpoint (:class:`PreemptionGuard`).
     """
     from tqdm import tqdm
 
@@ -91,12 +98,15 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
     learner.start()
     bar = tqdm(total=cfg.max_iterations, initial=learner.iteration, desc=f"train {learner.task} ({learner.label})",
                unit="it", dynamic_ncols=True, disable=learner.quiet or not sys.stderr.isatty(), file=sys.stderr)
-    guard = PreemptionGuard().__enter__()
+    guard = PreemptionGuard(on_signal=None if learner.quiet else _notice(learner.task)).__enter__()
     preempted = False
     totals = {p: 0.0 for p in ("sim", "inference", "learn", "other")}
     last_stats: dict = {}
     t_start = time.perf_counter()
     while learner.iteration < cfg.max_iterations:
+        if guard.requested and not dist.enabled:  # asked during the evaluation or a save: no iteration is in progress
+            preempted = True
+            break
         it = learner.iteration
         t_iter = time.perf_counter()
         learner.timer.start()
@@ -130,8 +140,10 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
     guard.__exit__(None, None, None)
     bar.close()
     ckpt = learner.checkpoint() if main else None
+    interrupted = preempted and guard.signum == signal.SIGINT
     if preempted and not learner.quiet:
-        print(f"[{learner.task}] preempted (signal {guard.signum}): saved {ckpt} at iteration {learner.iteration}; "
+        how = "interrupted (Ctrl-C)" if interrupted else f"preempted (signal {guard.signum})"
+        print(f"[{learner.task}] {how}: saved {ckpt} at iteration {learner.iteration}; "
               f"continue with `horde train resume={learner.run_dir}`", flush=True)
     in_sync = all_ranks_agree(parameters_digest(learner.policy()), dist)
     if learner.writer is not None:
@@ -154,4 +166,22 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
         (learner.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
     if not learner.quiet:
         print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
+    if interrupted:
+        raise Interrupted(f"interrupted: saved {ckpt} at iteration {learner.iteration}")
     return summary
+
+
+def _notice(task: str) -> Callable[[int], None]:
+    """What the first stop signal prints at once (the checkpoint comes after the iteration in progress, which may
+    take a while). Written straight to file descriptor 2: a signal handler that printed through ``sys.stderr``
+    while the loop was printing would raise a reentrant-call error."""
+
+    def notice(signum: int) -> None:
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        again = "; Ctrl-C again stops at once, without it" if signum == signal.SIGINT else ""
+        lead = "\n" if os.isatty(2) else ""  # past a progress bar (or the terminal's ^C)
+        with contextlib.suppress(OSError):
+            os.write(2, f"{lead}[{task}] {name}: saving a checkpoint after the iteration in progress{again}\n"
+                        .encode())
+
+    return notice

@@ -12,7 +12,7 @@ import os
 import random
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,27 +120,39 @@ def seed_everything(seed: int, *, deterministic: bool) -> None:
 
 
 class PreemptionGuard:
-    """While active, SIGTERM and SIGUSR1 only set ``requested``: the loop checkpoints at the end of its iteration.
+    """While active, SIGTERM, SIGUSR1 and SIGINT (Ctrl-C) only set ``requested``: the loop checkpoints at the end of
+    its iteration. A second SIGINT raises :class:`KeyboardInterrupt` at once: the run stops without that checkpoint,
+    and the last complete one stays (checkpoints are written to a temporary name and renamed).
 
-    Cluster schedulers (SLURM, Kubernetes) send one of these before killing a job.
-    """
+    Cluster schedulers (SLURM, Kubernetes) send SIGTERM or SIGUSR1 before killing a job. A SIGINT this process
+    ignores (a job started in the background by a shell) stays ignored. ``on_signal(signum)`` runs on the first
+    signal (a notice for the user)."""
 
-    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
 
-    def __init__(self) -> None:
+    def __init__(self, on_signal: Callable[[int], None] | None = None) -> None:
         self.requested = False
         self.signum: int | None = None
+        self.on_signal = on_signal
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame) -> None:  # noqa: ARG002
+        if self.requested:
+            if signum == signal.SIGINT:  # Ctrl-C twice: stop now, without the checkpoint
+                raise KeyboardInterrupt
+            return
         self.requested = True
         self.signum = signum
+        if self.on_signal is not None:
+            self.on_signal(signum)
 
     def __enter__(self) -> PreemptionGuard:
         import threading
 
         if threading.current_thread() is threading.main_thread():
             for s in self.SIGNALS:
+                if s == signal.SIGINT and signal.getsignal(s) is signal.SIG_IGN:
+                    continue
                 self._previous[s] = signal.signal(s, self._handle)
         return self
 
@@ -148,6 +160,13 @@ class PreemptionGuard:
         for s, handler in self._previous.items():
             signal.signal(s, handler)
         self._previous.clear()
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a run after its iteration and the checkpoint is written: the command exits with 130,
+    as for any Ctrl-C, having printed where the checkpoint is and how to resume (``reported``)."""
+
+    reported = True
 
 
 # --- the run directory's lock ----------------------------------------------------------------------------------------
@@ -393,10 +412,13 @@ def run_training(args: list[str]) -> dict:
     """What ``horde train <overrides>`` does (and each job of a launched sweep, :mod:`horde.train.sweep`): compose,
     check the memory, train with horde's learner in a locked run directory (or another library's), and return the
     run's summary."""
-    from horde.train.config import ALGORITHMS, algorithm_name, compose
+    from horde.train.config import ALGORITHMS, algorithm_name, compose, refuse_repeated_keys
     from horde.train.memory import check_run
 
+    refuse_repeated_keys(args)
     cfg, task, raw = compose(args)
+    if cfg.lib == "horde":
+        check_launcher(cfg)
     check_run(cfg, task)  # before any env is built: a run that will not fit is refused in one line
     if cfg.lib != "horde":
         from horde.train.libs import train_with_library
@@ -404,7 +426,26 @@ def run_training(args: list[str]) -> dict:
         return train_with_library(cfg, task, raw)
     trainer_cls = ALGORITHMS[algorithm_name(cfg)].learner_class()
     main_rank = not cfg.distributed or int(os.environ.get("RANK", "0")) == 0
-    with run_directory(cfg.run_root, task, resume=cfg.resume, main=main_rank) as run_dir:  # locked while written
-        summary = trainer_cls(cfg, task, raw, run_dir=run_dir).learn()
+    try:
+        with run_directory(cfg.run_root, task, resume=cfg.resume, main=main_rank) as run_dir:  # locked while written
+            summary = trainer_cls(cfg, task, raw, run_dir=run_dir).learn()
+    except Interrupted:  # Ctrl-C: every rank stopped after the same iteration, rank 0 saved
+        teardown_distributed()
+        raise
     teardown_distributed()  # every rank leaves gloo/NCCL together (left to exit, a rank aborted once under load)
     return summary
+
+
+def check_launcher(cfg) -> None:
+    """``distributed=true`` needs the environment ``torchrun`` gives each rank (``WORLD_SIZE``, ``RANK``): without it
+    the run would train as one process, which is refused in one line (:class:`ConfigError`)."""
+    from horde.train.config import ConfigError
+
+    if not cfg.distributed or "WORLD_SIZE" in os.environ:
+        return
+    outside = "this process was not started by torchrun (no WORLD_SIZE in its environment)"
+    if cfg.resume:
+        raise ConfigError(f"resume={cfg.resume}: the run was trained with distributed=true and {outside}; resume it "
+                          f"with `torchrun --nproc_per_node=<N> -m horde train resume={cfg.resume}`")
+    raise ConfigError(f"distributed=true: {outside}, so it would train alone; launch it with `torchrun "
+                      f"--nproc_per_node=<N> -m horde train ... distributed=true`, or leave distributed=true out")

@@ -94,9 +94,37 @@ def test_a_plugin_whose_own_import_fails_is_named_with_the_cause(tmp_path, monke
 
     (tmp_path / "my_broken_plugin.py").write_text("import no_such_dependency_of_the_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ConfigError, match=r"^imports: importing 'my_broken_plugin' failed: ModuleNotFoundError: "
-                                          r"No module named 'no_such_dependency_of_the_plugin'$"):
+    with pytest.raises(ConfigError, match=r"^imports=\[my_broken_plugin\]: importing my_broken_plugin raised "
+                                          r"ModuleNotFoundError: No module named 'no_such_dependency_of_the_plugin' "
+                                          r"\(my_broken_plugin.py:1\)$"):
         import_user_modules(["my_broken_plugin"])
+
+
+@pytest.mark.parametrize("files, expected", [
+    ({"my_tasks.py": "import math\nscale = 1.0\nbroken = scale / 0\n"},
+     "importing my_tasks raised ZeroDivisionError: float division by zero (my_tasks.py:3)"),
+    ({"my_tasks/__init__.py": "from my_tasks import robots\n",
+      "my_tasks/robots.py": "def build():\n    raise RuntimeError('no MJCF for\\n  my_quad')\n\nbuild()\n"},
+     "importing my_tasks raised RuntimeError: no MJCF for my_quad (my_tasks/robots.py:2)"),
+    ({"my_tasks.py": "import sys\nsys.exit('my_tasks: not configured')\n"},
+     "importing my_tasks raised SystemExit: my_tasks: not configured (my_tasks.py:2)"),
+    ({"my_tasks.py": "x = (\n"}, "importing my_tasks raised SyntaxError: '(' was never closed (my_tasks.py:1)"),
+])
+def test_a_plugin_that_raises_ends_in_one_line(tmp_path, monkeypatch, capsys, files, expected):
+    """Any exception while a plugin imports (not only ImportError): one line naming the module, the exception and
+    the plugin's line that raised it, exit code 2, no traceback."""
+    from horde.cli import main
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "imports=[json,my_tasks]", "task=cartpole"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("horde train: error: imports=[json,my_tasks]: ") and expected in lines[0], lines[0]
+    assert "my_tasks" not in sys.modules and not (tmp_path / "runs").exists()
 
 
 def test_sim2sim_imports_a_bundles_plugins_from_policy_json_without_its_checkpoint():

@@ -248,6 +248,42 @@ def test_available_memory_without_psutil_and_without_cuda(monkeypatch):
         memory.check_fits(est)
 
 
+# --- resume, torchrun and the command line ---------------------------------------------------------------------------
+def test_resume_to_a_total_the_run_has_reached_is_refused(tiny_run, tmp_path, capsys):
+    """max_iterations is the total: a resume that would end at once is refused with the run's iteration and what to
+    pass for more, and nothing in the run changes."""
+    run = copy_run(tiny_run, tmp_path / "run")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    fails_in_one_line(capsys, ["train", f"resume={run}", "max_iterations=2"],
+                      f"resume={run}: max_iterations=2 is the total, and the run is at iteration 3: pass "
+                      f"max_iterations=5 for 2 more")
+    fails_in_one_line(capsys, ["train", f"resume={run}", "max_iterations=3"],
+                      "max_iterations=3 is the total, and the run is at iteration 3 already: pass max_iterations=6 "
+                      "for 3 more")
+    fails_in_one_line(capsys, ["train", f"resume={run}"],
+                      f"resume={run}: the run is at iteration 3, the max_iterations=3 it was given (the total): pass "
+                      f"max_iterations=6 for 3 more")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_distributed_outside_torchrun_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    line = fails_in_one_line(capsys, ["train", "task=cartpole", "distributed=true", f"run_root={tmp_path}"],
+                             "distributed=true: this process was not started by torchrun (no WORLD_SIZE in its "
+                             "environment), so it would train alone")
+    assert "torchrun --nproc_per_node=<N> -m horde train ... distributed=true" in line
+    assert not any(tmp_path.iterdir()), "nothing was written"
+
+
+def test_a_key_given_twice_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fails_in_one_line(capsys, ["train", "task=cartpole", "seed=1", "seed=2"],
+                      "seed is given twice (seed=1 and seed=2); give each key once")
+    fails_in_one_line(capsys, ["train", "task=cartpole", "algo.learning_rate=1e-3", "+algo.learning_rate=3e-4"],
+                      "algo.learning_rate is given twice (algo.learning_rate=1e-3 and +algo.learning_rate=3e-4)")
+    assert not any(tmp_path.iterdir()), "nothing was written"
+
+
 # --- the run directory's lock ----------------------------------------------------------------------------------------
 def hold_lock(run: Path) -> subprocess.Popen:
     """Another process that holds ``run``'s lock until killed."""
