@@ -233,7 +233,9 @@ def policy_json(*, name: str, task: str, precision: str, env, layout: dict, poli
         "onnx": {**onnx_info, "inputs": io["inputs"], "outputs": io["outputs"],
                  "graph": "obs -> normalizer (float32) -> " + ("recurrent core -> " if policy.is_recurrent else "")
                           + f"MLP ({precision}) -> Gaussian mean -> "
-                          + ("clip [-1, 1] -> " if policy.clip else "") + "actions (float32)"},
+                          + ("tanh -> " if getattr(policy, "squash", None) == "tanh" else "")
+                          + ("clip [-1, 1] -> " if policy.clip else "") + "actions (float32)",
+                 "action_squash": getattr(policy, "squash", None)},
         "observation": observation_spec(env, layout, policy.normalizer_stats()),
         "action": action_spec(env, layout),
         **robot_spec(env, layout),

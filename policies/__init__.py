@@ -6,9 +6,11 @@ of every run's config) does not import torch and rsl-rl."""
 from horde._lazy import lazy_exports
 
 __all__ = ["PRECISIONS", "RNN_TYPES", "ActorCriticConfig", "InferencePolicy", "RecurrentInferencePolicy",
-           "build_actor", "clips_actions", "make_inference_policy", "reset_state", "rsl_model_cfgs"]
+           "SquashedActorCriticConfig", "SquashedGaussianActor", "build_actor", "clips_actions",
+           "make_inference_policy", "reset_state", "rsl_model_cfgs"]
 
-_HOME = {"RNN_TYPES": "config", "ActorCriticConfig": "config", "build_actor": "actor_critic",
+_HOME = {"RNN_TYPES": "config", "ActorCriticConfig": "config", "SquashedActorCriticConfig": "config",
+         "SquashedGaussianActor": "squashed", "build_actor": "actor_critic",
          "rsl_model_cfgs": "actor_critic", "PRECISIONS": "inference", "InferencePolicy": "inference",
          "RecurrentInferencePolicy": "inference", "clips_actions": "inference", "make_inference_policy": "inference",
          "reset_state": "inference"}

@@ -12,7 +12,7 @@ from tensordict import TensorDict
 from torch import nn
 
 from horde.policies.config import (ACTION_SQUASHES, ACTIVATIONS, IMAGE_ENCODERS, MAX_LAYERS,  # noqa: F401
-                                   MAX_WIDTH, RNN_TYPES, ActorCriticConfig)
+                                   MAX_WIDTH, RNN_TYPES, ActorCriticConfig, SquashedActorCriticConfig)
 from horde.sim.fields import FieldError, check_fields
 
 OBS_GROUP = "policy"
@@ -73,10 +73,17 @@ def example_obs(obs_dim: int, batch: int = 2, device: torch.device | str = "cpu"
     return TensorDict({OBS_GROUP: torch.zeros(batch, obs_dim, device=device)}, batch_size=[batch], device=device)
 
 
-def build_actor(cfg: ActorCriticConfig, obs_dim: int, num_actions: int, images: Sequence[dict] = ()) -> MLPModel:
+def build_actor(cfg: ActorCriticConfig | SquashedActorCriticConfig, obs_dim: int, num_actions: int,
+                images: Sequence[dict] = ()) -> MLPModel:
     """An untrained actor with the same structure (and state-dict keys) as the one PPO trains
     (an ``RNNModel``, a subclass of ``MLPModel``, when ``cfg`` is recurrent; an ``ImageMLPModel`` over ``images``
-    with ``image_encoder=cnn``)."""
+    with ``image_encoder=cnn``); SAC's :class:`~horde.policies.squashed.SquashedGaussianActor` for its config."""
+    if isinstance(cfg, SquashedActorCriticConfig):
+        from horde.policies.squashed import SquashedGaussianActor
+
+        if images:
+            raise FieldError("algo=sac reads flat observations: no image encoder")
+        return SquashedGaussianActor(cfg, obs_dim, num_actions)
     actor_cfg, _ = rsl_model_cfgs(cfg, images)
     actor_cfg = dict(actor_cfg)
     model_cls = actor_cfg.pop("class_name")

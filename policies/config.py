@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from horde.sim.fields import bounded, bounded_list, choice
 
 __all__ = ["ACTION_SQUASHES", "ACTIVATIONS", "IMAGE_ENCODERS", "MAX_LAYERS", "MAX_WIDTH", "RNN_TYPES",
-           "ActorCriticConfig"]
+           "ActorCriticConfig", "SquashedActorCriticConfig"]
 
 RNN_TYPES = ("none", "gru", "lstm")
 IMAGE_ENCODERS = ("mlp", "cnn")
@@ -77,3 +77,29 @@ class ActorCriticConfig:
     def is_recurrent(self) -> bool:
         """True when the actor and critic carry a hidden state."""
         return self.rnn_type != "none"
+
+
+@dataclass(kw_only=True)
+class SquashedActorCriticConfig:
+    """The networks of the off-policy learner (``algo=sac``): a tanh-squashed Gaussian actor whose log-std is an
+    output of the network, and twin Q critics; both MLPs may put a LayerNorm before every hidden activation.
+    :func:`horde.policies.build_actor` builds the actor from it (play and export of a SAC run)."""
+
+    actor_hidden_dims: list[int] = bounded_list([128, 128], ge=1, le=MAX_WIDTH, min_len=1, max_len=MAX_LAYERS)
+    """Hidden layer widths of the actor MLP (1 to 16 layers, each 1 to 8192 wide)."""
+    critic_hidden_dims: list[int] = bounded_list([256, 256], ge=1, le=MAX_WIDTH, min_len=1, max_len=MAX_LAYERS)
+    """Hidden layer widths of each critic MLP (1 to 16 layers, each 1 to 8192 wide)."""
+    activation: str = choice(ACTIVATIONS, default="relu")
+    """Activation of both MLPs (rsl-rl names: relu, elu, ...)."""
+    layer_norm: bool = True
+    """A LayerNorm after every hidden linear layer, before its activation (actor and critics; exported with the
+    actor)."""
+    obs_normalization: bool = True
+    """Normalize observations with running mean and std, learnt from the collected steps (baked into the exported
+    policy; the critics read the same statistics)."""
+    obs_normalization_until: int | None = bounded(None, ge=1)
+    """Stop updating the normalizer once it has seen this many observations; None: never."""
+    log_std_min: float = -5.0
+    """Smallest log standard deviation of the actor's Gaussian before the tanh."""
+    log_std_max: float = 0.0
+    """Largest log standard deviation of the actor's Gaussian before the tanh (above ``log_std_min``)."""

@@ -47,6 +47,10 @@ class _DeterministicPolicy(nn.Module):
         encoder = getattr(actor, "image_encoder", None)
         self.encoder = copy.deepcopy(encoder).to(self.dtype) if encoder is not None else nn.Identity()
         self.mlp = copy.deepcopy(actor.mlp).to(self.dtype)
+        last = list(self.mlp.children())[-1:]
+        self.squash = "tanh" if last and isinstance(last[0], nn.Tanh) else None
+        """``"tanh"`` when the network's mean ends in a tanh (``algo=sac``'s actor, or ``algo.policy.action_squash=
+        tanh``): actions are ``tanh(mean)``, inside (-1, 1) before any clip; None otherwise. policy.json states it."""
         self.head = actor.distribution.as_deterministic_output_module() if actor.distribution else nn.Identity()
         self.obs_dim = int(actor.obs_dim)
         self.eval()
