@@ -15,6 +15,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from horde.policies.config import ActorCriticConfig
 from horde.sim.fields import FieldError, bounded, check_fields, choice
+from horde.train.sac_config import SACConfig
 from horde.train.shac_config import SHACConfig
 
 SCHEMA_VERSION = 1
@@ -205,6 +206,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm(PPOConfig, "horde.train.ppo:PPOTrainer"),
     "shac": Algorithm(SHACConfig, "horde.train.shac:SHACTrainer"),
     "distillation": Algorithm(DistillationConfig, "horde.train.distill:DistillationTrainer"),
+    "sac": Algorithm(SACConfig, "horde.train.sac:SACTrainer"),
 }
 """Learners by name, selectable with ``algo=<name>``: config and trainer."""
 

@@ -52,7 +52,7 @@ BUILTIN_TASKS: dict[str, tuple[str, bool]] = {
 """Built-in task -> (description, differentiable), as ``import horde.envs`` registers them; read without importing
 the task modules (``tests/contract/test_cli_help.py`` checks it equals the registry)."""
 
-LEARNERS = ("ppo", "shac", "distillation")
+LEARNERS = ("ppo", "shac", "distillation", "sac")
 """The ``algo=`` group (``horde.train.config.ALGORITHMS``; checked equal by the test)."""
 
 LIBRARIES = ("horde", "rsl-rl", "skrl", "sb3", "rl-games")

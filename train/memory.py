@@ -13,7 +13,8 @@ skips the guard).
 - ``rollout``: the learner's storage, from the config: PPO keeps ``num_steps_per_env`` transitions of every
   observation group, three action-sized tensors (actions, mean, std) and six scalars per env (rsl-rl's
   ``RolloutStorage``); SHAC its ``horizon`` of observations and scalars (``critic_replay`` earlier ones too) plus what
-  the differentiable simulator holds until backward (``tape``, counted by the task's rollout).
+  the differentiable simulator holds until backward (``tape``, counted by the task's rollout); SAC its replay ring,
+  ``buffer_length`` transitions of two observations, the action and three scalars (its batch is in ``FIXED``).
 - ``update``: one mini-batch's copy of those transitions and its activations (forward values and gradients of every
   layer of both networks, :data:`ACTIVATION_FACTOR` floats per unit), twice with symmetry augmentation; SHAC's actor
   keeps its activations over the whole horizon.
@@ -135,8 +136,11 @@ def _units(policy: Any, actions: int) -> tuple[int, int]:
 def learner_bytes_per_env(algo: Any, obs: int, actions: int, tape: int = 0) -> float:
     """Bytes per env of the learner's rollout storage and update working set (see the module docstring)."""
     from horde.train.config import DistillationConfig, PPOConfig
+    from horde.train.sac_config import SACConfig
     from horde.train.shac import SHACConfig
 
+    if isinstance(algo, SACConfig):  # the replay ring; a batch's working set is a fixed few tens of MB (in FIXED)
+        return algo.buffer_length * (2 * obs + actions + 3) * FLOAT
     actor, critic = _units(algo.policy, actions)
     if isinstance(algo, SHACConfig):
         h = algo.horizon
