@@ -675,13 +675,32 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(exc, user):
             from horde.train.memory import out_of_memory
 
-            if (line := out_of_memory(exc)) is None:
+            if (line := out_of_memory(exc) or write_failure(exc)) is None:
                 raise
             print(f"horde {command}: error: {line}", file=sys.stderr)
             return 2
         print(f"horde {command}: error: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, exit_1) else 2
     return 0
+
+
+WRITE_ERRORS = ("ENOSPC", "EFBIG", "EDQUOT", "EACCES", "EPERM", "EROFS", "ENOENT", "ENOTDIR", "EISDIR")
+"""The ``OSError`` kinds a full disk, a file-size limit, a quota, permissions, a read-only file system or a path
+that cannot be created raise: one line naming the file and the cause, never a traceback."""
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """The line for a file that could not be written or made (``WRITE_ERRORS``), or None. The file comes from the
+    exception or from the one it was raised while handling (``with open(...)`` chains them)."""
+    import errno
+
+    for e in (exc, exc.__cause__, exc.__context__):
+        if isinstance(e, OSError) and errno.errorcode.get(e.errno) in WRITE_ERRORS:
+            where = e.filename or next((c.filename for c in (exc.__cause__, exc.__context__)
+                                        if isinstance(c, OSError) and c.filename), None)
+            return (f"could not write {where if where else 'a file'}: {e.strerror or e} "
+                    f"({errno.errorcode[e.errno]})")
+    return None
 
 
 def print_json(data: dict) -> None:

@@ -65,7 +65,8 @@ from learning import (BASELINE_SEED, Target, ZeroPolicy, append_result, plot_cur
 
 from horde.envs import make  # noqa: E402
 from horde.train.command_sets import FLOOR_PUSHES as _FLOOR_PUSHES  # noqa: E402
-from horde.train.command_sets import COMMAND_SETS, describe as describe_set, evaluate_command_sets, floor_checks  # noqa: E402,E501
+from horde.train.command_sets import COMMAND_SETS, evaluate_command_sets, floor_checks  # noqa: E402
+from horde.train.command_sets import describe as describe_set  # noqa: E402
 
 TASK = "g1-velocity"
 TARGET_UP = 0.95
@@ -307,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     run = train_with_evals(
         overrides, evaluate, eval_every=args.eval_every, minutes=args.minutes, on_start=on_start,
         run_root=args.keep,
-        describe=lambda p: _describe_sets(p) + f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
+        describe=lambda p: _describe_sets(p)
+                           + f"up {p['up_fraction']:.2f} (slow / fast half {p['up_fraction_slow']:.2f} / "
                            f"{p['up_fraction_fast']:.2f})  forward error {p['lin_vel_error_mps']:.3f} m/s (standing "
                            f"{p['standing_still_error_mps']:.3f})  falls: median {_fmt(p['fall_median_s'], 's')}, "
                            f"{_fmt(p['falls_after_push'], '', pct=True)} within 1 s of a push"

@@ -116,6 +116,13 @@ def _git(*args: str) -> str:
         return "unknown"
 
 
+def commit() -> str:
+    """The commit, with ``+changes`` when the code that trains (sim, envs, train, policies, configs) has uncommitted
+    changes."""
+    dirty = _git("status", "--porcelain", "--", "sim", "envs", "train", "policies", "configs")
+    return _git("rev-parse", "--short", "HEAD") + ("+changes" if dirty else "")
+
+
 def machine() -> str:
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
@@ -187,10 +194,7 @@ def ship(name: str, run: Path, *, command: str, summary: dict | None, seed: int 
         targets = targets_of(name)
         zero = score(name, ZeroPolicy(int(ckpt["num_actions"])), cfg.task)
         prov = {"name": name, "task": ckpt["task"], "robot": getattr(cfg.task, "robot", None),
-                "iteration": int(ckpt["iteration"]), "commit": _git("rev-parse", "--short", "HEAD") + ("+changes" if _git("status", "--porcelain", "--",
-                                                                                        "sim", "envs", "train",
-                                                                                        "policies", "configs")
-                                                                     else ""),
+                "iteration": int(ckpt["iteration"]), "commit": commit(),
                 "command": command, "seed": seed, "date": time.strftime("%Y-%m-%d"), "machine": machine(),
                 "scoreboard": {k: v for k, v in (summary or {}).items() if k not in ("curve", "overrides", "png")},
                 "target": [t.as_dict() for t in targets], "score_seed": SCORE_SEED, "figures": figures,

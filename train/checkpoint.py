@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -26,16 +27,23 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """Write ``payload`` to ``path`` atomically: a crash mid-write never leaves a truncated checkpoint behind (a
     kill leaves at most a temporary file, which the next run on the directory removes)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             torch.save({"schema_version": SCHEMA_VERSION, **payload}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk, a file-size limit, permissions: one line, the last checkpoint intact
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        cause = f"{exc.strerror or exc} ({errno.errorcode.get(exc.errno, exc.errno)})"
+        raise CheckpointError(f"could not write {path}: {cause}; the checkpoint before it is intact") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
     return path
 

@@ -40,7 +40,8 @@ import torch
 
 from horde.envs import make
 
-__all__ = ["COMMAND_SETS", "FLOOR_PUSHES", "FULL_RANGE", "command_set", "evaluate_command_sets", "floor_checks", "standing_still"]
+__all__ = ["COMMAND_SETS", "FLOOR_PUSHES", "FULL_RANGE", "command_set", "evaluate_command_sets", "floor_checks",
+           "standing_still"]
 
 COMMAND_SETS = ("full", "forward", "backward", "sideways", "turning")
 """The named command sets, in report order."""
