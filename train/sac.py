@@ -299,12 +299,13 @@ class SACTrainer:
                                                                  self.log_alpha, self.target_entropy)
             actor_params = list(self.actor.parameters())
             self.actor_opt.zero_grad(set_to_none=True)
-            actor_loss.backward(inputs=actor_params)  # the critics' gradients stay untouched
+            self.alpha_opt.zero_grad(set_to_none=True)
+            # one backward (a compiled graph allows one): the actor's loss holds alpha detached and the temperature's
+            # log pi detached, so each parameter gets its own loss's gradient; the critics' stay untouched
+            (actor_loss + alpha_loss).backward(inputs=[*actor_params, self.log_alpha])
             if a.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(actor_params, a.max_grad_norm)
             self.actor_opt.step()
-            self.alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
             self.alpha_opt.step()
             out |= {"actor": actor_loss.detach(), "alpha_loss": alpha_loss.detach(), "entropy": entropy}
         polyak(self.target_critic, self.critic, a.tau)
