@@ -139,6 +139,14 @@ class TrainConfig:
     """Parallel envs."""
     device: str = "cpu"
     """Simulation and learning device: cpu, cuda or cuda:N."""
+    cpu: dict[str, Any] = field(default_factory=dict)
+    """The CPU profile: values a tuned config sets for a run on the CPU (fewer envs, smaller networks: its CPU
+    recipe), nested as the config is (``{num_envs: 512, algo: {num_learning_epochs: 3}}``). On ``device=cpu`` each
+    applies unless the command line sets that key (``horde train`` says which applied); ``cpu={}`` turns the
+    profile off; other devices ignore it."""
+    profile: str | None = None
+    """The profile that applied and its values (``cpu: num_envs=512 ...``), written by ``compose``; null when none
+    did."""
     imports: list[str] = field(default_factory=list)
     """Python modules imported before the config is composed: your own tasks, robots and reward terms
     (``imports=[my_robot_terms]``)."""
@@ -265,6 +273,36 @@ def _check_key(cfg: DictConfig, key: str) -> None:
         node = node[part]
 
 
+def _flat(tree, prefix: str = "") -> dict[str, Any]:
+    """``{a: {b: 1}}`` -> ``{"a.b": 1}``."""
+    out = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        out.update(_flat(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+def _hydra_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_hydra_value(x) for x in v) + "]"
+    return "null" if v is None else str(v)
+
+
+def cpu_profile(cfg: DictConfig, parsed) -> list[str]:
+    """The CPU profile's overrides (``TrainConfig.cpu``) that apply to this composition: on a CPU device, for the
+    keys the command line does not set; empty otherwise (or when the profile has been applied already)."""
+    if cfg.get("profile") is not None or not str(cfg.get("device", "cpu")).startswith("cpu") or not cfg.get("cpu"):
+        return []
+    given = {ov.key_or_group.lstrip("+~") for ov in parsed}
+    if any(ov.key_or_group == "cpu" and not ov.value() for ov in parsed):  # cpu={}: the profile is off
+        return []
+    flat = _flat(OmegaConf.to_container(cfg.cpu, resolve=True))
+    return [f"{k}={_hydra_value(v)}" for k, v in flat.items()
+            if not any(k == g or k.startswith(g + ".") or g.startswith(k + ".") for g in given)]
+
+
 def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     """Compose the run config from ``key=value`` overrides.
 
@@ -330,6 +368,9 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     task_name = str(cfg.hydra.runtime.choices.task)
     with open_dict(cfg):
         del cfg["hydra"]
+    profile = cpu_profile(cfg, parsed)
+    if profile:  # the tuned config's CPU recipe, under what the command line sets
+        return compose([*profile, *overrides, f"profile='cpu: {' '.join(profile)}'"])
     try:
         typed: TrainConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     except Exception as exc:  # noqa: BLE001

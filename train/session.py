@@ -417,6 +417,10 @@ def run_training(args: list[str]) -> dict:
 
     refuse_repeated_keys(args)
     cfg, task, raw = compose(args)
+    if cfg.profile and not cfg.resume:
+        print(f"horde train: the {cfg.profile.split(':')[0]} profile of the tuned config ran: "
+              f"{cfg.profile.split(':', 1)[1].strip()} (a key on the command line wins; cpu={{}} turns it off)",
+              flush=True)
     if cfg.lib == "horde":
         check_launcher(cfg)
     check_run(cfg, task)  # before any env is built: a run that will not fit is refused in one line

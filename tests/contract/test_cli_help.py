@@ -123,7 +123,7 @@ def test_a_tasks_fields_show_type_default_choices_bounds_and_doc(capsys):
     k = lines.index("  task.episode_length: int = 250  (>= 1)")  # the task's default, the base class's bound and doc
     assert lines[k + 1] == "      Control steps before a time-out."
     assert "    task.sim.solver: str = auto  {auto|mujoco|mujoco-c|xpbd|featherstone}" in lines  # nested, indented
-    assert "algo.learning_rate" not in out and "algo=<ppo|shac|distillation>" in out
+    assert "algo.learning_rate" not in out and "algo=<ppo|shac|distillation|sac>" in out
     both = _help(capsys, "train", "--help", "task=quadruped", "algo=ppo")
     assert "  algo.schedule: str = adaptive  {adaptive|fixed}" in both
     assert re.search(r"^  algo\.gamma: float = [0-9.]+.*\(> 0, <= 1\)$", both, re.M)

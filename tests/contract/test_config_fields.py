@@ -10,9 +10,9 @@ from horde.envs import TASKS, make, task_names
 from horde.sim.fields import FieldError, bounded, check_fields, choice, choice_fields
 from horde.train.config import ALGORITHMS, ConfigError, TrainConfig, compose
 
-FREE_FORM = {"device", "run_root", "resume", "algo.teacher", "task.depth_camera.body", "wandb_project"}
+FREE_FORM = {"device", "run_root", "resume", "algo.teacher", "task.depth_camera.body", "wandb_project", "profile"}
 """String fields whose value is not a choice (device is checked by resolve_device, paths are paths, a W&B project
-is the user's name)."""
+is the user's name, the profile is what compose wrote)."""
 
 
 def _cases():

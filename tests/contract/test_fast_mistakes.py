@@ -15,7 +15,7 @@ from horde.train.help import precheck_train
 @pytest.mark.parametrize("args, line", [
     (["task=quadrupe"], "unknown task 'quadrupe' (did you mean quadruped?); valid tasks: ant, "),
     (["quadruped"], "'quadruped' is not key=value (did you mean task=quadruped?)"),
-    (["task=cartpole", "algo=sacc"], "unknown algo 'sacc' (did you mean shac?); valid: ppo, shac, distillation"),
+    (["task=cartpole", "algo=sacc"], "unknown algo 'sacc' (did you mean sac?); valid: ppo, shac, distillation, sac"),
     (["task=cartpole", "lib=skrll"], "unknown lib 'skrll' (did you mean skrl?)"),
     (["task=zzz"], "unknown task 'zzz'; valid tasks:"),
 ])

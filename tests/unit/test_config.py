@@ -26,8 +26,8 @@ def test_task_switch_takes_its_tuned_values():
     (["task=cartpol"], "valid choices: " + ", ".join(task_names())),
     (["task=quadruped", "robot=spot"], "unknown robot 'spot'; valid robots: quad12, go2"),
     (["task=cartpole", "robot=go2"], "robot= needs a task with a robot choice (g1-velocity, g1-velocity-rough, quadruped, quadruped-rough, quadruped-rough-depth, quadruped-rough-perceptive, quadruped-rough-student)"),
-    (["algo=sac"], "valid choices: distillation, ppo, shac"),
-    (["num_env=4"], "valid keys there: algo, deterministic, device"),
+    (["algo=sacc"], "valid choices: distillation, ppo, sac, shac"),
+    (["num_env=4"], "valid keys there: algo, cpu, deterministic, device"),
     (["task.max_forse=3"], "max_force"),
     (["algo.policy.width=3"], "actor_hidden_dims"),
     (["num_envs=many"], "num_envs"),
@@ -38,3 +38,18 @@ def test_bad_overrides_fail_in_one_line(overrides, expected):
         compose(overrides)
     assert expected in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_tuned_configs_cpu_profile_applies_on_the_cpu_under_the_command_line():
+    """Issue 72: a bare `horde train task=g1-velocity` on a CPU is the CPU recipe, not 4096 envs; a key the user
+    sets wins, cpu={} turns the profile off, and the config says which values applied."""
+    cfg = compose(["task=g1-velocity"])[0]
+    assert (cfg.num_envs, cfg.max_iterations, cfg.algo.num_learning_epochs) == (512, 1500, 3)
+    assert cfg.profile == "cpu: num_envs=512 max_iterations=1500 algo.num_learning_epochs=3"
+    cfg = compose(["task=g1-velocity", "num_envs=64"])[0]
+    assert cfg.num_envs == 64 and cfg.algo.num_learning_epochs == 3 and "num_envs" not in cfg.profile
+    cfg = compose(["task=g1-velocity", "cpu={}"])[0]
+    assert (cfg.num_envs, cfg.max_iterations, cfg.algo.num_learning_epochs, cfg.profile) == (4096, 3000, 5, None)
+    cfg = compose(["task=quadruped", "algo.policy.actor_hidden_dims=[64,64]"])[0]
+    assert cfg.algo.policy.actor_hidden_dims == [64, 64] and cfg.algo.policy.critic_hidden_dims == [128, 64, 32]
+    assert compose(["task=cartpole"])[0].profile is None  # no profile in its tuned config
