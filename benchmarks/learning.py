@@ -1,7 +1,8 @@
 """Shared loop of the learning benchmarks (learn_reach.py, learn_ant.py, learn_quadruped.py, ...).
 
-One PPO run through horde's trainer; every ``eval_every`` iterations the trainer's ``on_iteration`` hook evaluates
-the deterministic policy (its action mean, the normalizer frozen) on fresh envs with other seeds than training.
+One run of the configured learner (``algo=``: PPO by default, SAC, ...) through horde's trainer; every
+``eval_every`` iterations the trainer's ``on_iteration`` hook evaluates the deterministic policy (PPO's action mean,
+SAC's tanh of it; the normalizer frozen) on fresh envs with other seeds than training.
 The clock counts training only: evaluation time is excluded. Training stops at ``max_iterations`` or when the
 budget of training minutes is spent. Each script states its :class:`Target` and, with ``baseline=True``, the same
 evaluation of the zero action (the trivial policy) after training; ``learning_suite.py`` collects them.
@@ -23,7 +24,7 @@ from pathlib import Path
 import torch
 
 from horde.policies import InferencePolicy, clips_actions
-from horde.train.config import compose
+from horde.train.config import ALGORITHMS, algorithm_name, compose
 from horde.train.ppo import PPOTrainer
 
 Evaluate = Callable[[InferencePolicy, object, int], dict]
@@ -86,14 +87,27 @@ def capture_runs() -> Iterator[list[dict]]:
 
 
 def _deterministic(trainer, cfg) -> InferencePolicy:
-    """The trainer's deterministic policy as play and export build it (no clip where the task squashes with tanh)."""
-    return InferencePolicy(trainer.alg.get_policy(), clip=clips_actions(cfg.task))
+    """The trainer's deterministic policy as play and export build it (no clip where the task squashes with tanh):
+    PPO's action mean, SAC's tanh(mean)."""
+    return InferencePolicy(trainer.policy(), clip=clips_actions(cfg.task))
+
+
+def time_split(summary: dict, train_s: float) -> dict[str, float]:
+    """The trainer's time split as shares of the training clock ``train_s`` [s] (evaluations excluded): ``sim``,
+    ``inference`` and ``learn`` (the learner's update) from the run loop's phase totals (its ``time_share`` of its
+    own wall time, ``train_seconds``, which counts the evaluations), ``other`` the rest (checkpoints, logging)."""
+    seconds = {k: summary["time_share"][k] * summary["train_seconds"] for k in ("sim", "inference", "learn")}
+    total = max(train_s, sum(seconds.values()), 1e-9)
+    out = {k: round(v / total, 4) for k, v in seconds.items()}
+    out["other"] = round(max(1.0 - sum(out.values()), 0.0), 4)
+    return out
 
 
 def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: int, minutes: float,
                      describe: Callable[[dict], str], on_start: Callable[[PPOTrainer], None] | None = None,
                      baseline: bool = False, run_root: str | None = None) -> dict:
-    """Train with periodic evaluations; returns ``{"cfg", "iterations", "train_s", "curve", "policy"}``, and with
+    """Train with periodic evaluations (the learner ``algo=`` names, PPO by default); returns ``{"cfg",
+    "iterations", "train_s", "curve", "policy", "time_split"}`` (:func:`time_split`), and with
     ``baseline`` the zero action's figures under ``evaluate`` on the first evaluation's envs (``"baseline"``,
     measured after training, outside the clock, so the run is the same with or without it). ``on_start`` sees the
     trainer before its first iteration (to read its envs during evaluations). ``run_root``: keep the run (its
@@ -103,7 +117,7 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
     clock = {"train_s": 0.0, "since": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
         cfg, task, raw = compose([f"run_root={run_root or KEEP_ROOT or tmp}", *overrides])
-        trainer = PPOTrainer(cfg, task, raw, quiet=True)
+        trainer = ALGORITHMS[algorithm_name(cfg)].learner_class()(cfg, task, raw, quiet=True)
         if on_start is not None:
             on_start(trainer)
 
@@ -125,14 +139,14 @@ def train_with_evals(overrides: list[str], evaluate: Evaluate, *, eval_every: in
             return over
 
         clock["since"] = time.perf_counter()
-        trainer.learn(on_iteration=on_iteration)
+        summary = trainer.learn(on_iteration=on_iteration)
         if not curve or curve[-1]["iteration"] != trainer.iteration:
             # stopped early by SIGTERM or SIGUSR1 (the run loop stops before ``on_iteration``; its checkpoint
             # saving counts as training time here): the figures are those of the policy it stopped with
             clock["train_s"] += time.perf_counter() - clock["since"]
             record(trainer)
     result = {"cfg": cfg, "iterations": trainer.iteration, "train_s": round(clock["train_s"], 1), "curve": curve,
-              "policy": _deterministic(trainer, cfg)}
+              "policy": _deterministic(trainer, cfg), "time_split": time_split(summary, clock["train_s"])}
     if baseline:
         result["baseline"] = evaluate(ZeroPolicy(trainer.core.num_actions), cfg.task, BASELINE_SEED)
     if _CAPTURED is not None:

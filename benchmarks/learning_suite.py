@@ -1,7 +1,8 @@
 """``make bench-learn``: the learning scoreboard. Every task with a learning target, trained within its budget.
 
-    python benchmarks/learning_suite.py [--device cpu|cuda:0] [--tasks cartpole ant ...] [--seed 0] [--minutes M]
-                                        [--deadline-s S] [--quick] [--out benchmarks/results]
+    python benchmarks/learning_suite.py [--algo ppo|sac] [--device cpu|cuda:0] [--tasks cartpole ant ...] [--seed 0]
+                                        [--minutes M] [--deadline-s S] [--quick] [--out benchmarks/results]
+    python benchmarks/learning_suite.py --compare PPO.json SAC.json [--out benchmarks/results]
 
 Each task runs in its own process: its learn script's ``main`` (``learn_ant.py``, ``learn_reach.py``,
 ``learn_quadruped.py``, ``learn_lift.py``, ``learn_g1.py``, ``learn_push.py``; the classic tasks here, with the
@@ -12,12 +13,23 @@ scores the trivial policy (zero action: zero torque, standing still, the arm at 
 below, which sum to under 5 minutes of training so that the whole list fits 10 minutes of device time with
 compilation (``benchmarks/results/gpu/learning_gpu.sh``).
 
-Writes ``<out>/<date>_learning_suite_<device>.json`` (every row with its curve), ``.md`` (the table, also printed)
-and ``.png`` (one subplot per task: the curve, the target and the baseline), and a frame of each trained robot in
-``<out>/<date>_learning_suite_<device>_frames/<task>.png`` (Newton tasks ray-traced in 3D by ``SensorCamera``; the
-classic tasks drawn in 2D). A target that the trivial policy meets is a DEFECT (issue 29): the row says so and the
-suite exits 1; a task that failed to run makes it exit 2. ``--quick`` runs every task for 2-4 iterations on 16-32
-envs (a smoke test; results named ``..._quick``).
+``--algo sac`` trains every task with SAC (``algo=sac``) instead of PPO, on the same targets, measures, trivial
+baselines and budgets: its recipe is ``configs/tuned/<task>_sac.yaml`` where one exists (with its ``cpu:`` profile)
+and SAC's defaults otherwise; PPO's CPU overrides below are PPO's recipe and are not passed to SAC.
+
+Writes ``<out>/<date>_learning_suite_<device>.json`` (every row with its curve and the trainer's time split),
+``.md`` (the table, also printed) and ``.png`` (one subplot per task: the curve, the target and the baseline), and
+a frame of each trained robot in ``<out>/<date>_learning_suite_<device>_frames/<task>.png`` (Newton tasks
+ray-traced in 3D by ``SensorCamera``; the classic tasks drawn in 2D); a SAC run's files end in ``_sac``
+(``<date>_learning_suite_cpu_sac.json``). Every path in them is relative to the repository root (or, for an
+``--out`` outside the checkout, to the results folder): committed results name no machine's folders. A target
+that the trivial policy meets is a DEFECT (issue 29): the row says so and the suite exits 1; a task that failed to
+run makes it exit 2. ``--quick`` runs every task for 2-4 iterations on 16-32 envs (a smoke test; results named
+``..._quick``).
+
+``--compare PPO.json SAC.json`` trains nothing and sets two scoreboards of one device side by side
+(``learning_suite_compare.py``): one table and one PNG with, per task, each learner's status, env steps and wall
+time to target, final figures and the learner's share of the training time, beside the trivial baseline.
 
 The files are rewritten after every task, so a run cut short keeps the rows it finished. The CPU list takes about
 3 hours; ``--merge EARLIER.json`` splits it over sessions: the rows of an earlier scoreboard on the same device for
@@ -33,6 +45,7 @@ import importlib
 import io
 import json
 import math
+import os
 import shlex
 import subprocess
 import sys
@@ -44,11 +57,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+"""The repository root: paths written into results are relative to it."""
 sys.path.insert(0, str(HERE))
 from learning import Target, capture_runs, train_with_evals  # noqa: E402
 
 GPU_ENVS = ("num_envs=4096", "device=cuda:0")
-"""Overrides of every task on ``--device cuda:0`` (after the task's own)."""
+"""Overrides of every task on ``--device cuda:0`` (after the task's own), for every learner."""
+ALGOS = ("ppo", "sac")
+"""Learners the scoreboard trains (``--algo``); PPO is the default, and its commands name no ``algo=``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,9 +86,12 @@ class Entry:
     flags: tuple[str, ...] = ()
     """Script flags of the documented command (``--eval-every 25``)."""
     overrides: tuple[str, ...] = ()
-    """Config overrides on every device (``max_iterations=1000``)."""
+    """Config overrides on every device and for every learner (``max_iterations=1000``)."""
     cpu_overrides: tuple[str, ...] = ()
-    """Config overrides on the CPU only (``num_envs=256``)."""
+    """PPO's config overrides on the CPU only (``num_envs=256``): PPO's CPU recipe. SAC's CPU recipe is the
+    ``cpu:`` profile of ``configs/tuned/<task>_sac.yaml`` (issue 70), which an override here would mask."""
+    sac_overrides: tuple[str, ...] = ()
+    """Config overrides of a SAC run on every device that SAC needs to run the task at all (not tuned values)."""
     seed_flag: bool = True
     """The script takes ``--seed``; otherwise the seed goes in as the override ``seed=S``."""
     frame_flag: bool = False
@@ -132,6 +152,7 @@ ENTRIES = (
           target=_lift_target, frame_flag=True),
     Entry(task="g1-velocity", script="learn_g1", minutes=60.0, gpu_minutes=1.25,
           cpu_overrides=("num_envs=512", "algo.num_learning_epochs=3"),
+          sac_overrides=("task.action_squash=clip",),  # SAC squashes with tanh itself and refuses the task's tanh
           target=_g1_target, seed_flag=False),
     Entry(task="push", script="learn_push", minutes=15.0, gpu_minutes=0.5, flags=("--eval-every", "25"),
           cpu_overrides=("num_envs=512",), target=_push_target),
@@ -146,9 +167,10 @@ GPU_ORDER = ("g1-velocity", "quadruped", "lift", "ant", "reach", "pendulum", "ca
 # --- the classic tasks: no learn script of their own -------------------------------------------------------------
 
 def learn_classic(task: str, argv: list[str]) -> int:
-    """A learn script for cartpole, the pendulum and the swing-up (same flags and JSON line as the others): PPO with
-    the tuned config; the figure is ``horde.train.evaluate``'s mean return over ``--episodes`` deterministic
-    episodes (the evaluation of ``train_vs_sb3.py``, ``diff_vs_ppo.py`` and ``make demo``)."""
+    """A learn script for cartpole, the pendulum and the swing-up (same flags and JSON line as the others): PPO (or
+    the learner an ``algo=`` override names) with the tuned config; the figure is ``horde.train.evaluate``'s mean
+    return over ``--episodes`` deterministic episodes (the evaluation of ``train_vs_sb3.py``, ``diff_vs_ppo.py`` and
+    ``make demo``)."""
     from horde.train.evaluate import evaluate
 
     ap = argparse.ArgumentParser(prog=f"learn_classic {task}")
@@ -190,10 +212,12 @@ _UNCOMPILED_NOTICE: set[str] = set()
 """Tasks whose missing-compiler notice this process has printed (once each)."""
 
 
-def cpu_overrides(entry: Entry) -> list[str]:
-    """The entry's CPU overrides as this machine runs them: ``algo.compile=true`` needs a C++ compiler, and without
-    one it is dropped with a one-line notice, once per task (the same networks and update uncompiled: slower, and
-    only float rounding apart)."""
+def cpu_overrides(entry: Entry, *, algo: str = "ppo") -> list[str]:
+    """The entry's CPU overrides for ``algo`` as this machine runs them. PPO's: ``algo.compile=true`` needs a C++
+    compiler, and without one it is dropped with a one-line notice, once per task (the same networks and update
+    uncompiled: slower, and only float rounding apart). SAC's: none (its CPU recipe is its tuned config's)."""
+    if algo != "ppo":
+        return []
     overrides = list(entry.cpu_overrides)
     if "algo.compile=true" in overrides:
         from horde.train.ppo import cpu_compiler
@@ -206,22 +230,66 @@ def cpu_overrides(entry: Entry) -> list[str]:
     return overrides
 
 
-def script_argv(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool) -> list[str]:
-    """The learn script's arguments for this run (without ``--json``/``--out``)."""
+def algo_overrides(entry: Entry, algo: str) -> list[str]:
+    """The learner's overrides on every device: none for PPO (the default learner), ``algo=<algo>`` and the
+    entry's SAC overrides otherwise."""
+    if algo == "ppo":
+        return []
+    if algo not in ALGOS:
+        raise ValueError(f"unknown learner '{algo}'; the scoreboard runs {', '.join(ALGOS)}")
+    return [f"algo={algo}", *entry.sac_overrides]
+
+
+def script_argv(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool, algo: str = "ppo") -> list[str]:
+    """The learn script's arguments for this run (without ``--json``/``--out``); PPO's are those of the scoreboard
+    before ``--algo`` existed, word for word."""
     argv = ["--minutes", f"{minutes:g}", *(["--seed", str(seed)] if entry.seed_flag else []), *entry.flags,
-            *entry.overrides]
-    argv += list(GPU_ENVS) if device.startswith("cuda") else cpu_overrides(entry)
+            *entry.overrides, *algo_overrides(entry, algo)]
+    argv += list(GPU_ENVS) if device.startswith("cuda") else cpu_overrides(entry, algo=algo)
     return argv + ([] if entry.seed_flag else [f"seed={seed}"]) + (["--quick"] if quick else [])
 
 
-def command_of(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool) -> str:
+def command_of(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool, algo: str = "ppo") -> str:
     """The command that reruns this row alone: the learn script's, or this suite's for a classic task."""
     if entry.script is None:
         argv = ["--tasks", entry.task, "--minutes", f"{minutes:g}", "--seed", str(seed)]
+        argv += (["--algo", algo] if algo != "ppo" else [])
         argv += (["--device", device] if device != "cpu" else []) + (["--quick"] if quick else [])
         return shlex.join(["python", "benchmarks/learning_suite.py", *argv])
-    argv = script_argv(entry, device=device, minutes=minutes, seed=seed, quick=quick)
+    argv = script_argv(entry, device=device, minutes=minutes, seed=seed, quick=quick, algo=algo)
     return shlex.join(["python", f"benchmarks/{entry.script}.py", *argv])
+
+
+def portable(path: str | Path, base: Path) -> str:
+    """``path`` as results write it (issue 72): from the repository root where it lies inside the checkout, else
+    from the results folder ``base``; never absolute, so committed results name no machine's folders. A relative
+    ``path`` is taken from the working directory."""
+    p = Path(os.path.abspath(path))
+    try:
+        return p.relative_to(REPO).as_posix()
+    except ValueError:
+        return Path(os.path.relpath(p, os.path.abspath(base))).as_posix()
+
+
+PATH_FLAGS = {"--out": 1, "--merge": 1, "--compare": 2}
+"""This script's flags that take paths, with their number of values: :func:`command_line` writes them portably."""
+
+
+def command_line(argv: list[str], base: Path) -> str:
+    """This script's command as results record it: the values of :data:`PATH_FLAGS` and any absolute path made
+    :func:`portable`."""
+    out, take = [], 0
+    for a in argv:
+        flag, eq, value = a.partition("=")
+        if take:
+            out.append(portable(a, base))
+            take -= 1
+        elif eq and flag in PATH_FLAGS:
+            out.append(f"{flag}={portable(value, base)}")
+        else:
+            out.append(portable(a, base) if os.path.isabs(a) else a)
+            take = PATH_FLAGS.get(a, 0)
+    return shlex.join(["python", "benchmarks/learning_suite.py", *out])
 
 
 def met_all(targets: tuple[Target, ...], point: dict | None) -> bool:
@@ -279,10 +347,14 @@ def robot_frame(policy, task: str, task_cfg, device: str, path: Path, *, envs: i
     return "2d"
 
 
-def run_one(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool, frame: Path | None) -> dict:
-    """Train and evaluate one task in this process through its script's ``main``; the scoreboard's row."""
+def run_one(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool, frame: Path | None,
+            algo: str = "ppo") -> dict:
+    """Train and evaluate one task in this process through its script's ``main`` with the learner ``algo``; the
+    scoreboard's row."""
+    from horde.train.config import algorithm_name
+
     module = None if entry.script is None else importlib.import_module(entry.script)
-    argv = script_argv(entry, device=device, minutes=minutes, seed=seed, quick=quick)
+    argv = script_argv(entry, device=device, minutes=minutes, seed=seed, quick=quick, algo=algo)
     main = (lambda a: learn_classic(entry.task, a)) if entry.script is None else module.main
     own_frame = ["--frame", str(frame)] if entry.frame_flag and frame is not None else []
     buf, t0 = io.StringIO(), time.perf_counter()
@@ -292,18 +364,22 @@ def run_one(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool
     if rc != 0 or not lines or not runs:
         raise RuntimeError(f"{entry.script or 'learn_classic'} exited {rc} with {len(lines)} JSON lines")
     summary, run = json.loads(lines[-1]), runs[-1]
+    trained = algorithm_name(run["cfg"])
+    if trained != algo:  # a learn script that dropped the algo= override
+        raise RuntimeError(f"{entry.script or 'learn_classic'} trained {trained}, not {algo}")
     stated = summary.get("target")  # Target.as_dict(), or a list of them
     targets = (tuple(Target(**t) for t in (stated if isinstance(stated, list) else [stated])) if stated
                else entry.target(module, summary))
     baselines = baselines_of(summary)
-    row = {"task": entry.task, "script": entry.script or "learning_suite.learn_classic",
+    row = {"task": entry.task, "algo": algo, "script": entry.script or "learning_suite.learn_classic",
            "targets": [t.as_dict() for t in targets], "baselines": baselines,
            "baseline": next(iter(baselines.values()), None),
            **classify(targets, baselines, run["curve"]), "seed": seed, "device": str(run["cfg"].device),
            "num_envs": run["cfg"].num_envs, "budget_min": minutes, "train_s": run["train_s"],
            "iterations": run["iterations"], "env_steps": run["curve"][-1]["env_steps"] if run["curve"] else 0,
-           "process_s": round(time.perf_counter() - t0, 1),
-           "command": command_of(entry, device=device, minutes=minutes, seed=seed, quick=quick), "curve": run["curve"]}
+           "time_split": run["time_split"], "process_s": round(time.perf_counter() - t0, 1),
+           "command": command_of(entry, device=device, minutes=minutes, seed=seed, quick=quick, algo=algo),
+           "curve": run["curve"]}
     if own_frame:
         row["frame_kind"], row["frame"] = "3d", summary.get("frame")
     elif frame is not None:
@@ -312,7 +388,7 @@ def run_one(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool
                                             steps=20 if quick else 200)
             row["frame"] = str(frame)
         except Exception as exc:  # a frame is a picture, not a figure: report and keep the row
-            row["frame_error"] = f"{type(exc).__name__}: {exc}"
+            row["frame_error"] = f"{type(exc).__name__}: {exc}".replace(str(frame.parent), frame.parent.name)
     return row
 
 
@@ -336,18 +412,31 @@ def target_text(targets: list[dict]) -> str:
     return " and ".join(f"`{t['key']}` {t['op']} {t['threshold']:g}" for t in targets)
 
 
-def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str, merged_from: str | None = None) -> str:
-    """The scoreboard as Markdown; rows marked ``merged`` came from ``merged_from`` (``--merge``) and are named."""
+def learner_share(row: dict) -> str:
+    """The learner's update as a share of the training time, and the simulation's (``time_split``; rows written
+    before it was recorded have none)."""
+    split = row.get("time_split")
+    if not split:
+        return "—"
+    return f"{100 * split['learn']:.0f}% (sim {100 * split['sim']:.0f}%)"
+
+
+def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str, merged_from: str | None = None,
+             algo: str = "ppo") -> str:
+    """The scoreboard of the learner ``algo`` as Markdown; rows marked ``merged`` came from ``merged_from``
+    (``--merge``) and are named."""
     gpu = f", GPU {info['gpu']}" if info.get("gpu") else ", no GPU"
-    out = ["# horde learning scoreboard", "",
-           f"{info['date']} on {info['cpu']} ({info['cores']} cores{gpu}), device `{info['device']}`; torch "
-           f"{info['torch']}, warp {info['warp-lang']}, newton {info['newton']}, mujoco {info['mujoco']}. Command: "
+    out = ["# horde learning scoreboard" + ("" if algo == "ppo" else f": {algo.upper()}"), "",
+           f"{info['date']} on {info['cpu']} ({info['cores']} cores{gpu}), device `{info['device']}`, learner "
+           f"`{algo}`; torch {info['torch']}, warp {info['warp-lang']}, newton {info['newton']}, mujoco "
+           f"{info['mujoco']}. Command: "
            f"`{command}`. Each figure is the deterministic policy's, evaluated in fresh envs; the trivial baselines "
            "(zero action; standing still for the G1) are scored on the same measure and envs in the same run. "
-           "Training time excludes evaluation.", "",
+           "Training time excludes evaluation; the learner share is the update's part of it (beside the "
+           "simulation's).", "",
            "| task | target (measure) | trivial baseline | status | time to target | env steps to target | final | "
-           "best | envs | budget | seed | command |",
-           "|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---|"]
+           "best | learner share | envs | budget | seed | command |",
+           "|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         targets = r.get("targets") or []
         measure = "; ".join(t["measure"] for t in targets)
@@ -359,7 +448,7 @@ def markdown(info: dict, rows: list[dict], *, command: str, frames_dir: str, mer
         tt = _duration(r.get("time_to_target_s"))
         target = f"{target_text(targets)} ({measure})" if targets else "—"
         out.append(f"| {r['task']} | {target} | {base} | {status} | {tt} | "
-                   f"{_fmt(r.get('env_steps_to_target'))} | {final} | {_fmt(r.get('best'))} | "
+                   f"{_fmt(r.get('env_steps_to_target'))} | {final} | {_fmt(r.get('best'))} | {learner_share(r)} | "
                    f"{_fmt(r.get('num_envs'))} | {_fmt(r.get('budget_min'))} min | {_fmt(r.get('seed'))} | "
                    f"`{r.get('command', '')}` |")
     defects = [r["task"] for r in rows if r.get("defect")]
@@ -404,7 +493,7 @@ def plot(rows: list[dict], path: Path) -> None:
             ax.axvline(r["time_to_target_s"] / 60, color="tab:green", lw=0.8, alpha=0.7)
         if r.get("log"):
             ax.set_yscale("log")
-        ax.set_title(f"{r['task']} ({r['num_envs']} envs): {r['status']}", fontsize=8,
+        ax.set_title(f"{r['task']} ({r.get('algo', 'ppo').upper()}, {r['num_envs']} envs): {r['status']}", fontsize=8,
                      color="tab:red" if r.get("defect") else "black")
         ax.set_xlabel("training wall time [min]", fontsize=8)
         ax.set_ylabel(t["key"], fontsize=8)
@@ -437,14 +526,16 @@ def selected(device: str, tasks: list[str] | None) -> list[Entry]:
 
 
 def write(out: Path, stem: str, info: dict, command: str, quick: bool, t_start: float, rows: list[dict],
-          frames: Path, merged_from: str | None = None) -> str:
-    """The scoreboard's JSON, Markdown and PNG as they stand (after every task: a run cut short keeps its rows)."""
+          frames: Path, merged_from: str | None = None, algo: str = "ppo") -> str:
+    """The scoreboard's JSON, Markdown and PNG as they stand (after every task: a run cut short keeps its rows).
+    ``command`` and ``merged_from`` come :func:`portable` already, as do the rows' frames."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".{stem}.json.tmp"
-    tmp.write_text(json.dumps({"machine": info, "command": command, "quick": quick, "merged_from": merged_from,
-                               "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows}, indent=1))
+    tmp.write_text(json.dumps({"machine": info, "algo": algo, "command": command, "quick": quick,
+                               "merged_from": merged_from, "wall_s": round(time.perf_counter() - t_start, 1),
+                               "rows": rows}, indent=1))
     tmp.replace(out / f"{stem}.json")
-    table = markdown(info, rows, command=command, frames_dir=frames.name, merged_from=merged_from)
+    table = markdown(info, rows, command=command, frames_dir=frames.name, merged_from=merged_from, algo=algo)
     (out / f"{stem}.md").write_text(table + "\n")
     plot(rows, out / f"{stem}.png")
     return table
@@ -459,8 +550,9 @@ def merged(rows: list[dict], earlier: list[dict], device: str) -> list[dict]:
     return sorted(both, key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
 
 
-def load_earlier(path: str, device: str) -> list[dict]:
-    """The rows of an earlier scoreboard (``--merge``), each with its own date and machine; one-line errors."""
+def load_earlier(path: str, device: str, algo: str = "ppo") -> list[dict]:
+    """The rows of an earlier scoreboard (``--merge``) of the same device and learner, each with its own date and
+    machine; one-line errors."""
     p = Path(path)
     try:
         data = json.loads(p.read_text())
@@ -471,7 +563,10 @@ def load_earlier(path: str, device: str) -> list[dict]:
         raise SystemExit(f"--merge {path}: a --quick smoke run; merge full runs only")
     if machine.get("device") != device:
         raise SystemExit(f"--merge {path}: its rows ran on {machine.get('device')}, this run on {device}")
+    if data.get("algo", "ppo") != algo:  # scoreboards before --algo were PPO's
+        raise SystemExit(f"--merge {path}: its rows trained {data.get('algo', 'ppo')}, this run {algo}")
     for r in rows:
+        r.setdefault("algo", data.get("algo", "ppo"))
         r.setdefault("date", machine.get("date"))
         r.setdefault("machine", machine.get("cpu"))
         if r.get("frame") and not r.get("frame_rel"):
@@ -491,6 +586,7 @@ def _commit() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--algo", choices=ALGOS, default="ppo", help="the learner every task trains with")
     ap.add_argument("--device", default="cpu", help="cpu or cuda:0 (4096 envs, the GPU budgets)")
     ap.add_argument("--tasks", nargs="+", default=None, help=f"default: all ({', '.join(e.task for e in ENTRIES)})")
     ap.add_argument("--seed", type=int, default=0)
@@ -499,29 +595,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a few iterations per task on tiny env counts")
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--merge", default=None, metavar="EARLIER.json",
-                    help="keep this earlier scoreboard's rows (same device) for the tasks not run now")
+                    help="keep this earlier scoreboard's rows (same device and learner) for the tasks not run now")
+    ap.add_argument("--compare", nargs=2, default=None, metavar=("PPO.json", "SAC.json"),
+                    help="train nothing: set two scoreboards side by side in one table and one PNG under --out")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one task, write its row
     ap.add_argument("--row-out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--frame", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     gpu = args.device.startswith("cuda")
+    out = Path(args.out)
+    command = command_line(argv if argv is not None else sys.argv[1:], out)
+
+    if args.compare:
+        from learning_suite_compare import compare
+
+        return compare(*args.compare, out=out, command=command)
 
     if args.one:
         entry = next(e for e in ENTRIES if e.task == args.one)
         row = run_one(entry, device=args.device, minutes=args.minutes, seed=args.seed, quick=args.quick,
-                      frame=Path(args.frame) if args.frame else None)
+                      frame=Path(args.frame) if args.frame else None, algo=args.algo)
         Path(args.row_out).write_text(json.dumps(row))
         return 0
 
     from run_all import machine_info
 
     info = machine_info(args.device)
-    earlier = load_earlier(args.merge, args.device) if args.merge else []
+    earlier = load_earlier(args.merge, args.device, args.algo) if args.merge else []
+    merged_from = portable(args.merge, out) if args.merge else None
     commit = _commit()
-    out = Path(args.out)
-    stem = f"{info['date']}_learning_suite_{args.device.replace(':', '')}" + ("_quick" if args.quick else "")
+    stem = (f"{info['date']}_learning_suite_{args.device.replace(':', '')}"
+            + ("" if args.algo == "ppo" else f"_{args.algo}") + ("_quick" if args.quick else ""))
     frames = out / f"{stem}_frames"
-    command = shlex.join(["python", "benchmarks/learning_suite.py", *(argv if argv is not None else sys.argv[1:])])
     rows, t_start = [], time.perf_counter()
     for entry in selected(args.device, args.tasks):
         minutes = args.minutes or ((entry.gpu_minutes or entry.minutes) if gpu else entry.minutes)
@@ -531,19 +636,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.deadline_s is not None:
             left = args.deadline_s - (time.perf_counter() - t_start)
             if left < 60:
-                rows.append({"task": entry.task, "status": f"skipped: {left:.0f} s left of --deadline-s",
-                             "budget_min": minutes, "seed": args.seed,
+                rows.append({"task": entry.task, "algo": args.algo,
+                             "status": f"skipped: {left:.0f} s left of --deadline-s", "budget_min": minutes,
+                             "seed": args.seed,
                              "command": command_of(entry, device=args.device, minutes=minutes, seed=args.seed,
-                                                   quick=args.quick)})
+                                                   quick=args.quick, algo=args.algo)})
                 print(f"== {entry.task}: skipped ({left:.0f} s left)", flush=True)
                 continue
             timeout = min(timeout, left)
-        print(f"== {entry.task}: {minutes:g} min budget on {args.device}", flush=True)
+        print(f"== {entry.task}: {minutes:g} min budget on {args.device} ({args.algo})", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             row_path = Path(tmp) / "row.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), "--one", entry.task, "--device", args.device,
                    "--seed", str(args.seed), "--minutes", f"{minutes:g}", "--row-out", str(row_path),
-                   "--frame", str(frames / f"{entry.task}.png")] + (["--quick"] if args.quick else [])
+                   "--frame", str(frames / f"{entry.task}.png"), "--algo", args.algo]
+            cmd += ["--quick"] if args.quick else []
             t0 = time.perf_counter()
             try:
                 proc = subprocess.run(cmd, timeout=timeout, stdout=subprocess.DEVNULL)
@@ -553,21 +660,23 @@ def main(argv: list[str] | None = None) -> int:
             if rc == 0 and row_path.exists():
                 row = json.loads(row_path.read_text())
             else:
-                row = {"task": entry.task, "status": f"error: exit {rc} after {time.perf_counter() - t0:.0f} s",
+                row = {"task": entry.task, "algo": args.algo,
+                       "status": f"error: exit {rc} after {time.perf_counter() - t0:.0f} s",
                        "budget_min": minutes, "seed": args.seed,
                        "command": command_of(entry, device=args.device, minutes=minutes, seed=args.seed,
-                                             quick=args.quick)}
+                                             quick=args.quick, algo=args.algo)}
         row.update(log=entry.log, date=info["date"], machine=info["cpu"], commit=commit)
         if row.get("frame"):
+            row["frame"] = portable(row["frame"], out)
             row["frame_rel"] = f"{frames.name}/{Path(row['frame']).name}"
         rows.append(row)
         print(f"== {entry.task}: {row['status']} ({time.perf_counter() - t0:.0f} s)", flush=True)
         table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames,
-                      args.merge)
+                      merged_from, args.algo)
 
     if not rows:
         table = write(out, stem, info, command, args.quick, t_start, merged(rows, earlier, args.device), frames,
-                      args.merge)
+                      merged_from, args.algo)
     print(table)
     print(f"wrote {out / stem}.json, .md, .png and {frames.name}/", flush=True)
     return exit_code(rows)

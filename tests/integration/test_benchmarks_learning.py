@@ -3,6 +3,8 @@ baselines beside each target, and ``learning.py``'s evaluations, curves and seed
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,13 @@ import pytest
 from benchhelp import run_benchmark
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+REPO = BENCH.parent
+ABSOLUTE = re.compile(r"""(?:^|[\s"'`(=:\[,])(/[A-Za-z_][\w.+-]*/[\w.+/-]*)""")
+"""An absolute POSIX path of two or more parts in a results file (``/tmp/x``, ``"/work/main/..."``)."""
+
+
+def absolute_paths(text: str) -> list[str]:
+    return [m.group(1) for m in ABSOLUTE.finditer(text)]
 
 
 def test_learning_bars_prints_one_line_per_seed():
@@ -32,17 +41,24 @@ def test_learning_suite_quick_writes_the_scoreboard(tmp_path):
     assert data["quick"] is True and data["machine"]["cores"] >= 1
     (row,) = data["rows"]
     assert row["task"] == "cartpole" and row["seed"] == 0 and row["iterations"] == 2 and row["num_envs"] == 16
+    assert data["algo"] == row["algo"] == "ppo"
+    split = row["time_split"]  # the trainer's phases as shares of the training clock
+    assert set(split) == {"sim", "inference", "learn", "other"} and abs(sum(split.values()) - 1) < 1e-3, split
+    assert split["learn"] > 0
     assert [(t["key"], t["threshold"], t["op"]) for t in row["targets"]] == [("mean_return", 475.0, ">=")]
     assert 0 < row["baselines"]["zero action"]["mean_return"] < 475  # zero force, measured in the same run
     assert row["status"] in ("reached", "not reached") and row["defect"] is False
     assert [c["iteration"] for c in row["curve"]] == [1, 2] and row["final"]["mean_return"] == row["curve"][-1][
         "mean_return"]
     assert row["command"].startswith("python benchmarks/learning_suite.py --tasks cartpole")
-    assert row["frame_kind"] == "2d" and Path(row["frame"]).stat().st_size > 1000
+    # --out outside the checkout: the frame's path is from the results folder, never absolute (issue 72)
+    assert row["frame"] == f"{path.stem}_frames/cartpole.png" and (tmp_path / row["frame"]).stat().st_size > 1000
+    assert row["frame_kind"] == "2d" and not absolute_paths(path.read_text()), absolute_paths(path.read_text())
     assert path.with_suffix(".png").stat().st_size > 10_000
     table = path.with_suffix(".md").read_text()
-    assert "| task | target (measure) | trivial baseline | status |" in table
+    assert "| task | target (measure) | trivial baseline | status |" in table and "| learner share |" in table
     assert "| cartpole | `mean_return` >= 475 " in table and "Defects (a target" in table and table in proc.stdout
+    assert not absolute_paths(table) and str(tmp_path) not in table and "--out ." in table
 
 
 def test_learning_suite_flags_a_target_that_the_trivial_policy_meets():
@@ -111,12 +127,169 @@ def test_learning_suite_merges_an_earlier_run(tmp_path):
     table = ls.markdown(info, rows, command="c", frames_dir="x", merged_from="old.json")
     assert "Rows from an earlier run (`--merge old.json`): lift (2026-11-20, Old CPU, commit ?)." in table
     assert f"![lift]({frames.name}/lift.png)" in table
+    with pytest.raises(SystemExit, match="its rows trained ppo, this run sac"):  # a file before --algo: PPO's
+        ls.load_earlier(str(path), "cpu", "sac")
     old["machine"]["device"] = "cuda:0"
     path.write_text(json.dumps(old))
     with pytest.raises(SystemExit, match="ran on cuda:0, this run on cpu"):
         ls.load_earlier(str(path), "cpu")
     with pytest.raises(SystemExit, match="not a learning_suite results file"):
         ls.load_earlier(str(tmp_path / "missing.json"), "cpu")
+
+
+PPO_COMMANDS = {
+    ("cartpole", "cpu"): "python benchmarks/learning_suite.py --tasks cartpole --minutes 1 --seed 0",
+    ("cartpole", "cuda:0"): "python benchmarks/learning_suite.py --tasks cartpole --minutes 0.2 --seed 0 "
+                           "--device cuda:0",
+    ("pendulum", "cpu"): "python benchmarks/learning_suite.py --tasks pendulum --minutes 3 --seed 0",
+    ("pendulum", "cuda:0"): "python benchmarks/learning_suite.py --tasks pendulum --minutes 0.3 --seed 0 "
+                           "--device cuda:0",
+    ("cartpole-swingup", "cpu"): "python benchmarks/learning_suite.py --tasks cartpole-swingup --minutes 3 --seed 0",
+    ("cartpole-swingup", "cuda:0"): "python benchmarks/learning_suite.py --tasks cartpole-swingup --minutes 3 --seed 0 "
+                                    "--device cuda:0",
+    ("reach", "cpu"): "python benchmarks/learn_reach.py --minutes 15 --seed 0 --eval-every 25 max_iterations=1000",
+    ("reach", "cuda:0"): "python benchmarks/learn_reach.py --minutes 0.5 --seed 0 --eval-every 25 max_iterations=1000 "
+                         "num_envs=4096 device=cuda:0",
+    ("ant", "cpu"): "python benchmarks/learn_ant.py --minutes 10 --seed 0 max_iterations=1000",
+    ("ant", "cuda:0"): "python benchmarks/learn_ant.py --minutes 0.4 --seed 0 max_iterations=1000 num_envs=4096 "
+                       "device=cuda:0",
+    ("quadruped", "cpu"): "python benchmarks/learn_quadruped.py --minutes 15 --seed 0 --eval-every 25 num_envs=256 "
+                          "'algo.policy.actor_hidden_dims=[128,64,32]' 'algo.policy.critic_hidden_dims=[128,64,32]' "
+                          "algo.compile=true",
+    ("quadruped", "cuda:0"): "python benchmarks/learn_quadruped.py --minutes 1 --seed 0 --eval-every 25 num_envs=4096 "
+                             "device=cuda:0",
+    ("lift", "cpu"): "python benchmarks/learn_lift.py --minutes 30 --seed 0 num_envs=512",
+    ("lift", "cuda:0"): "python benchmarks/learn_lift.py --minutes 0.5 --seed 0 num_envs=4096 device=cuda:0",
+    ("g1-velocity", "cpu"): "python benchmarks/learn_g1.py --minutes 60 num_envs=512 algo.num_learning_epochs=3 seed=0",
+    ("g1-velocity", "cuda:0"): "python benchmarks/learn_g1.py --minutes 1.25 num_envs=4096 device=cuda:0 seed=0",
+    ("push", "cpu"): "python benchmarks/learn_push.py --minutes 15 --seed 0 --eval-every 25 num_envs=512",
+    ("push", "cuda:0"): "python benchmarks/learn_push.py --minutes 0.5 --seed 0 --eval-every 25 num_envs=4096 "
+                        "device=cuda:0",
+}
+"""Every entry's PPO command at its own budget, seed 0, as the scoreboard wrote it before ``--algo sac`` (commit
+fd9f0eb, a machine with a C++ compiler): adding SAC must not change PPO's runs."""
+
+
+def test_learning_suite_ppo_commands_are_unchanged_and_sac_runs_its_own_recipe(monkeypatch):
+    """``--algo ppo`` (the default) runs every entry word for word as before ``--algo`` existed; ``--algo sac`` adds
+    ``algo=sac`` (and what SAC needs to run the task: the G1's clipped actions) and none of PPO's CPU recipe
+    (epochs, compiled update, PPO's networks, env counts), which SAC's tuned config states instead."""
+    sys.path.insert(0, str(BENCH))
+    import horde.train.ppo as ppo
+    import learning_suite as ls
+
+    monkeypatch.setattr(ppo, "cpu_compiler", lambda: "/usr/bin/g++")
+    assert {e.task for e in ls.ENTRIES} == {task for task, _ in PPO_COMMANDS}
+    for e in ls.ENTRIES:
+        for device in ("cpu", "cuda:0"):
+            minutes = e.minutes if device == "cpu" else (e.gpu_minutes or e.minutes)
+            expected = PPO_COMMANDS[(e.task, device)]
+            for kw in ({}, {"algo": "ppo"}):
+                assert ls.command_of(e, device=device, minutes=minutes, seed=0, quick=False, **kw) == expected
+            assert ls.command_of(e, device=device, minutes=minutes, seed=0, quick=True) == expected + " --quick"
+            sac = ls.command_of(e, device=device, minutes=minutes, seed=0, quick=False, algo="sac")
+            argv = ls.script_argv(e, device=device, minutes=minutes, seed=0, quick=False, algo="sac")
+            if e.script is None:  # a classic task: this suite's command, the learner by flag
+                assert sac == expected.replace(" --seed 0", " --seed 0 --algo sac")
+                assert "algo=sac" in argv
+            else:
+                assert "algo=sac" in sac.split() and sac.startswith(f"python benchmarks/{e.script}.py")
+            ppo_recipe = set(e.cpu_overrides) - set(e.overrides)
+            assert not ppo_recipe & set(argv), (e.task, argv)
+            assert not any(a.startswith(("algo.num_learning_epochs", "algo.compile", "algo.policy.")) for a in argv)
+            assert ("task.action_squash=clip" in argv) == (e.task == "g1-velocity")
+            if device.startswith("cuda"):  # the GPU list: 4096 envs for every learner
+                assert "num_envs=4096" in argv and "device=cuda:0" in argv
+    g1 = next(e for e in ls.ENTRIES if e.task == "g1-velocity")
+    assert ls.command_of(g1, device="cpu", minutes=60, seed=0, quick=False, algo="sac") == (
+        "python benchmarks/learn_g1.py --minutes 60 algo=sac task.action_squash=clip seed=0")
+    with pytest.raises(ValueError, match="unknown learner 'td3'"):
+        ls.script_argv(g1, device="cpu", minutes=1, seed=0, quick=False, algo="td3")
+
+
+def test_sac_runs_read_their_tuned_config(tmp_path, monkeypatch):
+    """The scoreboard passes SAC no recipe of its own: ``configs/tuned/<task>_sac.yaml`` is composed for
+    ``algo=sac`` (as ``<task>_ppo.yaml`` is for PPO), its ``cpu:`` profile included, so a SAC recipe written there
+    is what ``learning_suite.py --algo sac`` trains with."""
+    import horde.train.config as config
+
+    configs = tmp_path / "configs"
+    shutil.copytree(config.config_dir(), configs)
+    (configs / "tuned" / "pendulum_sac.yaml").write_text(
+        "# @package _global_\nalgo:\n  batch_size: 123\ncpu:\n  num_envs: 48\n")
+    monkeypatch.setattr(config, "config_dir", lambda: configs)
+    cfg, task, _ = config.compose(["task=pendulum", "algo=sac"])
+    assert task == "pendulum" and config.algorithm_name(cfg) == "sac"
+    assert cfg.algo.batch_size == 123 and cfg.num_envs == 48 and "num_envs=48" in cfg.profile
+    cfg, _, _ = config.compose(["task=pendulum", "algo=sac", "num_envs=32"])  # the command line wins
+    assert cfg.num_envs == 32
+    cfg, _, _ = config.compose(["task=pendulum"])  # PPO keeps its own tuned file
+    assert config.algorithm_name(cfg) == "ppo" and cfg.num_envs == 256
+
+
+def test_time_split_is_the_share_of_the_training_clock():
+    """The run loop's phase shares are of its wall time, which counts the evaluations; the scoreboard's split is of
+    the training clock: sim 10 s, inference 10 s, learn 50 s of an 80 s clock."""
+    sys.path.insert(0, str(BENCH))
+    from learning import time_split
+
+    summary = {"time_share": {"sim": 0.1, "inference": 0.1, "learn": 0.5, "other": 0.3}, "train_seconds": 100.0}
+    assert time_split(summary, 80.0) == {"sim": 0.125, "inference": 0.125, "learn": 0.625, "other": 0.125}
+    assert time_split(summary, 50.0)["other"] == 0.0  # a clock shorter than the phases: shares of their sum
+
+
+def test_learning_suite_sac_quick_and_side_by_side_with_ppo(tmp_path):
+    """``--algo sac`` on the pendulum and the cart-pole in quick mode: rows that carry ``algo=sac``, the same target
+    and a trivial baseline measured in the run, the learner's time share, files named ``..._sac_quick``; then
+    ``--compare`` sets it beside the latest committed PPO scoreboard in one table and one PNG; nothing written holds
+    an absolute path."""
+    proc = subprocess.run([sys.executable, str(BENCH / "learning_suite.py"), "--algo", "sac", "--quick", "--tasks",
+                           "pendulum", "cartpole", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (path,) = tmp_path.glob("*_learning_suite_cpu_sac_quick.json")
+    data = json.loads(path.read_text())
+    assert data["algo"] == "sac" and data["quick"] is True
+    rows = {r["task"]: r for r in data["rows"]}
+    assert sorted(rows) == ["cartpole", "pendulum"]
+    for task, threshold in (("cartpole", 475.0), ("pendulum", -300.0)):
+        r = rows[task]
+        assert r["algo"] == "sac" and r["iterations"] == 2 and r["num_envs"] == 16, r
+        assert [(t["key"], t["threshold"], t["op"]) for t in r["targets"]] == [("mean_return", threshold, ">=")]
+        assert r["baselines"]["zero action"]["mean_return"] < threshold and r["defect"] is False
+        assert r["command"].endswith("--algo sac --quick") and r["time_split"]["learn"] > 0
+        assert (tmp_path / r["frame"]).stat().st_size > 1000
+    table = path.with_suffix(".md").read_text()
+    assert table.startswith("# horde learning scoreboard: SAC") and "learner `sac`" in table
+    assert path.with_suffix(".png").stat().st_size > 10_000
+
+    ppo = sorted((BENCH / "results").glob("*_learning_suite_cpu.json"))[-1]
+    compare = run_benchmark("learning_suite.py", "--compare", str(ppo), str(path), "--out", str(tmp_path))
+    assert compare.returncode == 0, compare.stdout[-2000:] + compare.stderr[-2000:]
+    (md,) = tmp_path.glob("*_learning_suite_cpu_ppo_vs_sac_quick.md")
+    side = md.read_text()
+    assert side.startswith("# horde learning scoreboard: PPO and SAC side by side") and side in compare.stdout
+    assert "| time to target | final | best | learner share |" in side
+    for task in ("cartpole", "pendulum"):
+        lines = [ln for ln in side.splitlines() if ln.startswith(f"| {task} |")]
+        assert [ln.split(" | ")[2] for ln in lines] == ["PPO", "SAC"], lines
+        assert all("zero action: mean_return" in ln for ln in lines)
+    assert "| lift | | SAC | — | not run |" in side and "Targets reached: PPO " in side
+    assert f"`{ppo.relative_to(REPO)}`" in side  # the inputs by their repository paths
+    assert md.with_suffix(".png").stat().st_size > 10_000
+    for written in [*tmp_path.glob("*.json"), *tmp_path.glob("*.md")]:
+        text = written.read_text()
+        assert not absolute_paths(text) and str(tmp_path) not in text, (written.name, absolute_paths(text))
+    bad = run_benchmark("learning_suite.py", "--compare", str(ppo), str(tmp_path / "none.json"), "--out",
+                        str(tmp_path))
+    assert bad.returncode != 0 and "not a learning_suite results file" in bad.stderr + bad.stdout
+
+
+def test_committed_results_name_no_absolute_paths():
+    """Issue 72: the results in the repository carry repository-relative paths only (frames, plots, commands), not
+    the folders of the machine that made them."""
+    found = {str(p.relative_to(REPO)): absolute_paths(p.read_text())
+             for p in sorted((BENCH / "results").rglob("*")) if p.suffix in (".json", ".md")}
+    assert not {k: v for k, v in found.items() if v}
 
 
 def test_learn_quadruped_quick_reports_tracking_errors(tmp_path):
@@ -160,8 +333,9 @@ def test_push_zero_action_baseline_is_the_share_of_targets_drawn_near_the_cube()
 
 
 def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stopped(tmp_path):
-    """SIGTERM (a scheduler's stop, ``kill``) ends a learn script's training after the running iteration, before the
-    evaluation hook: the curve's last point is still the policy it stopped with, so its summary reports that one."""
+    """SIGTERM (a scheduler's stop, ``kill``) during an iteration ends a learn script's training after that
+    iteration, before the evaluation hook: the curve's last point is still the policy it stopped with, so its
+    summary reports that one. (A SIGTERM during an evaluation stops before the next iteration: nothing to add.)"""
     import os
     import signal
 
@@ -172,14 +346,25 @@ def test_a_learning_run_stopped_by_sigterm_is_evaluated_at_the_iteration_it_stop
 
     def evaluate(policy, task_cfg, seed):  # noqa: ARG001
         seen.append(seed)
-        if len(seen) == 1:
-            os.kill(os.getpid(), signal.SIGTERM)  # the run loop's guard turns it into a stop after this iteration
         return {"score": float(len(seen))}
 
+    def on_start(trainer) -> None:
+        iterate = trainer.iterate
+
+        def iterate_then_stop():
+            out = iterate()
+            if trainer.iteration == 2:  # the run loop's guard turns it into a stop after this iteration
+                os.kill(os.getpid(), signal.SIGTERM)
+            return out
+
+        trainer.iterate = iterate_then_stop
+
     result = learning.train_with_evals(["task=cartpole", "num_envs=16", "max_iterations=50", "save_interval=1000"],
-                                       evaluate, eval_every=1, minutes=5.0, describe=lambda p: str(p["score"]))
+                                       evaluate, eval_every=1, minutes=5.0, describe=lambda p: str(p["score"]),
+                                       on_start=on_start)
     assert result["iterations"] == 2, result["iterations"]
     assert [p["iteration"] for p in result["curve"]] == [1, 2]
+    assert result["time_split"]["learn"] > 0
     assert seen == [10_001, 10_002]
 
     # the curves of --append files side by side, one panel per figure
