@@ -267,10 +267,11 @@ def cmd_export(args: list[str]) -> dict:
     _at_least(kv, 0, "sim2sim_episodes")
     if kv.get("tolerance", 1.0) <= 0:
         raise UsageError(f"tolerance={kv['tolerance']}: must be > 0")
+    progress = Stages("export")
     from horde.deploy import export_run, report_dict  # after the checks above, which answer at once
 
     report = export_run(kv["run"], out_dir=kv.get("out"), name=kv.get("name"), precision=kv.get("precision"),
-                        tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64),
+                        tolerance=kv.get("tolerance"), episodes=kv.get("episodes", 64), progress=progress,
                         **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
     for line in report.lines:
         print(line)
@@ -287,11 +288,12 @@ def cmd_verify(args: list[str]) -> dict:
     _existing(kv, "run", "checkpoint")
     _positive(kv, "episodes")
     _at_least(kv, 0, "sim2sim_episodes")
+    progress = Stages("verify")
     from horde.deploy import ExportError, find_bundles, verify_bundle  # after the checks above, which answer at once
 
     results, failed = {}, []
     for bundle in find_bundles(kv["run"]):
-        rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"),
+        rep = verify_bundle(bundle, episodes=kv.get("episodes", 64), checkpoint=kv.get("checkpoint"), progress=progress,
                             **({"sim2sim_episodes": kv["sim2sim_episodes"]} if "sim2sim_episodes" in kv else {}))
         print(f"== {bundle}")
         for line in rep.lines:
@@ -311,12 +313,14 @@ def cmd_sim2sim(args: list[str]) -> dict:
         raise UsageError("sim2sim needs run=<run dir, or one bundle dir under <run>/exported/>")
     _existing(kv, "run")
     _positive(kv, "episodes")
+    progress = Stages("sim2sim")
     from horde.deploy import find_bundles  # after the checks above, which answer at once
     from horde.deploy.sim2sim import run_sim2sim, summary_line
 
     results = {}
     for bundle in find_bundles(kv["run"]):
-        r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0), pushes=kv.get("pushes", True))
+        r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0), pushes=kv.get("pushes", True),
+                        progress=progress, stage=bundle.name)
         print(f"{bundle.name}: {summary_line(r)}")
         results[str(bundle)] = r
     return results
@@ -338,7 +342,7 @@ def cmd_video(args: list[str]) -> dict:
     _positive(kv, "envs", "steps", "episodes")
     _output_file(kv, "out")
     episodes = kv.get("episodes", None if "steps" in kv else 1)
-    bar = Progress("rendering")
+    bar = Progress("rendering", seconds=Stages.SECONDS)  # 3D frames can take a second each: a line every 5 s
 
     def progress(frames: int, most: int, ended: int) -> None:
         bar(frames, most, f"{ended}/{episodes} episodes ended in every env" if episodes else "")
@@ -437,27 +441,52 @@ def cmd_viewer(args: list[str]) -> dict:
 
 
 class Progress:
-    """``label k/n unit, note, ETA`` on stderr every ``every`` items, whenever ``note`` changes and at the end
-    (``done == total``: a run that ends early passes its count as the total): one refreshed line on a terminal, a
-    line each in a pipe or a log file. The ETA is the rate since the first call (set-up excluded) times what is left
-    (``n`` may be a bound); the last line gives the time taken."""
+    """``label k/n unit, note, ETA`` on stderr every ``every`` items (0: not by count), with ``seconds`` also once
+    that long has passed since the last line, whenever ``note`` changes and at the end (``done == total``: a run
+    that ends early passes its count as the total): one refreshed line on a terminal, a line each in a pipe or a log
+    file. The ETA is the rate since the first call (set-up excluded) times what is left (``n`` may be a bound); the
+    last line gives the time taken."""
 
-    def __init__(self, label: str, unit: str = "frames", every: int = 50):
-        self.label, self.unit, self.every = label, unit, every
+    def __init__(self, label: str, unit: str = "frames", every: int = 50, seconds: float | None = None):
+        self.label, self.unit, self.every, self.seconds = label, unit, every, seconds
         self.start, self.first, self.note, self.tty = time.monotonic(), None, None, sys.stderr.isatty()
+        self.shown = self.start
 
     def __call__(self, done: int, total: int, note: str = "") -> None:
         now = time.monotonic()
         self.first = self.first or (now, done)
-        if done != total and done % self.every and note == self.note:
+        due = (done == total or note != self.note or (self.every and done % self.every == 0)
+               or (self.seconds is not None and now - self.shown >= self.seconds))
+        if not due:
             return
-        self.note = note
+        self.note, self.shown = note, now
         (t0, d0) = self.first
         when = (f"{_duration(now - self.start)}" if done >= total else
                 f"ETA {_duration((now - t0) / (done - d0) * (total - done))}" if done > d0 else "")
         text = ", ".join(t for t in (f"{self.label} {done}/{total} {self.unit}".rstrip(), note, when) if t)
         end = "\n" if done >= total or not self.tty else "\r"
         print(f"{text}\033[K" if self.tty else text, end=end, file=sys.stderr, flush=True)
+
+
+class Stages:
+    """The deploy path's ``progress`` (:class:`horde.deploy.verify.ProgressFn`) for ``horde <command>``, on
+    stderr: ``<command> [elapsed]: <stage>`` as each stage starts or ends, and each loop as a :class:`Progress`
+    (steps, note, ETA) on its first step, every :attr:`SECONDS` and at its end, so no stage is silent for long and
+    a pipe gets a few lines, not one per step."""
+
+    SECONDS = 5.0
+
+    def __init__(self, command: str):
+        self.command, self.start, self.bars = command, time.monotonic(), {}
+
+    def __call__(self, stage: str, done: int = 0, total: int = 0, note: str = "") -> None:
+        if not total:
+            print(f"{self.command} [{_duration(time.monotonic() - self.start)}]: {stage}", file=sys.stderr,
+                  flush=True)
+            return
+        if stage not in self.bars:
+            self.bars[stage] = Progress(f"{self.command}: {stage}", "steps", every=0, seconds=Stages.SECONDS)
+        self.bars[stage](done, total, note)
 
 
 def _duration(seconds: float) -> str:
@@ -576,6 +605,29 @@ def _line_buffered() -> None:
             stream.reconfigure(line_buffering=True)
 
 
+def _exit_quickly() -> None:
+    """Freeze the garbage collector's objects as the process's last exit handler (registered once, first).
+
+    Python's shutdown runs the cyclic collector over every object still alive, several times over as it clears the
+    modules: with torch, Warp, onnxscript and sympy loaded that is 0.6 million objects after a cartpole export and
+    1.5 million after a quadruped one: 1.5-4 s between the last line and the end of the process on this busy
+    2-core machine (a user's trial on a contended one measured 10-37 s). Frozen objects are skipped by those
+    passes. What exit must do still runs: the other exit handlers (they run before this one), stdout and stderr
+    flushed, objects freed and files closed by reference counting; only objects caught in reference cycles are
+    left unfinalized, which Python does not promise to finalize at exit anyway, and nothing of horde's relies on it
+    (writers, files and children are closed or joined where they are made)."""
+    global _EXIT_HOOKED
+    if not _EXIT_HOOKED:
+        import atexit
+        import gc
+
+        atexit.register(gc.freeze)
+        _EXIT_HOOKED = True
+
+
+_EXIT_HOOKED = False
+
+
 def _print(text: str) -> None:
     """Print help; a reader that leaves early (``horde --help | head``) ends it quietly, as for other tools."""
     try:
@@ -629,6 +681,7 @@ def command_help(command: str, args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     _line_buffered()
+    _exit_quickly()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] in ("-h", "--help", "help") and len(argv) == 1):
         _print(overview())

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from horde.deploy import verify
+from horde.deploy.verify import ProgressFn, say
 from horde.deploy.onnx_export import IR_VERSION, OPSET, ExportError, export_onnx, io_spec
 from horde.train.checkpoint import load_policy
 from horde.deploy.robot import build_engine as _build_engine_module
@@ -93,13 +94,15 @@ def _metadata(task: str, precision: str, layout: dict, policy, ckpt: dict, ckpt_
     }
 
 
-def runner_selftest(bundle: Path, *, timeout: float = 120.0) -> dict:
+def runner_selftest(bundle: Path, *, timeout: float = 120.0, progress: ProgressFn | None = None) -> dict:
     """``python -I -B run_policy.py --selftest`` in the bundle: isolated mode, so neither horde nor the current
     directory is importable; the runner must stand on numpy and onnxruntime alone."""
     bundle = Path(bundle).resolve()  # the runner runs with cwd=bundle: a relative path would resolve twice
+    say(progress, "runner self-test: python -I run_policy.py --selftest in the bundle")
     proc = subprocess.run([sys.executable, "-I", "-B", str(bundle / "run_policy.py"), "--selftest"],
                           cwd=bundle, capture_output=True, text=True, timeout=timeout)
     text = (proc.stdout.strip() or proc.stderr.strip()).splitlines()
+    say(progress, f"runner self-test: {'PASS' if proc.returncode == 0 else 'FAIL'}")
     return {"passed": proc.returncode == 0, "returncode": proc.returncode, "output": text[-1] if text else ""}
 
 
@@ -167,9 +170,26 @@ def _sigterm_exits():
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _one_torch_thread():
+    """torch on one CPU thread while the block runs: the ladder's policies see batches of 1-64 observations, which
+    gain nothing from more threads and lose much when the cores are busy (the quadruped on this loaded 2-core
+    machine with torch's default 2 threads: 32 ms a policy call instead of 0.35 ms, rung 2's torch episode 29 s
+    instead of 5 s, the export without rung 3 48 s instead of 25 s). The caller's count is restored after."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str | None = None,
                precision: str | None = None, parity_envs: int = 16, parity_steps: int = 200, episodes: int = 64,
-               tolerance: float | None = None, sim2sim_episodes: int = verify.SIM2SIM_EPISODES) -> ExportReport:
+               tolerance: float | None = None, sim2sim_episodes: int = verify.SIM2SIM_EPISODES,
+               progress: ProgressFn | None = None) -> ExportReport:
     """Export a run's latest checkpoint (or a checkpoint file) to a verified bundle.
 
     The bundle goes to ``out_dir`` when given, else ``<run dir>/exported/<name>``. ``tolerance`` overrides rung
@@ -177,6 +197,8 @@ def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str 
     episode count (0 skips it). Raises :class:`ExportError` and writes no bundle when rung 1, rung 2 or the
     runner's self-test fails (rung 3 is advisory). ``precision`` defaults to :func:`default_precision`. A ``name``
     that would leave ``<run>/exported/`` or an ``out_dir`` that cannot be a folder raise :class:`FieldError`.
+    ``progress`` hears each stage start and end and the loops' steps (:class:`horde.deploy.verify.ProgressFn`;
+    None: silent).
     """
     if name is not None:
         check_bundle_name(name)
@@ -206,19 +228,22 @@ def export_run(run: str | Path, *, out_dir: str | Path | None = None, name: str 
         raise ExportError(f"{final}: exists and is not a policy bundle; choose another out= or name=")
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(final.parent)
-    with _sigterm_exits():
+    # the first line once the arguments are checked: a mistake stays one line
+    say(progress, f"{task} iteration {iteration} ({ckpt_path.name}) -> {final}, {precision}")
+    with _sigterm_exits(), _one_torch_thread():
         return _export(final, name, precision, reference, graph_policy, ckpt, cfg, ckpt_path, parity_envs=parity_envs,
                        parity_steps=parity_steps, episodes=episodes, tolerance=tolerance,
-                       sim2sim_episodes=sim2sim_episodes)
+                       sim2sim_episodes=sim2sim_episodes, progress=progress)
 
 
 def _export(final: Path, name: str, precision: str, reference, graph_policy, ckpt: dict, cfg, ckpt_path: Path, *,
             parity_envs: int, parity_steps: int, episodes: int, tolerance: float | None,
-            sim2sim_episodes: int) -> ExportReport:
+            sim2sim_episodes: int, progress: ProgressFn | None) -> ExportReport:
     """Stage, verify and move the bundle into ``final`` (:func:`export_run` checked its arguments)."""
     from horde.envs import make
 
     task, iteration = ckpt["task"], int(ckpt["iteration"])
+    say(progress, f"building 1 env of {task} (policy.json's layout)")
     env = make(task, num_envs=1, device="cpu", config=cfg.task)
     layout = env.describe()
     ckpt_sha = sha256(ckpt_path)
@@ -227,8 +252,11 @@ def _export(final: Path, name: str, precision: str, reference, graph_policy, ckp
     stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-{os.getpid()}-", dir=final.parent))
     try:
         onnx_path = stage / "policy.onnx"
+        say(progress, f"exporting policy.onnx ({precision}, opset {OPSET})")
         export_onnx(graph_policy, onnx_path, io, _metadata(task, precision, layout, graph_policy, ckpt, ckpt_sha))
-        golden = verify.record_golden(reference, task, cfg.task, io, num_envs=parity_envs, steps=parity_steps)
+        say(progress, f"policy.onnx written and checked ({onnx_path.stat().st_size / 1024:.0f} KiB)")
+        golden = verify.record_golden(reference, task, cfg.task, io, num_envs=parity_envs, steps=parity_steps,
+                                      progress=progress)
         np.savez_compressed(stage / "golden_io.npz", **golden)
         info = policy_json(
             name=name, task=task, precision=precision, env=env, layout=layout, policy=graph_policy, io=io,
@@ -241,10 +269,12 @@ def _export(final: Path, name: str, precision: str, reference, graph_policy, ckp
         # written before the ladder: rung 3 rebuilds its observations from this file alone
         (stage / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
         ladder = verify.run_ladder(onnx_path, golden, reference, task, cfg.task, io, precision, episodes=episodes,
-                                   limit=tolerance, bundle=stage, sim2sim_episodes=sim2sim_episodes)
+                                   limit=tolerance, bundle=stage, sim2sim_episodes=sim2sim_episodes,
+                                   progress=progress)
         for fname, module in ROBOT_FILES.items():
             shutil.copyfile(module.__file__, stage / fname)
-        selftest = runner_selftest(stage) if ladder.passed else {"passed": False, "output": "not run: ladder failed"}
+        selftest = (runner_selftest(stage, progress=progress) if ladder.passed else
+                    {"passed": False, "output": "not run: ladder failed"})
         report_doc = {"name": name, "precision": precision, "created_utc": _now(),
                       "onnx_sha256": info["onnx"]["sha256"],
                       "checkpoint_sha256": ckpt_sha, "runtime": f"onnxruntime {info['versions']['onnxruntime']}",
@@ -310,8 +340,10 @@ def find_bundles(run: str | Path) -> list[Path]:
 
 
 def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | Path | None = None,
-                  sim2sim_episodes: int = verify.SIM2SIM_EPISODES) -> VerifyReport:
-    """Re-run the ladder on a written bundle against its checkpoint, and the runner's self-test in isolation."""
+                  sim2sim_episodes: int = verify.SIM2SIM_EPISODES, progress: ProgressFn | None = None
+                  ) -> VerifyReport:
+    """Re-run the ladder on a written bundle against its checkpoint, and the runner's self-test in isolation
+    (``progress``: :class:`horde.deploy.verify.ProgressFn`)."""
     bundle = Path(bundle)
     try:
         spec = _run_policy_module.load_spec(bundle)
@@ -328,16 +360,28 @@ def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | P
         raise ExportError(f"{bundle}: its checkpoint {ckpt_path} is gone; pass checkpoint=<file>")
     if sha256(ckpt_path) != spec["checkpoint"]["sha256"]:
         raise ExportError(f"{ckpt_path}: sha256 differs from the one {bundle.name}/policy.json was exported from")
-    reference, _, cfg, _ = load_policy(ckpt_path)
+    with _one_torch_thread():
+        return _verify(bundle, spec, ckpt_path, episodes=episodes, sim2sim_episodes=sim2sim_episodes,
+                       progress=progress)
+
+
+def _verify(bundle: Path, spec: dict, ckpt_path: Path, *, episodes: int, sim2sim_episodes: int,
+            progress: ProgressFn | None) -> VerifyReport:
+    """:func:`verify_bundle` once the bundle and its checkpoint are checked."""
+    reference, _, cfg, _ = load_policy(ckpt_path)  # a run's plugin that fails to import: one line, before any other
+    say(progress, f"{bundle.name}: the policy of {ckpt_path}")
     io = {"inputs": spec["onnx"]["inputs"], "outputs": spec["onnx"]["outputs"],
           "state": (spec.get("recurrent") or {}).get("state", [])}
     with np.load(bundle / spec["golden"]["file"]) as g:
         golden = {k: g[k] for k in g.files}
+    say(progress, f"rung 0: golden_io.npz through the checkpoint's torch policy ({golden['obs'].shape[0]} steps)")
     replay = verify.torch_replay(reference, golden, io)
     golden_err = float(np.abs(replay["actions"] - golden["actions"]).max())
+    say(progress, f"rung 0: {'PASS' if golden_err <= verify.FP32_ABS_TOL else 'FAIL'}")
     ladder = verify.run_ladder(bundle / spec["onnx"]["file"], golden, reference, spec["task"], cfg.task, io,
-                               spec["precision"], episodes=episodes, bundle=bundle, sim2sim_episodes=sim2sim_episodes)
-    selftest = runner_selftest(bundle)
+                               spec["precision"], episodes=episodes, bundle=bundle, sim2sim_episodes=sim2sim_episodes,
+                               progress=progress)
+    selftest = runner_selftest(bundle, progress=progress)
     lines = [f"[0/3] golden_io.npz vs the checkpoint's torch policy now: max abs err {golden_err:.2e} <= "
              f"{verify.FP32_ABS_TOL:g}: {'PASS' if golden_err <= verify.FP32_ABS_TOL else 'FAIL'}",
              *ladder.lines(), f"runner self-test (python -I run_policy.py --selftest): {selftest['output']}"]

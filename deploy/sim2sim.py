@@ -27,11 +27,14 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from horde.deploy.robot.observations import build_observation, required_sources
+
+if TYPE_CHECKING:
+    from horde.deploy.verify import ProgressFn
 
 __all__ = ["MIN_RETURN_RATIO", "Sim2SimError", "Sim2SimSetup", "conditions", "conditions_text", "load_setup",
            "passes", "run_sim2sim", "summary_line"]
@@ -261,8 +264,10 @@ def load_setup(spec: dict, *, pushes: bool = True) -> Sim2SimSetup:
                         conditions(spec["task_config"], getattr(probe, "pushes", None)))
 
 
-def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, episodes: int, seed: int) -> dict:
-    """``episodes`` MuJoCo episodes side by side (one ``MjData`` each, one batched policy call per control step)."""
+def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, episodes: int, seed: int,
+            progress: ProgressFn | None = None, stage: str = "sim-to-sim") -> dict:
+    """``episodes`` MuJoCo episodes side by side (one ``MjData`` each, one batched policy call per control step);
+    ``progress(stage, step, episode_length, "<k>/<episodes> episodes running")`` after each control step."""
     import mujoco
 
     model, joints, spec = setup.model, setup.joints, setup.spec
@@ -281,7 +286,8 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
     returns, lengths, failed = np.zeros(episodes), np.zeros(episodes, dtype=int), np.zeros(episodes, dtype=bool)
     alive = np.ones(episodes, dtype=bool)
     term_sums: dict[str, float] = {}
-    for _ in range(ctl["episode_length"]):
+    steps, done = ctl["episode_length"], 0
+    for _ in range(steps):
         rows = np.flatnonzero(alive)
         if rows.size == 0:
             break
@@ -306,6 +312,11 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
             last[e] = np.clip(a, -1.0, 1.0)  # the env observes its last actions clipped (tanh-squashed ones too)
             if fail:
                 alive[e], failed[e] = False, True
+        done += 1
+        if progress is not None:
+            progress(stage, done, steps, f"{int(alive.sum())}/{episodes} episodes running")
+    if progress is not None and 0 < done < steps:  # every episode failed early: the loop's end, as its total
+        progress(stage, done, done, f"0/{episodes} episodes running")
     metrics = {k: float(np.mean([t.metrics()[k] for t in twins])) for k in twins[0].metrics()}
     return {"returns": returns, "lengths": lengths, "failed": failed, "metrics": metrics,
             "term_means": {k: v / episodes for k, v in term_sums.items()}}
@@ -319,22 +330,27 @@ def passes(mujoco_return: float, horde_return: float | None) -> bool | None:
 
 
 def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_return: float | None = None,
-                write_report: bool = True, pushes: bool = True) -> dict:
+                write_report: bool = True, pushes: bool = True, progress: ProgressFn | None = None,
+                stage: str = "sim-to-sim") -> dict:
     """Run ``episodes`` episodes of the bundle's policy in MuJoCo; returns the figures and, with ``write_report``,
     writes them to ``sim2sim_report.json`` in the bundle. ``horde_return`` defaults to rung 2's ONNX mean return in
     the bundle's ``parity_report.json``. A run trained with domain randomization runs at its nominal physics, with
-    its pushes unless ``pushes`` is False (:func:`conditions`, reported as ``physics`` and ``pushes``)."""
+    its pushes unless ``pushes`` is False (:func:`conditions`, reported as ``physics`` and ``pushes``).
+    ``progress`` (:class:`horde.deploy.verify.ProgressFn`) hears ``stage`` start, then each control step."""
     import mujoco
 
-    from horde.deploy.verify import ort_session
+    from horde.deploy.verify import ort_session, say
     from horde.sim.device import init_warp
 
     init_warp()  # the twin's Warp term kernels: initialise without Warp's no-driver banner on a CPU machine
     bundle = Path(bundle)
     spec = json.loads((bundle / "policy.json").read_text())
-    setup = load_setup(spec, pushes=pushes)
+    setup = load_setup(spec, pushes=pushes)  # a bundle it cannot run fails here, before any line
     sess = ort_session(bundle / spec["onnx"]["file"])
-    res = rollout(setup, lambda obs: sess.run(None, {"obs": obs})[0], episodes=episodes, seed=seed)
+    say(progress, f"{stage}: {episodes} MuJoCo episodes of {spec['task']}, up to {spec['control']['episode_length']} "
+                  f"steps each")
+    res = rollout(setup, lambda obs: sess.run(None, {"obs": obs})[0], episodes=episodes, seed=seed,
+                  progress=progress, stage=f"{stage} ({episodes} MuJoCo episodes)")
     report_path = bundle / "parity_report.json"
     if horde_return is None and report_path.is_file():
         horde_return = json.loads(report_path.read_text()).get("closed_loop", {}).get("onnx_mean_return")

@@ -16,8 +16,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -32,6 +34,28 @@ RETURN_REL_TOL = 0.02
 """Closed-loop limit: |mean return (onnx) - mean return (torch)| relative to torch's."""
 SIM2SIM_EPISODES = 16
 """Rung 3's MuJoCo episodes (about 0.5-1 s each for the quadruped on one CPU core)."""
+
+
+class ProgressFn(Protocol):
+    """What the deploy path reports while it runs: ``progress(stage)``, a line, as a stage starts or ends, and
+    ``progress(stage, done, total, note)`` as a loop advances (``done`` of ``total`` control steps; a loop that
+    ends early reports its count as the total). Every deploy function takes one as ``progress=``; None, the
+    default, is silent (library use). ``horde export``, ``verify`` and ``sim2sim`` print them on stderr."""
+
+    def __call__(self, stage: str, done: int = 0, total: int = 0, note: str = "") -> None: ...
+
+
+def steps_of(progress: ProgressFn | None, stage: str) -> Callable[[int, int], None] | None:
+    """``progress`` bound to one loop's ``stage``, as :func:`horde.train.evaluate.evaluate` calls it, or None."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(stage, done, total)
+
+
+def say(progress: ProgressFn | None, stage: str) -> None:
+    """A stage line through ``progress`` (nothing when it is None)."""
+    if progress is not None:
+        progress(stage)
 
 
 @dataclass
@@ -151,16 +175,19 @@ class LadderReport:
 
 # --- recording -----------------------------------------------------------------------------------------------------
 @torch.inference_mode()
-def record_golden(policy, task: str, task_cfg, io: dict, *, num_envs: int, steps: int, seed: int = 777
-                  ) -> dict[str, np.ndarray]:
+def record_golden(policy, task: str, task_cfg, io: dict, *, num_envs: int, steps: int, seed: int = 777,
+                  progress: ProgressFn | None = None) -> dict[str, np.ndarray]:
     """Closed-loop rollout of the torch ``policy``: what ``golden_io.npz`` holds.
 
     ``obs`` [T, N, obs_dim], ``actions`` [T, N, num_actions], ``resets`` bool [T, N] (state zeroed before step t:
     all at t=0, then where the previous step ended an episode), and per recurrent state its value entering each
     step under the ONNX input name and leaving it under the output name, [T, N, num_layers, hidden_dim]. float32.
+    ``progress`` (:class:`ProgressFn`): a line before the envs are built, then the steps.
     """
     from horde.envs import make
 
+    stage = f"recording golden I/O (torch, {num_envs} envs x {steps} steps)"
+    say(progress, f"{stage}: building the envs")
     core = make(task, num_envs=num_envs, device="cpu", seed=seed, config=task_cfg)
     rec: dict[str, list] = {"obs": [], "actions": [], "resets": []}
     for s in io["state"]:
@@ -168,7 +195,7 @@ def record_golden(policy, task: str, task_cfg, io: dict, *, num_envs: int, steps
     state = policy.initial_state(num_envs)
     resets = torch.ones(num_envs, dtype=torch.bool)
     obs = core.obs
-    for _ in range(steps):
+    for k in range(steps):
         rec["obs"].append(obs.clone())
         rec["resets"].append(resets.clone())
         if policy.is_recurrent:
@@ -184,6 +211,8 @@ def record_golden(policy, task: str, task_cfg, io: dict, *, num_envs: int, steps
         resets = r.dones.clone()
         state = reset_state(nxt, resets) if nxt else ()
         obs = r.obs
+        if progress is not None:
+            progress(stage, k + 1, steps)
     return {k: torch.stack(v).numpy() for k, v in rec.items()}
 
 
@@ -276,12 +305,18 @@ def open_loop_parity(onnx_path: Path, golden: dict[str, np.ndarray], io: dict, p
 
 
 def closed_loop(onnx_path: Path, reference, task: str, task_cfg, io: dict, *, episodes: int = 64,
-                seed: int = 4242) -> ClosedLoopResult:
-    """Rung 2: torch ``reference`` and the ONNX graph each drive ``episodes`` envs from the same initial states."""
+                seed: int = 4242, progress: ProgressFn | None = None) -> ClosedLoopResult:
+    """Rung 2: torch ``reference`` and the ONNX graph each drive ``episodes`` envs from the same initial states
+    (``progress``: a line as each builds its envs, then its steps)."""
     from horde.train.evaluate import confidence_halfwidth, evaluate
 
-    ref = evaluate(reference, task, task_cfg, episodes=episodes, seed=seed)
-    got = evaluate(OrtPolicy(onnx_path, io), task, task_cfg, episodes=episodes, seed=seed)
+    stage = f"rung 2, closed loop ({episodes} envs x 1 episode)"
+    say(progress, f"{stage}: torch policy, building the envs")
+    ref = evaluate(reference, task, task_cfg, episodes=episodes, seed=seed,
+                   progress=steps_of(progress, f"{stage}, torch policy"))
+    say(progress, f"{stage}: onnxruntime policy, building the envs")
+    got = evaluate(OrtPolicy(onnx_path, io), task, task_cfg, episodes=episodes, seed=seed,
+                   progress=steps_of(progress, f"{stage}, onnxruntime policy"))
     t_mean, o_mean = float(ref.returns.double().mean()), float(got.returns.double().mean())
     t_ci, o_ci = confidence_halfwidth(ref.returns), confidence_halfwidth(got.returns)
     limit = max(RETURN_REL_TOL * abs(t_mean), t_ci)
@@ -291,15 +326,17 @@ def closed_loop(onnx_path: Path, reference, task: str, task_cfg, io: dict, *, ep
                             bool(diff <= limit))
 
 
-def sim_to_sim(bundle: Path, loop: ClosedLoopResult, *, episodes: int = SIM2SIM_EPISODES
-               ) -> tuple[SimToSimResult | None, dict | None]:
+def sim_to_sim(bundle: Path, loop: ClosedLoopResult, *, episodes: int = SIM2SIM_EPISODES,
+               progress: ProgressFn | None = None) -> tuple[SimToSimResult | None, dict | None]:
     """Rung 3 on the bundle (or staging) directory ``bundle``, which must hold ``policy.json`` and the ONNX file:
     (result, None), or (None, the skip record) for a task without a MuJoCo twin."""
     from horde.deploy import sim2sim
 
     name = "sim-to-sim (MuJoCo)"
+    say(progress, "rung 3, sim-to-sim: loading the task's MuJoCo model and twin")
     try:
-        r = sim2sim.run_sim2sim(bundle, episodes=episodes, horde_return=loop.onnx_mean_return, write_report=False)
+        r = sim2sim.run_sim2sim(bundle, episodes=episodes, horde_return=loop.onnx_mean_return, write_report=False,
+                                progress=progress, stage="rung 3, sim-to-sim")
     except sim2sim.Sim2SimError as exc:
         return None, {"rung": 3, "name": name, "reason": str(exc)}
     return SimToSimResult(
@@ -311,19 +348,30 @@ def sim_to_sim(bundle: Path, loop: ClosedLoopResult, *, episodes: int = SIM2SIM_
 
 def run_ladder(onnx_path: Path, golden: dict[str, np.ndarray], reference, task: str, task_cfg, io: dict,
                precision: str, *, episodes: int = 64, limit: float | None = None, bundle: Path | None = None,
-               sim2sim_episodes: int = SIM2SIM_EPISODES) -> LadderReport:
+               sim2sim_episodes: int = SIM2SIM_EPISODES, progress: ProgressFn | None = None) -> LadderReport:
     """Rungs 1 and 2, the gate an export must pass before it is written, then rung 3 (advisory) when the gate
     passed, ``bundle`` (the directory holding ``policy.json`` and the ONNX file) is given and the task has a MuJoCo
-    twin."""
+    twin. ``progress`` hears each rung start and end, and the closed loops' steps (:class:`ProgressFn`)."""
+    steps, envs = golden["obs"].shape[:2]
+    say(progress, f"rung 1, open-loop parity: onnxruntime on the recording ({steps} steps x {envs} envs)")
     parity = open_loop_parity(onnx_path, golden, io, precision, limit=limit)
-    loop = closed_loop(onnx_path, reference, task, task_cfg, io, episodes=episodes)
+    say(progress, f"rung 1, open-loop parity: {_verdict(parity.passed)}")
+    loop = closed_loop(onnx_path, reference, task, task_cfg, io, episodes=episodes, progress=progress)
+    say(progress, f"rung 2, closed loop: {_verdict(loop.passed)}")
     gate = parity.passed and loop.passed
     if bundle is None or sim2sim_episodes <= 0 or not gate:
         why = ("no bundle directory given" if bundle is None else "sim2sim_episodes=0" if sim2sim_episodes <= 0
                else "not run: rung 1 or 2 failed")
+        say(progress, f"rung 3, sim-to-sim: skipped ({why})")
         return LadderReport(parity, loop, skipped=[{"rung": 3, "name": "sim-to-sim (MuJoCo)", "reason": why}])
-    result, skip = sim_to_sim(Path(bundle), loop, episodes=sim2sim_episodes)
+    result, skip = sim_to_sim(Path(bundle), loop, episodes=sim2sim_episodes, progress=progress)
+    say(progress, "rung 3, sim-to-sim: " + (f"skipped ({skip['reason']})" if skip else
+                                            f"{'PASS' if result.passed else 'FAIL (advisory)'}"))
     return LadderReport(parity, loop, result, [skip] if skip else [])
+
+
+def _verdict(passed: bool) -> str:
+    return "PASS" if passed else "FAIL"
 
 
 def golden_tolerances(golden: dict[str, np.ndarray], io: dict, precision: str) -> dict:
