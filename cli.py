@@ -198,6 +198,9 @@ def cmd_play(args: list[str]) -> dict:
     from horde.train.evaluate import evaluate
 
     policy, ckpt, cfg, path = load_policy(kv["run"])
+    import torch
+
+    torch.set_num_threads(cfg.torch_threads)  # as training acts (torch's default threads fight Warp's: ~30x slower)
     if sets:
         return _play_command_sets(policy, ckpt, cfg, path, kv, sets)
     _envs_fit(cfg, ckpt["task"], kv.get("episodes", 100), kv.get("device", "cpu"), "episodes")  # one env each
