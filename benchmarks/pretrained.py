@@ -201,6 +201,10 @@ def ship(name: str, run: Path, *, command: str, summary: dict | None, seed: int 
                 "meets_target": met(targets, figures), "trivial_baseline": {"zero_action": zero},
                 "bundle": f"exported/{name}_fp32", "ladder": report.ladder if hasattr(report, "ladder") else None}
         (stage / "provenance.json").write_text(json.dumps(prov, indent=2, default=str) + "\n")
+        if not prov["meets_target"]:
+            raise SystemExit(f"{name}: not shipped: the policy misses its target on fresh envs ("
+                             + ", ".join(f"{t.key} {figures.get(t.key)}, {t.op} {t.threshold:g} asked"
+                                         for t in targets) + "); train longer (--minutes) or on a quieter machine")
         size = sum(f.stat().st_size for f in stage.rglob("*") if f.is_file())
         if size > MAX_BYTES:
             raise SystemExit(f"{name}: {size / 1e6:.2f} MB, over the {MAX_BYTES / 2**20:.0f} MB a shipped policy "
