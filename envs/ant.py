@@ -18,7 +18,7 @@ from horde.envs.locomotion import ROOT_COORDS, ROOT_DOFS, TERMS, LocomotionEnv, 
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import ACTION_MODES
-from horde.sim.fields import choice
+from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import NewtonWorld, SimConfig
 
 JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
@@ -50,24 +50,24 @@ class AntConfig(TaskConfig):
     """Newton world: solver and its settings, health-check bounds."""
     action_mode: str = choice(ACTION_MODES, default="torque")
     """torque (the classic Ant: action x action_scale N m) or pd (position targets around default_joint_pos)."""
-    action_scale: list[float] = field(default_factory=lambda: [15.0] * 8)
+    action_scale: list[float] = bounded_list([15.0] * 8, ge=0, same_length=True)
     """Per joint: torque at action +1 [N m] (torque mode; nv_ant's motor gear) or target offset [rad] (pd mode)."""
-    joint_stiffness: list[float] = field(default_factory=lambda: [20.0] * 8)
+    joint_stiffness: list[float] = bounded_list([20.0] * 8, ge=0, same_length=True)
     """PD stiffness per joint [N m/rad] (pd mode)."""
-    joint_damping: list[float] = field(default_factory=lambda: [1.0] * 8)
+    joint_damping: list[float] = bounded_list([1.0] * 8, ge=0, same_length=True)
     """PD damping per joint [N m s/rad] (pd mode)."""
-    effort_limit: list[float] = field(default_factory=lambda: [15.0] * 8)
+    effort_limit: list[float] = bounded_list([15.0] * 8, ge=0, same_length=True)
     """Joint torques are clipped to +- this [N m]."""
     default_joint_pos: list[float] = field(default_factory=lambda: [0.0, 1.0, 0.0, -1.0, 0.0, -1.0, 0.0, 1.0])
     """Joint angles of the initial pose [rad] (nv_ant's init_qpos), in ``JOINTS`` order."""
-    init_joint_pos_range: float = 0.1
+    init_joint_pos_range: float = bounded(0.1, ge=0)
     """Initial joint angles are default +- this [rad] (clipped to the joint limits)."""
-    init_joint_vel_range: float = 0.1
+    init_joint_vel_range: float = bounded(0.1, ge=0)
     """Initial joint and root velocities are +- this [rad/s, m/s]."""
     termination_height: float = 0.31
     """The episode fails when the torso is lower than this [m]."""
-    min_up: float = 0.0
-    """The episode fails when the torso's up axis has a world-z component below this (0: upside down)."""
+    min_up: float = bounded(0.0, ge=-1, le=1)
+    """The episode fails when the torso's up axis has a world-z component below this (0: upside down; -1: never)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
 
 

@@ -19,6 +19,7 @@ from horde.envs import render
 from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, term_values_torch, unit_clip
+from horde.sim.fields import bounded
 from horde.sim.classic import (
     CARTPOLE_STATE,
     LANES,
@@ -46,27 +47,27 @@ def _balance_scales() -> dict[str, float]:
 class CartpoleConfig(TaskConfig):
     """Cart-pole constants, limits, initial-state ranges and reward scales."""
 
-    gravity: float = 9.81
-    """Gravity [m/s^2]."""
-    cart_mass: float = 1.0
+    gravity: float = bounded(9.81, ge=0)
+    """Gravity [m/s^2] (0: weightless)."""
+    cart_mass: float = bounded(1.0, gt=0)
     """Cart mass [kg]."""
-    pole_mass: float = 0.1
+    pole_mass: float = bounded(0.1, gt=0)
     """Pole mass [kg]."""
-    pole_half_length: float = 0.5
+    pole_half_length: float = bounded(0.5, gt=0)
     """Half the pole length [m]."""
-    max_force: float = 10.0
+    max_force: float = bounded(10.0, ge=0)
     """Force at action 1 [N]."""
-    cart_limit: float = 2.4
+    cart_limit: float = bounded(2.4, gt=0)
     """The episode fails when |cart position| exceeds this [m]."""
-    pole_limit: float = 0.4
+    pole_limit: float = bounded(0.4, ge=0)
     """The episode fails when |pole angle| exceeds this [rad]; 0 disables the check (swing-up)."""
     init_pole_angle: float = 0.0
     """Centre of the initial pole angle [rad]: 0 upright, pi hanging."""
-    init_pole_angle_range: float = 0.1
+    init_pole_angle_range: float = bounded(0.1, ge=0)
     """Initial pole angle is centre +- this [rad]."""
-    init_cart_pos_range: float = 0.5
+    init_cart_pos_range: float = bounded(0.5, ge=0)
     """Initial cart position is +- this [m]."""
-    init_vel_range: float = 0.1
+    init_vel_range: float = bounded(0.1, ge=0)
     """Initial cart [m/s] and pole [rad/s] velocities are +- this."""
     reward_scales: dict[str, float] = field(default_factory=_balance_scales)
 

@@ -19,7 +19,7 @@ from horde.envs.locomotion import ROOT_COORDS, LocomotionEnv, build_locomotion_w
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import ACTION_MODES
-from horde.sim.fields import choice
+from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import NewtonWorld, SimConfig
 
 __all__ = ["GEARS", "JOINTS", "OBS_NAMES", "HumanoidConfig", "HumanoidEnv", "build_world"]
@@ -66,26 +66,26 @@ class HumanoidConfig(TaskConfig):
     """Newton world: solver and its settings, health-check bounds."""
     action_mode: str = choice(ACTION_MODES, default="torque")
     """torque (action x action_scale N m, the MJCF's motors) or pd (position targets around default_joint_pos)."""
-    action_scale: list[float] = field(default_factory=lambda: list(GEARS))
+    action_scale: list[float] = bounded_list(GEARS, ge=0, same_length=True)
     """Per joint: torque at action +1 [N m] (torque mode; nv_humanoid's motor gears) or target offset [rad] (pd)."""
-    joint_stiffness: list[float] = field(default_factory=lambda: [200.0] * 21)
+    joint_stiffness: list[float] = bounded_list([200.0] * 21, ge=0, same_length=True)
     """PD stiffness per joint [N m/rad] (pd mode; a starting point, not tuned or measured)."""
-    joint_damping: list[float] = field(default_factory=lambda: [10.0] * 21)
+    joint_damping: list[float] = bounded_list([10.0] * 21, ge=0, same_length=True)
     """PD damping per joint [N m s/rad] (pd mode; a starting point, not tuned or measured)."""
-    effort_limit: list[float] = field(default_factory=lambda: list(GEARS))
+    effort_limit: list[float] = bounded_list(GEARS, ge=0, same_length=True)
     """Joint torques are clipped to +- this [N m]."""
     default_joint_pos: list[float] = field(default_factory=lambda: [0.0] * 21)
     """Joint angles of the initial pose [rad], in ``JOINTS`` order."""
-    root_height: float = 1.34
+    root_height: float = bounded(1.34, gt=0)
     """Initial torso height [m]: the MJCF puts the torso at 0 (feet in the floor); at 1.34 the feet start ~5 cm up."""
-    init_joint_pos_range: float = 0.1
+    init_joint_pos_range: float = bounded(0.1, ge=0)
     """Initial joint angles are default +- this [rad] (clipped to the joint limits)."""
-    init_joint_vel_range: float = 0.1
+    init_joint_vel_range: float = bounded(0.1, ge=0)
     """Initial joint and root velocities are +- this [rad/s, m/s]."""
     termination_height: float = 0.8
     """The episode fails when the torso is lower than this [m] (standing: ~1.3 m; Isaac Lab's value for this asset)."""
-    min_up: float = 0.0
-    """The episode fails when the torso's up axis has a world-z component below this (0: upside down)."""
+    min_up: float = bounded(0.0, ge=-1, le=1)
+    """The episode fails when the torso's up axis has a world-z component below this (0: upside down; -1: never)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
 
 

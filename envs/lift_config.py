@@ -8,7 +8,7 @@ from pathlib import Path
 
 from horde.envs.core import TaskConfig
 from horde.sim.actuation import GRIPPER_MODES
-from horde.sim.fields import bounded, choice
+from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import SimConfig
 
 __all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
@@ -90,37 +90,38 @@ class LiftConfig(TaskConfig):
                                                                     0.045])
     """Initial pose: 7 arm joints [rad] (gripper above the table, pointing down; the PD targets at action 0 with
     arm=joint), the two finger openings [m]."""
-    action_scale: list[float] = field(default_factory=lambda: [0.5] * 7)
+    action_scale: list[float] = bounded_list([0.5] * 7, ge=0, same_length=True)
     """arm=joint: arm target offset at action +-1 [rad]."""
-    joint_stiffness: list[float] = field(default_factory=lambda: [400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0,
-                                                                  200.0, 200.0])
+    joint_stiffness: list[float] = bounded_list([400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0, 200.0, 200.0], ge=0,
+                                                same_length=True)
     """PD stiffness [N m/rad, N/m]."""
-    joint_damping: list[float] = field(default_factory=lambda: [40.0, 40.0, 20.0, 20.0, 4.0, 4.0, 1.0, 5.0, 5.0])
+    joint_damping: list[float] = bounded_list([40.0, 40.0, 20.0, 20.0, 4.0, 4.0, 1.0, 5.0, 5.0], ge=0,
+                                              same_length=True)
     """PD damping [N m s/rad, N s/m]."""
-    effort_limit: list[float] = field(default_factory=lambda: [150.0, 150.0, 80.0, 80.0, 20.0, 20.0, 10.0, 20.0,
-                                                               20.0])
+    effort_limit: list[float] = bounded_list([150.0, 150.0, 80.0, 80.0, 20.0, 20.0, 10.0, 20.0, 20.0], ge=0,
+                                             same_length=True)
     """Torque [N m] and finger force [N] limits."""
-    init_joint_pos_range: float = 0.1
+    init_joint_pos_range: float = bounded(0.1, ge=0)
     """Initial arm joint angles are default +- this [rad]."""
-    cube_size: float = 0.05
+    cube_size: float = bounded(0.05, gt=0)
     """Edge of the cube [m]."""
-    cube_density: float = 400.0
+    cube_density: float = bounded(400.0, gt=0)
     """[kg/m^3] (0.05 kg for a 5 cm cube)."""
-    table_height: float = 0.1
+    table_height: float = bounded(0.1, gt=0)
     """Height of the table top [m]; the table spans x 0.25-0.75 m, y +-0.35 m in front of the arm's base."""
     cube_x: list[float] = field(default_factory=lambda: [0.42, 0.58])
     """Range (lo, hi) of the cube's initial x on the table [m] (its yaw is drawn in +-45 degrees)."""
     cube_y: list[float] = field(default_factory=lambda: [-0.1, 0.1])
     """Range (lo, hi) of the cube's initial y [m]."""
-    target_height: list[float] = field(default_factory=lambda: [0.1, 0.3])
+    target_height: list[float] = bounded_list([0.1, 0.3], ge=0, same_length=True)
     """Range of the target's height above the table [m]; the target is above the cube's initial spot."""
-    target_xy: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    target_xy: list[float] = bounded_list([0.0, 0.0], ge=0, same_length=True)
     """The target's x and y are the cube's initial ones + uniform in +- these [m] (0: right above the cube)."""
-    lift_height: float = 0.04
+    lift_height: float = bounded(0.04, ge=0)
     """The cube counts as lifted more than this above its resting height [m]."""
     lift_span: float = bounded(0.1, gt=0)
     """lift_height term: the height [m] at which it pays its full weight."""
-    contact_threshold: float = 0.5
+    contact_threshold: float = bounded(0.5, ge=0)
     """A finger is in contact when its contact force exceeds this [N]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
     """Reward terms of LIFT_TERMS and their weights per control step, in statistics order."""

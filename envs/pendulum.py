@@ -19,6 +19,7 @@ from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TermSet, term_values_torch, unit_clip
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
+from horde.sim.fields import bounded
 
 TERMS = ("angle", "velocity", "torque")
 
@@ -35,19 +36,19 @@ class PendulumConfig(TaskConfig):
     episode_length: int = 200
     sim_dt: float = 0.05
     decimation: int = 1
-    gravity: float = 10.0
-    """Gravity [m/s^2] (Pendulum-v1 uses 10)."""
-    mass: float = 1.0
+    gravity: float = bounded(10.0, ge=0)
+    """Gravity [m/s^2] (Pendulum-v1 uses 10; 0: weightless)."""
+    mass: float = bounded(1.0, gt=0)
     """Point mass [kg]."""
-    length: float = 1.0
+    length: float = bounded(1.0, gt=0)
     """Rod length [m]."""
-    max_torque: float = 2.0
+    max_torque: float = bounded(2.0, ge=0)
     """Torque at action 1 [N m]."""
-    max_speed: float = 8.0
+    max_speed: float = bounded(8.0, gt=0)
     """Angular speed clip [rad/s]."""
-    init_angle_range: float = 3.14159265
+    init_angle_range: float = bounded(3.14159265, ge=0)
     """Initial angle is uniform in +- this [rad]."""
-    init_vel_range: float = 1.0
+    init_vel_range: float = bounded(1.0, ge=0)
     """Initial angular velocity is uniform in +- this [rad/s]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
 

@@ -27,7 +27,7 @@ from horde.envs.terms import TermSet, clipped_action_rate, term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
-from horde.sim.fields import choice
+from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
 from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
 
@@ -62,25 +62,26 @@ class ReachConfig(TaskConfig):
     """Newton world: solver and its settings, health-check bounds."""
     action_mode: str = choice(ACTION_MODES, default="pd")
     """pd (position targets around default_joint_pos) or torque (action x action_scale N m)."""
-    action_scale: list[float] = field(default_factory=lambda: [2.0, 1.5, 2.0, 1.5, 2.0, 1.5, 2.0])
+    action_scale: list[float] = bounded_list([2.0, 1.5, 2.0, 1.5, 2.0, 1.5, 2.0], ge=0, same_length=True)
     """Per joint: target offset at action +1 [rad] (pd mode) or torque at action +1 [N m] (torque mode)."""
-    joint_stiffness: list[float] = field(default_factory=lambda: [400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0])
+    joint_stiffness: list[float] = bounded_list([400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0], ge=0,
+                                                same_length=True)
     """PD stiffness per joint [N m/rad]."""
-    joint_damping: list[float] = field(default_factory=lambda: [40.0, 40.0, 20.0, 20.0, 4.0, 4.0, 1.0])
+    joint_damping: list[float] = bounded_list([40.0, 40.0, 20.0, 20.0, 4.0, 4.0, 1.0], ge=0, same_length=True)
     """PD damping per joint [N m s/rad]."""
-    effort_limit: list[float] = field(default_factory=lambda: [150.0, 150.0, 80.0, 80.0, 20.0, 20.0, 10.0])
+    effort_limit: list[float] = bounded_list([150.0, 150.0, 80.0, 80.0, 20.0, 20.0, 10.0], ge=0, same_length=True)
     """Joint torques are clipped to +- this [N m]."""
     default_joint_pos: list[float] = field(default_factory=lambda: [0.0, 0.6, 0.0, 1.4, 0.0, 0.8, 0.0])
     """Joint angles of the initial pose and PD targets at action 0 [rad], in ``JOINTS`` order."""
-    init_joint_pos_range: float = 0.2
+    init_joint_pos_range: float = bounded(0.2, ge=0)
     """Initial joint angles are default +- this [rad]."""
-    init_joint_vel_range: float = 0.0
+    init_joint_vel_range: float = bounded(0.0, ge=0)
     """Initial joint rates are +- this [rad/s]."""
     target_low: list[float] = field(default_factory=lambda: [0.3, -0.35, 0.15])
     """Lower corner of the target box in the base frame [m]."""
     target_high: list[float] = field(default_factory=lambda: [0.65, 0.35, 0.65])
     """Upper corner of the target box in the base frame [m]."""
-    precision_std: float = 0.05
+    precision_std: float = bounded(0.05, gt=0)
     """Length scale of the precision term 1 - tanh(distance / precision_std) [m]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
 

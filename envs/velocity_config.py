@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from horde.envs.core import TaskConfig
 from horde.envs.robots import ROBOTS, LeggedRobot
 from horde.sim.depth_camera import DepthCameraConfig
-from horde.sim.fields import FieldError, bounded, choice, file_path
+from horde.sim.fields import FieldError, bounded, bounded_list, choice, file_path
 from horde.sim.newton_build import MUJOCO_SOLVERS
 from horde.sim.newton_world import SimConfig
 from horde.sim.randomize import RandomizationConfig
@@ -98,11 +99,11 @@ class VelocityConfig(TaskConfig):
     body's frame (the same values when the site is aligned with the base, as on go2 and g1)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization (off unless ``randomization.enabled``)."""
-    action_scale: float | None = None
+    action_scale: float | None = bounded(None, ge=0)
     """Target offset at action +-1 [rad] for every joint; null keeps the robot's per-joint scales."""
-    stiffness: float | None = None
+    stiffness: float | None = bounded(None, ge=0)
     """PD stiffness [N m/rad] for every joint; null keeps the robot's per-joint gains."""
-    damping: float | None = None
+    damping: float | None = bounded(None, ge=0)
     """PD damping [N m s/rad] for every joint; null keeps the robot's per-joint gains."""
     joint_gains: dict[str, list[float]] = field(default_factory=dict)
     """PD gains of some joints: a joint-name pattern (a regex over the whole name) to [stiffness, damping], applied
@@ -115,25 +116,25 @@ class VelocityConfig(TaskConfig):
     """Range of the commanded lateral velocity [m/s]."""
     command_yaw_rate: list[float] = field(default_factory=lambda: [-1.0, 1.0])
     """Range of the commanded yaw rate [rad/s]."""
-    standing_fraction: float = 0.1
+    standing_fraction: float = bounded(0.1, ge=0, le=1)
     """Share of commands that are zero (stand still)."""
-    command_resample_s: float = 10.0
-    """Commands are drawn again every this many seconds within an episode."""
-    tracking_sigma: float = 0.5
+    command_resample_s: float = bounded(10.0, ge=0)
+    """Commands are drawn again every this many seconds within an episode (0: once per episode)."""
+    tracking_sigma: float = bounded(0.5, gt=0)
     """Width of the exponential tracking rewards [m/s, rad/s]."""
-    feet_air_time_target: float = 0.5
+    feet_air_time_target: float = bounded(0.5, ge=0)
     """Air time [s] that a foot's touchdown is rewarded against."""
-    feet_min_distance: float = 0.2
+    feet_min_distance: float = bounded(0.2, ge=0)
     """The feet_distance term penalizes the first two feet coming closer than this (xy) [m]."""
-    contact_threshold: float = 1.0
+    contact_threshold: float = bounded(1.0, ge=0)
     """A shape is in contact when its contact force exceeds this [N]."""
-    max_tilt: float = 1.0
-    """The episode fails when the base tilts more than this from upright [rad]."""
-    init_joint_pos_range: float = 0.1
+    max_tilt: float = bounded(1.0, gt=0, le=math.pi)
+    """The episode fails when the base tilts more than this from upright [rad] (pi: never)."""
+    init_joint_pos_range: float = bounded(0.1, ge=0)
     """Initial joint angles are default +- this [rad]."""
-    init_yaw_range: float = 3.14159
+    init_yaw_range: float = bounded(3.14159, ge=0)
     """Initial heading is drawn in +- this [rad]."""
-    obs_noise: list[float] = field(default_factory=lambda: [0.1, 0.2, 0.05, 0.01, 1.5])
+    obs_noise: list[float] = bounded_list([0.1, 0.2, 0.05, 0.01, 1.5], ge=0, same_length=True)
     """Observation noise levels of lin vel, ang vel, gravity, joint angles, joint rates (x randomization scale)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
     """Reward terms of VELOCITY_TERMS and their weights per second, in statistics order."""

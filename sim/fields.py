@@ -41,13 +41,14 @@ def bounded(default: float | int, *, gt: float | None = None, ge: float | None =
 
 def bounded_list(default: Sequence[float], *, gt: float | None = None, ge: float | None = None,
                  lt: float | None = None, le: float | None = None, min_len: int = 0,
-                 max_len: int | None = None) -> Any:
+                 max_len: int | None = None, same_length: bool = False) -> Any:
     """A list field whose values must satisfy the given bounds and whose length must be ``min_len`` to ``max_len``
-    (no upper limit when None); the default is a fresh copy of ``default``."""
+    (no upper limit when None), or with ``same_length`` exactly as many values as the class's default (a per-joint
+    list: a subclass's own default sets its length); the default is a fresh copy of ``default``."""
     bounds = {k: v for k, v in (("gt", gt), ("ge", ge), ("lt", lt), ("le", le)) if v is not None}
     items = list(default)
-    return dataclasses.field(default_factory=lambda: list(items),
-                             metadata={"item_bounds": bounds, "length": (min_len, max_len)})
+    length = "default" if same_length else (min_len, max_len)
+    return dataclasses.field(default_factory=lambda: list(items), metadata={"item_bounds": bounds, "length": length})
 
 
 def file_path(*, suffix: str, hint: str = "") -> Any:
@@ -98,10 +99,14 @@ def _check_list(path: str, value: Any, cls: type, name: str, meta: dict) -> None
         return
     shown = "[" + ", ".join(str(v) for v in value) + "]"
     if "length" in meta:
-        lo, hi = meta["length"]
+        if meta["length"] == "default":
+            n = _default_length(cls, name)
+            lo, hi, why = (0, None, "") if n is None else (n, n, " (as many as its default)")
+        else:
+            (lo, hi), why = meta["length"], ""
         if len(value) < lo or (hi is not None and len(value) > hi):
-            want = f"{lo} to {hi}" if hi is not None else f"at least {lo}"
-            raise FieldError(f"{path}={shown}: needs {want} values, got {len(value)}")
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
+            raise FieldError(f"{path}={shown}: needs {want} values{why}, got {len(value)}")
         bounds = meta.get("item_bounds") or {}
         bad = [v for v in value if not _in_bounds(v, bounds)] if bounds else []
         if bad:

@@ -50,13 +50,13 @@ class SimConfig:
     solver: str = choice(SOLVERS)
     """mujoco (MuJoCo-Warp through Newton, any device), mujoco-c (MuJoCo's C engine, ``mujoco.batch``, on a thread
     pool: cpu only; :mod:`horde.sim.mujoco_batch`), xpbd or featherstone."""
-    solver_iterations: int = 0
+    solver_iterations: int = bounded(0, ge=0)
     """Constraint-solver iterations per substep; 0 keeps the solver's (or the MJCF option's) default."""
-    max_contacts: int = 40
+    max_contacts: int = bounded(40, ge=1)
     """MuJoCo-Warp contact capacity per env (nconmax): raise it for robots with many collision geoms."""
-    max_constraints: int = 100
+    max_constraints: int = bounded(100, ge=1)
     """MuJoCo-Warp constraint-row capacity per env (njmax)."""
-    contact_ke: float = 1.0e4
+    contact_ke: float = bounded(1.0e4, gt=0)
     """Contact stiffness of every shape [N/m] (used by xpbd and featherstone; MuJoCo uses its own soft contacts)."""
     cpu_threads: int = bounded(0, ge=0)
     """mujoco-c: threads of MuJoCo's batch (0: every core of the machine)."""
@@ -70,11 +70,11 @@ class SimConfig:
     dense below 60 dofs), dense or sparse. The same physics to rounding at another cost: sparse steps the G1's
     visited states in 0.82x the time (the G1 tasks' default) and the quadruped's and the lift's in 1.12-1.15x
     (``benchmarks/physics_options.py``; benchmarks/README.md, "MuJoCo's sparse constraint Jacobian for the G1")."""
-    max_distance: float = 1.0e3
+    max_distance: float = bounded(1.0e3, gt=0)
     """Health check: a world whose body is farther than this from the origin is reset [m]."""
-    max_lin_vel: float = 100.0
+    max_lin_vel: float = bounded(100.0, gt=0)
     """Health check: a world with a body faster than this is reset [m/s]."""
-    max_ang_vel: float = 1.0e3
+    max_ang_vel: float = bounded(1.0e3, gt=0)
     """Health check: a world with a body spinning faster than this is reset [rad/s]."""
 
 

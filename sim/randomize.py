@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
+from horde.sim.fields import bounded, bounded_list
+
 __all__ = ["ActuationRanges", "RandomizationConfig", "actuation_ranges", "apply_startup", "delay_actions",
            "draw_actuation"]
 
@@ -32,25 +34,25 @@ class RandomizationConfig:
 
     enabled: bool = False
     """Master switch: False turns every item below off."""
-    link_mass_scale: list[float] = field(default_factory=lambda: [0.9, 1.1])
+    link_mass_scale: list[float] = bounded_list([0.9, 1.1], gt=0, same_length=True)
     """Every link's mass and inertia x U(lo, hi) (one draw per link per env)."""
     added_base_mass: list[float] = field(default_factory=lambda: [-1.0, 2.0])
     """Mass added to the base [kg] (inertia scaled with it)."""
-    friction: list[float] = field(default_factory=lambda: [0.5, 1.25])
+    friction: list[float] = bounded_list([0.5, 1.25], ge=0, same_length=True)
     """Friction coefficient of every robot shape (one draw per env)."""
-    stiffness_scale: list[float] = field(default_factory=lambda: [0.9, 1.1])
+    stiffness_scale: list[float] = bounded_list([0.9, 1.1], ge=0, same_length=True)
     """PD stiffness x U(lo, hi) (one draw per joint per env and episode)."""
-    damping_scale: list[float] = field(default_factory=lambda: [0.9, 1.1])
+    damping_scale: list[float] = bounded_list([0.9, 1.1], ge=0, same_length=True)
     """PD damping x U(lo, hi) (one draw per joint per env and episode)."""
-    motor_strength: list[float] = field(default_factory=lambda: [0.9, 1.1])
+    motor_strength: list[float] = bounded_list([0.9, 1.1], ge=0, same_length=True)
     """Joint torque x U(lo, hi) (one draw per joint per env and episode)."""
-    obs_noise_scale: float = 1.0
+    obs_noise_scale: float = bounded(1.0, ge=0)
     """Multiplies the task's per-term observation noise levels (0: no noise)."""
-    max_action_delay: int = 1
+    max_action_delay: int = bounded(1, ge=0)
     """Each episode, an env's actions act 0..max_action_delay control steps late (0: no delay)."""
-    push_interval: float = 8.0
+    push_interval: float = bounded(8.0, ge=0)
     """Seconds between random pushes (0: no pushes)."""
-    push_velocity: float = 0.5
+    push_velocity: float = bounded(0.5, ge=0)
     """A push adds U(-v, v) to the base's x and y velocity [m/s]."""
 
 

@@ -16,12 +16,12 @@ field. Heights are generated from a fixed seed with numpy, once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
 
-from horde.sim.fields import choice
+from horde.sim.fields import bounded, bounded_list, choice
 
 __all__ = ["KINDS", "TERRAIN_TYPES", "HeightScanConfig", "Terrain", "TerrainConfig", "TerrainGrid", "height_scan",
            "scan_offsets", "terrain_height", "terrain_level_update"]
@@ -36,25 +36,25 @@ class TerrainConfig:
 
     kind: str = choice(KINDS)
     """flat (a ground plane) or rough (heightfield tiles with a curriculum)."""
-    tile_size: float = 8.0
+    tile_size: float = bounded(8.0, gt=0)
     """Side of one square tile [m]."""
-    num_levels: int = 6
+    num_levels: int = bounded(6, ge=1)
     """Difficulty levels (rows of tiles)."""
-    resolution: float = 0.1
+    resolution: float = bounded(0.1, gt=0)
     """Heightfield grid spacing [m]."""
-    max_noise: float = 0.08
+    max_noise: float = bounded(0.08, ge=0)
     """Bump height of the noise tiles at the hardest level [m]."""
-    max_slope: float = 0.35
+    max_slope: float = bounded(0.35, ge=0)
     """Rise over run of the slope tiles at the hardest level."""
-    max_step: float = 0.14
+    max_step: float = bounded(0.14, ge=0)
     """Step height of the stair tiles at the hardest level [m]."""
-    step_width: float = 0.35
+    step_width: float = bounded(0.35, gt=0)
     """Tread of one stair [m]."""
     curriculum: bool = True
     """Move envs between levels by how far they walked; False spreads envs over all levels at random."""
-    start_level: int = 0
+    start_level: int = bounded(0, ge=0)
     """Highest level an env starts on (levels are drawn in 0..start_level)."""
-    seed: int = 0
+    seed: int = bounded(0, ge=0)
     """Seed of the heightfield's random bumps (the terrain is the same for every run with this seed)."""
 
 
@@ -65,17 +65,17 @@ class HeightScanConfig:
 
     enabled: bool = False
     """Append the scan to the observations (and to the exported policy's inputs)."""
-    size: list[float] = field(default_factory=lambda: [1.6, 1.0])
+    size: list[float] = bounded_list([1.6, 1.0], ge=0, same_length=True)
     """Extent of the grid along the base's forward and left axes [m], centred on the base."""
-    resolution: float = 0.1
+    resolution: float = bounded(0.1, gt=0)
     """Spacing of the scan points [m]: (1.6 / 0.1 + 1) x (1.0 / 0.1 + 1) = 17 x 11 points by default."""
     yaw_aligned: bool = True
     """Turn the grid with the base's heading (its roll and pitch are ignored); False keeps it world-aligned."""
     offset: float = 0.5
     """Each value is base height - terrain height - offset [m] (about zero on flat ground for a quadruped)."""
-    clip: float = 1.0
+    clip: float = bounded(1.0, gt=0)
     """Values are clipped to +- this [m]."""
-    noise: float = 0.02
+    noise: float = bounded(0.02, ge=0)
     """Uniform noise on each value [m] (x the randomization's observation-noise scale; none without it)."""
 
 

@@ -21,6 +21,11 @@ from horde.train.shac_config import SHACConfig
 SCHEMA_VERSION = 1
 """Version of the saved config and checkpoint layout; older ones go through :func:`horde.train.checkpoint.migrate`."""
 
+MAX_ITERATIONS = 1_000_000_000
+"""The most ``max_iterations`` a run may ask for: a billion iterations take 11 days at a millisecond each and 32
+years at a second; to train until stopped, give a large number (``max_iterations=1000000``) and Ctrl-C (which
+saves)."""
+
 
 class ConfigError(ValueError):
     """A bad override or config file; the message is one line meant for the user."""
@@ -150,9 +155,9 @@ class TrainConfig:
     imports: list[str] = field(default_factory=list)
     """Python modules imported before the config is composed: your own tasks, robots and reward terms
     (``imports=[my_robot_terms]``)."""
-    seed: int = 0
-    """Seed of torch and of every env's random stream."""
-    max_iterations: int = bounded(100, ge=1)
+    seed: int = bounded(0, ge=0)
+    """Seed of torch and of every env's random stream (numpy's generators take no negative seed)."""
+    max_iterations: int = bounded(100, ge=1, le=MAX_ITERATIONS)
     """Learning iterations in all: the iteration a run ends at, also on resume (a run at iteration 20 resumed with
     max_iterations=30 trains 10 more)."""
     save_interval: int = bounded(50, ge=1)
@@ -254,6 +259,27 @@ def _first_line(exc: BaseException) -> str:
     if exc.__cause__ is not None and len(lines) < 2:
         lines += [ln.strip() for ln in str(exc.__cause__).splitlines() if ln.strip()][:1]
     return ": ".join(lines[:2]) if lines else type(exc).__name__
+
+
+def _whole_number(parsed: list, exc: BaseException) -> list[str] | None:
+    """``key=1e6`` for an int field (Hydra reads a float, which OmegaConf refuses): the overrides with that value
+    written as the whole number it is, to compose again; a one-line :class:`ConfigError` where it is not whole
+    (``num_envs=1.5``); None for any other error."""
+    import math
+
+    if "could not be converted to Integer" not in str(exc.__cause__ or ""):
+        return None
+    for ov in parsed:
+        if str(exc).strip() != f"Error merging override {ov.input_line}":
+            continue
+        value = ov.value()
+        if not isinstance(value, float):
+            return None
+        if not (math.isfinite(value) and value.is_integer()):
+            raise ConfigError(f"{ov.input_line}: {ov.key_or_group.lstrip('+~')} takes a whole number")
+        key = ov.input_line.partition("=")[0]
+        return [f"{key}={int(value)}" if o is ov else o.input_line for o in parsed]
+    return None
 
 
 def _valid_keys(node: Any) -> list[str]:
@@ -360,11 +386,16 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
 
         if any(ov.input_line.startswith("+") for ov in value_overrides):
             check_keys()  # before composing: Hydra would create a missing parent of an added key
+        whole = None
         try:
             cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
         except Exception as exc:  # noqa: BLE001 - type errors etc. come as multi-line hydra errors
             check_keys()  # an unknown key: named with the valid ones (composing the base only when one failed)
-            raise ConfigError(_first_line(exc)) from None
+            whole = _whole_number(parsed, exc)
+            if whole is None:
+                raise ConfigError(_first_line(exc)) from None
+    if whole is not None:
+        return compose(whole)
     task_name = str(cfg.hydra.runtime.choices.task)
     with open_dict(cfg):
         del cfg["hydra"]
@@ -522,9 +553,20 @@ def _compose_resumed(resume: str, parsed: list) -> tuple[TrainConfig, str, DictC
                           f"change (got {', '.join(bad)})")
     data = {k: v for k, v in ckpt["config"].items() if k != "algo_name"}
     for ov in parsed:
-        data[ov.key_or_group] = ov.value()
+        value = ov.value()
+        if isinstance(value, float) and isinstance(data.get(ov.key_or_group), int):  # max_iterations=1e4
+            if not value.is_integer():
+                raise ConfigError(f"{ov.input_line}: {ov.key_or_group} takes a whole number")
+            value = int(value)
+        data[ov.key_or_group] = value
     data["resume"] = str(path)
-    typed = from_container({**data, "algo_name": ckpt["config"].get("algo_name", "ppo")}, ckpt["task"])
+    try:
+        typed = from_container({**data, "algo_name": ckpt["config"].get("algo_name", "ppo")}, ckpt["task"])
+    except ConfigError as exc:  # a value given here out of its range: the user's, not the saved config's
+        saved, _, why = str(exc).partition("saved config does not match the current schema: ")
+        if not saved and any(why.startswith(f"{ov.key_or_group}=") for ov in parsed):
+            raise ConfigError(why) from None
+        raise
     _left_to_train(resume, int(ckpt["iteration"]), typed.max_iterations,
                    given=any(ov.key_or_group == "max_iterations" for ov in parsed))
     return typed, ckpt["task"], OmegaConf.create(data)

@@ -165,7 +165,8 @@ def _rule(cls: type, name: str) -> str:
         return "(" + ", ".join(f"{_SYMBOL[k]} {_value(b)}" for k, b in meta["bounds"].items()) + ")"
     if meta.get("item_bounds") or meta.get("length"):  # a list field: bounds of each value, how many values
         parts = [f"each {_SYMBOL[k]} {_value(b)}" for k, b in (meta.get("item_bounds") or {}).items()]
-        lo, hi = meta.get("length") or (0, None)
+        length = meta.get("length") or (0, None)
+        lo, hi = (0, None) if length == "default" else length  # same_length: as many as the default shows
         parts += [f"{lo} to {hi} values" if hi is not None else f"at least {lo} values"] if lo or hi is not None else []
         return "(" + ", ".join(parts) + ")"
     if "file" in meta:

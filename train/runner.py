@@ -26,7 +26,10 @@ from horde.train.session import (DistInfo, Interrupted, PreemptionGuard, all_ran
                                  parameters_digest)
 from horde.train.tblog import log_iteration, postfix
 
-__all__ = ["Learner", "run"]
+__all__ = ["LONG_RUN_S", "Learner", "long_run_warning", "run"]
+
+LONG_RUN_S = 30 * 86400.0
+"""A run whose iterations left would take longer than this at the measured rate is warned about, once."""
 
 
 class Learner(Protocol):
@@ -86,7 +89,9 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
     SIGTERM, SIGUSR1 or SIGINT (Ctrl-C) stops every rank after the same iteration with a checkpoint (``resume=``
     continues it); after a SIGINT, :class:`horde.train.session.Interrupted` (a ``KeyboardInterrupt``) is raised
     once the checkpoint and the summary are written, so a script or sweep stops as Ctrl-C asks. A second Ctrl-C
-    raises ``KeyboardInterrupt`` at once, without that checkpoint (:class:`PreemptionGuard`).
+    raises ``KeyboardInterrupt`` at once, without that checkpoint (:class:`PreemptionGuard`). After the second
+    iteration (the first pays one-time compiles), iterations left that would take over 30 days at its time print one
+    warning line (:func:`long_run_warning`).
     """
     from tqdm import tqdm
 
@@ -130,6 +135,10 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
                   f"elapsed {elapsed:.0f}s eta {eta:.0f}s", flush=True)
         bar.set_postfix_str(postfix(last_stats, sps), refresh=False)
         bar.update(1)
+        if main and not learner.quiet and it == start_iteration + 1:  # the 2nd: the 1st pays one-time compiles
+            warning = long_run_warning(learner.task, cfg.max_iterations, learner.iteration, iter_s)
+            if warning:
+                bar.write(warning, file=sys.stderr)
         if any_rank(guard.requested, dist):  # every rank stops after the same iteration
             preempted = True
             break
@@ -169,6 +178,19 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
     if interrupted:
         raise Interrupted(f"interrupted: saved {ckpt} at iteration {learner.iteration}")
     return summary
+
+
+def long_run_warning(task: str, max_iterations: int, iteration: int, iter_s: float) -> str | None:
+    """One line when the iterations left (``iteration`` to ``max_iterations``) would take more than
+    :data:`LONG_RUN_S` at ``iter_s`` seconds each (a mistyped ``max_iterations``, or one meant as "until stopped"),
+    with the figure; None otherwise."""
+    left = (max_iterations - iteration) * iter_s
+    if left <= LONG_RUN_S:
+        return None
+    days = left / 86400
+    span = f"{days:,.0f} days" if days < 730 else f"{days / 365.25:,.0f} years"
+    return (f"[{task}] warning: max_iterations={max_iterations} at {iter_s:.2g} s an iteration takes {span} more; "
+            f"Ctrl-C saves a checkpoint and stops")
 
 
 def _notice(task: str) -> Callable[[int], None]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from horde.policies.config import ActorCriticConfig
-from horde.sim.fields import bounded, choice
+from horde.sim.fields import bounded, bounded_list, choice
 
 __all__ = ["SHACConfig"]
 
@@ -31,7 +31,7 @@ class SHACConfig:
     """Learning-rate schedule of both optimizers: linear (decay to min_learning_rate at max_iterations) or fixed."""
     min_learning_rate: float = bounded(1e-5, ge=0)
     """Learning rate reached at the last iteration under the linear schedule."""
-    adam_betas: list[float] = field(default_factory=lambda: [0.7, 0.95])
+    adam_betas: list[float] = bounded_list([0.7, 0.95], ge=0, lt=1, min_len=2, max_len=2)
     """Adam's (beta1, beta2) for both optimizers."""
     gamma: float = bounded(0.99, gt=0, le=1)
     """Discount factor."""

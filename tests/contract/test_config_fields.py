@@ -1,18 +1,50 @@
 """Choice and range fields of every task and learner config fail at compose time, in one line naming the valid
-values; a new free-form string field has to be declared as such here."""
+values; a new free-form string field, or a numeric field without a range, has to be declared as such here."""
 
 import dataclasses
+import types
 import typing
 
 import pytest
 
 from horde.envs import TASKS, make, task_names
-from horde.sim.fields import FieldError, bounded, check_fields, choice, choice_fields
-from horde.train.config import ALGORITHMS, ConfigError, TrainConfig, compose
+from horde.sim.fields import FieldError, _metadata, bounded, check_fields, choice, choice_fields
+from horde.train.config import ALGORITHMS, ConfigError, TrainConfig, compose, config_dir
 
 FREE_FORM = {"device", "run_root", "resume", "algo.teacher", "task.depth_camera.body", "wandb_project", "profile"}
 """String fields whose value is not a choice (device is checked by resolve_device, paths are paths, a W&B project
 is the user's name, the profile is what compose wrote)."""
+
+UNBOUNDED = {
+    "task.reward_scales": "a weight per reward term: penalties are negative, bonuses positive",
+    "task.events": "interval [s] per event term: checked > 0 when the env is built (envs/velocity.py)",
+    "task.joint_gains": "[stiffness, damping] per joint pattern: checked >= 0 when the env is built (envs/velocity.py)",
+    "task.default_joint_pos": "joint angles [rad] of the initial pose: either sign, within the model's joint limits",
+    "task.termination_height": "a height [m] in the world frame; at or below the floor it turns the check off",
+    "task.init_pole_angle": "an angle [rad] of either sign (0 upright, pi hanging)",
+    "task.command_vx": "a [lo, hi] velocity range [m/s]: backwards is negative",
+    "task.command_vy": "a [lo, hi] velocity range [m/s]: right is negative",
+    "task.command_yaw_rate": "a [lo, hi] yaw-rate range [rad/s]: clockwise is negative",
+    "task.vx_curriculum_start": "a [lo, hi] velocity range [m/s] of either sign (clipped into command_vx)",
+    "task.randomization.added_base_mass": "a [lo, hi] mass [kg] added to the base: negative removes mass (the base "
+                                          "keeps at least a tenth of its own)",
+    "task.cube_x": "a [lo, hi] position range [m] in the world frame",
+    "task.cube_y": "a [lo, hi] position range [m] in the world frame: either sign",
+    "task.target_low": "a corner [m] of the target box in the base frame: either sign",
+    "task.target_high": "a corner [m] of the target box in the base frame: either sign",
+    "task.height_scan.offset": "a height [m] subtracted from each scan value: either sign",
+    "task.depth_camera.position": "a position [m] in the body's frame: either sign",
+    "task.depth_camera.pitch": "an angle [rad]: positive tilts the camera down, negative up",
+    "algo.policy.log_std_min": "a log standard deviation: either sign; checked below log_std_max at build (train/sac.py)",
+    "algo.policy.log_std_max": "a log standard deviation: either sign; checked above log_std_min at build (train/sac.py)",
+    "algo.v_min": "the lowest atom of the critics' support, in the critic's units: either sign; checked below v_max at "
+                  "build (train/sac.py)",
+    "algo.v_max": "the highest atom of the critics' support: either sign; checked above v_min at build (train/sac.py)",
+    "algo.target_entropy": "an entropy [nats]: a squashed Gaussian's is negative as often as not (null: -actions)",
+}
+"""Numeric fields with no range, by dotted path, each with its reason: every other int, float, numeric list or
+numeric dict field of a task's, a learner's or the run's config declares one with ``bounded``, ``bounded_list`` or
+``choice`` (horde.sim.fields), so that a value outside it fails at compose time in one line."""
 
 
 def _cases():
@@ -126,3 +158,61 @@ def test_subclass_defaults_keep_the_base_declaration():
     with pytest.raises(FieldError, match=r"^rate=2.5: must be > 0 and <= 2$"):
         check_fields(Child(rate=2.5))
     assert list(choice_fields(Child())) == [("mode", ("a", "b"))]
+
+
+def _numeric(hint) -> bool:
+    """An int or float (optional), a list or tuple of them, or a dict of them (or of lists of them); not a bool."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    origin = typing.get_origin(hint)
+    if hint in (int, float):
+        return True
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _numeric(args[0])
+    if origin in (list, tuple):
+        return bool(args) and all(a is Ellipsis or _numeric(a) for a in args)
+    if origin is dict:
+        return len(args) == 2 and _numeric(args[1])
+    return False
+
+
+def _numeric_fields(obj, prefix=""):
+    """``(dotted path, has a range)`` for every numeric field of dataclass ``obj``, recursively."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        path = f"{prefix}.{f.name}" if prefix else f.name
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from _numeric_fields(value, path)
+        elif _numeric(hints.get(f.name)):
+            meta = _metadata(type(obj), f.name)
+            yield path, bool(meta.get("bounds") or meta.get("item_bounds") or meta.get("choices"))
+
+
+def _all_numeric_fields():
+    objs = [(TASKS[t].config, "task", t) for t in task_names()] + [(a.config(), "algo", n)
+                                                                    for n, a in ALGORITHMS.items()]
+    objs.append((TrainConfig(task=None, algo=None), "", "run"))
+    return [(owner, path, ranged) for obj, prefix, owner in objs for path, ranged in _numeric_fields(obj, prefix)]
+
+
+def test_every_numeric_field_has_a_range_or_a_reason():
+    """Issue 72: 80 of 143 numeric fields had no range, so ``task.standing_fraction=5`` trained silently."""
+    fields = _all_numeric_fields()
+    paths = {p for _, p, _ in fields}
+    assert {"num_envs", "task.standing_fraction", "task.randomization.push_interval", "task.sim.max_contacts",
+            "task.terrain.num_levels", "algo.adam_betas", "algo.policy.actor_hidden_dims",
+            "task.joint_stiffness", "task.reward_scales"} <= paths, "the walk finds ints, floats, lists and dicts"
+    missing = sorted({f"{p} ({owner})" for owner, p, ranged in fields if not ranged and p not in UNBOUNDED})
+    assert not missing, ("numeric fields with neither a range (bounded/bounded_list/choice in horde.sim.fields) nor "
+                         f"a reason in UNBOUNDED: {', '.join(missing)}")
+    unranged = {p for _, p, ranged in fields if not ranged}
+    assert not set(UNBOUNDED) - unranged, f"UNBOUNDED names fields that have a range now: {set(UNBOUNDED) - unranged}"
+    assert all(reason.strip() for reason in UNBOUNDED.values())
+
+
+@pytest.mark.parametrize("tuned", sorted(p.stem for p in (config_dir() / "tuned").glob("*.yaml")))
+def test_every_tuned_config_is_within_the_ranges(tuned, tmp_path):
+    """The values a tuned file sets, with its CPU profile and without (what a GPU run gets), are inside the ranges."""
+    task, algo = tuned.rsplit("_", 1)
+    for extra in ([], ["cpu={}"]):
+        compose([f"task={task}", f"algo={algo}", f"run_root={tmp_path}", *extra])

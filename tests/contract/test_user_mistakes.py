@@ -110,6 +110,12 @@ def test_sizes_and_lists_have_bounds(tmp_path, capsys, monkeypatch):
         (["train", "task=reach", "task.target_low=[0.3,0.1]"], "task.target_low=[0.3, 0.1]: needs 3 values"),
         (["train", "task=ant", "task.joint_stiffness=[1.0,2.0]"], "needs 8 values"),
         (["train", "num_envs=0"], "num_envs=0: must be >= 1"),
+        (["train", "task=quadruped", "task.standing_fraction=5"], "task.standing_fraction=5.0: must be >= 0 and <= 1"),
+        (["train", "task=quadruped", "task.randomization.push_interval=-1"],
+         "task.randomization.push_interval=-1.0: must be >= 0"),
+        (["train", "task=ant", "task.joint_damping=[1.0,1.0,1.0,1.0,1.0,1.0,1.0,-1.0]"], "each value must be >= 0"),
+        (["train", "max_iterations=1e11"], "max_iterations=100000000000: must be >= 1 and <= 1000000000"),
+        (["train", "max_iterations=2.5"], "max_iterations=2.5: max_iterations takes a whole number"),
         (["play", "run=x", "episodes=0"], "episodes=0: must be at least 1"),
         (["export", "run=x", "episodes=10"], "episodes=10: the closed-loop rung needs at least 64"),
         (["export", "run=x", "sim2sim_episodes=-1"], "must be at least 0"),
@@ -138,9 +144,80 @@ def test_list_rules_of_the_schema():
     check_fields(Cfg(gains=[1.0, 2.0, 3.0], ranges=[]))
     with pytest.raises(FieldError, match=r"gains=\[1.0, -1.0\]: each value must be > 0 \(got -1.0\)"):
         check_fields(Cfg(gains=[1.0, -1.0]), "task")
-    with pytest.raises(FieldError, match=r"fixed=\[0.0\]: needs 2 to 2 values, got 1"):
+    with pytest.raises(FieldError, match=r"fixed=\[0.0\]: needs 2 values, got 1"):
         check_fields(Cfg(fixed=[0.0]))
     assert Cfg().gains is not Cfg().gains, "a fresh default list each time"
+
+
+# --- run length ----------------------------------------------------------------------------------------------------
+def test_the_long_run_warning_states_the_figure():
+    from horde.train.runner import long_run_warning
+
+    assert long_run_warning("cartpole", 100, 0, 2.1) is None
+    assert long_run_warning("cartpole", 2_592_001, 1, 1.0) is None  # 30 days to the second: not over
+    assert long_run_warning("cartpole", 2_592_002, 1, 1.0) is not None
+    assert long_run_warning("g1-velocity", 1_000_000, 2, 3.0) == (
+        "[g1-velocity] warning: max_iterations=1000000 at 3 s an iteration takes 35 days more; Ctrl-C saves a "
+        "checkpoint and stops")
+    assert "max_iterations=1000000000 at 2.1 s an iteration takes 67 years more" in long_run_warning(
+        "cartpole", 10**9, 2, 2.1)
+
+
+class _SlowLearner:
+    """The runner's learner protocol around nothing: each iteration takes ``iter_s`` on a fake clock."""
+
+    def __init__(self, run_dir, max_iterations, iter_s, clock):
+        from types import SimpleNamespace
+
+        import torch
+
+        from horde.train.session import DistInfo
+
+        self.cfg = SimpleNamespace(max_iterations=max_iterations, log_interval=1000, save_interval=1000, num_envs=1,
+                                   logger="tensorboard")
+        self.task, self.run_dir, self.quiet, self.iteration, self.device = "slow", run_dir, False, 0, "cpu"
+        self.num_envs, self.dist, self.steps_per_iteration, self.writer, self.label = 1, DistInfo(), 1, None, "fake"
+        self.timer = SimpleNamespace(start=lambda: None,
+                                     collect=lambda: {"sim": 0.0, "inference": 0.0, "learn": 0.0, "other": 0.0})
+        self.iter_s, self.clock, self.net = iter_s, clock, torch.nn.Linear(1, 1)
+        self.learning_rate = 1e-3
+
+    def start(self):
+        pass
+
+    def iterate(self):
+        self.clock[0] += self.iter_s
+        self.iteration += 1
+        return {}
+
+    def pop_episode_stats(self):
+        return {"episodes": 0}
+
+    def checkpoint(self):
+        return self.run_dir / f"model_{self.iteration}.pt"
+
+    def noise_std(self):
+        return 1.0
+
+    def policy(self):
+        return self.net
+
+
+@pytest.mark.parametrize("max_iterations, warned", [(10**8, True), (1000, False)])
+def test_a_run_of_more_than_30_days_is_warned_about_once(tmp_path, capsys, monkeypatch, max_iterations, warned):
+    """After its second iteration (the first compiles), at that iteration's time; the run goes on."""
+    from types import SimpleNamespace
+
+    from horde.train import runner
+
+    clock = [0.0]
+    monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    learner = _SlowLearner(tmp_path, max_iterations, 2.1, clock)
+    runner.run(learner, on_iteration=lambda lr: lr.iteration >= 4)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "warning" in ln]
+    assert learner.iteration == 4
+    assert lines == (["[slow] warning: max_iterations=100000000 at 2.1 s an iteration takes 7 years more; Ctrl-C "
+                      "saves a checkpoint and stops"] if warned else [])
 
 
 # --- memory --------------------------------------------------------------------------------------------------------
@@ -263,6 +340,10 @@ def test_resume_to_a_total_the_run_has_reached_is_refused(tiny_run, tmp_path, ca
     fails_in_one_line(capsys, ["train", f"resume={run}"],
                       f"resume={run}: the run is at iteration 3, the max_iterations=3 it was given (the total): pass "
                       f"max_iterations=6 for 3 more")
+    fails_in_one_line(capsys, ["train", f"resume={run}", "max_iterations=1e11"],
+                      "error: max_iterations=100000000000: must be >= 1 and <= 1000000000")  # the user's, not the run's
+    fails_in_one_line(capsys, ["train", f"resume={run}", "max_iterations=2.5"],
+                      "error: max_iterations=2.5: max_iterations takes a whole number")
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 
 

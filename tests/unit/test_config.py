@@ -17,6 +17,12 @@ def test_defaults_and_overrides():
     assert raw.num_envs == 64
 
 
+def test_a_whole_number_written_as_a_float_literal_is_that_number():
+    cfg, _, raw = compose(["max_iterations=1e3", "num_envs=2e2"])
+    assert (cfg.max_iterations, cfg.num_envs) == (1000, 200) and isinstance(cfg.max_iterations, int)
+    assert raw.max_iterations == 1000
+
+
 def test_task_switch_takes_its_tuned_values():
     cfg, task, _ = compose(["task=pendulum", "task.max_torque=3.0"])
     assert task == "pendulum" and cfg.task.max_torque == 3.0 and cfg.algo.gamma == pytest.approx(0.98)
@@ -32,6 +38,11 @@ def test_task_switch_takes_its_tuned_values():
     (["algo.policy.width=3"], "actor_hidden_dims"),
     (["num_envs=many"], "num_envs"),
     (["num_envs"], "cannot parse"),
+    (["task=quadruped", "task.standing_fraction=5"], "task.standing_fraction=5.0: must be >= 0 and <= 1"),
+    (["task=quadruped", "task.randomization.push_interval=-1"], "task.randomization.push_interval=-1.0: must be >= 0"),
+    (["task=cartpole", "max_iterations=1e11"], "max_iterations=100000000000: must be >= 1 and <= 1000000000"),
+    (["task=cartpole", "max_iterations=1.5"], "max_iterations=1.5: max_iterations takes a whole number"),
+    (["task=cartpole", "seed=-1"], "seed=-1: must be >= 0"),
 ])
 def test_bad_overrides_fail_in_one_line(overrides, expected):
     with pytest.raises(ConfigError) as err:
