@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from horde.deploy.robot.observations import build_observation, required_sources
+from horde.sim.files import atomic_write_text
 
 if TYPE_CHECKING:
     from horde.deploy.verify import ProgressFn
@@ -368,7 +369,7 @@ def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_
            "rule": f"MuJoCo mean return >= horde's - {1 - MIN_RETURN_RATIO:.1f} x |horde's|",
            "passed": passes(mean, horde_return)}
     if write_report:
-        (bundle / "sim2sim_report.json").write_text(json.dumps(out, indent=2))
+        atomic_write_text(bundle / "sim2sim_report.json", json.dumps(out, indent=2))
     return out
 
 

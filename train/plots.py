@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from horde.sim.files import atomic_path
+
 
 def read_scalars(run_dir: str | Path) -> dict[str, tuple[list[int], list[float]]]:
     """Every scalar series in a run directory's TensorBoard events: tag -> (steps, values)."""
@@ -56,7 +58,7 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> tuple[Path, 
         drawn[title] = tags
     fig.suptitle(f"{run_dir.parent.name}: {run_dir.name}")
     out = Path(out) if out else run_dir / "plots" / "training.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
     return out, drawn

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import torch
 
+from horde.sim.files import atomic_write_text
 from horde.train.session import (DistInfo, Interrupted, PreemptionGuard, all_ranks_agree, any_rank,
                                  parameters_digest)
 from horde.train.tblog import log_iteration, postfix
@@ -172,7 +173,7 @@ def run(learner: Learner, on_iteration: Callable[[Any], bool] | None = None) -> 
         "ranks_in_sync": in_sync,
     }
     if main:
-        (learner.run_dir / "train_summary.json").write_text(json.dumps(summary, indent=2))
+        atomic_write_text(learner.run_dir / "train_summary.json", json.dumps(summary, indent=2))
     if not learner.quiet:
         print("time split: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()), flush=True)
     if interrupted:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from horde.sim.files import atomic_write_text
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -242,7 +244,7 @@ class RunSession:
         if self.dist.is_main:
             path = Path(run_dir) if run_dir else new_run_dir(self.cfg.run_root, self.task)
             path.mkdir(parents=True, exist_ok=True)
-            (path / "config.yaml").write_text(OmegaConf.to_yaml(raw_cfg, resolve=True))
+            atomic_write_text(path / "config.yaml", OmegaConf.to_yaml(raw_cfg, resolve=True))
         self.run_dir = Path(broadcast_object(str(path) if path is not None else None, self.dist))
         return self.run_dir
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from horde.sim.files import atomic_path
+
 
 RENDER_MODES = ("3d", "2d")
 
@@ -61,7 +63,15 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     limit = min(n for n in (steps, episodes * core.max_episode_length if episodes else None) if n)
     fps = max(1, round(1.0 / core.cfg.control_dt))
     out = Path(out) if out else path.parent / "videos" / f"{ckpt['task']}_{path.stem}.mp4"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:  # a video cut short (Ctrl-C, a full disk) never replaces a whole one
+        frames, ended = _record(imageio, tmp, fps, draw, core, policy, limit, envs, episodes, progress)
+    if progress:
+        progress(frames, frames, int(ended.min()))
+    return out, frames
+
+
+def _record(imageio, out: Path, fps: int, draw, core, policy, limit: int, envs: int, episodes, progress):
+    """Step and draw into an mp4 at ``out``; (frames written, episodes ended per env)."""
     writer = imageio.get_writer(str(out), fps=fps, codec="libx264", quality=7, macro_block_size=16,
                                 ffmpeg_log_level="error")
     frames, ended = 0, torch.zeros(envs, dtype=torch.long)
@@ -81,9 +91,7 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
                 progress(frames, limit + 1, int(ended.min()))
     finally:
         writer.close()
-    if progress:
-        progress(frames, frames, int(ended.min()))
-    return out, frames
+    return frames, ended
 
 
 def first_frame(path: str | Path) -> np.ndarray:
