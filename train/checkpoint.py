@@ -82,6 +82,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         data = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for truncated or foreign files
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "Weights only load failed" in reason:  # torch's advice to load it unsafely does not apply to a horde file
+            reason = "it holds objects other than tensors and plain values (a horde checkpoint never does)"
         raise CheckpointError(f"{path}: unreadable checkpoint (truncated, corrupt or not saved by horde): {reason}") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}: not a horde checkpoint (holds a {type(data).__name__}, not a dict)")

@@ -29,6 +29,9 @@ def test_latest_checkpoint_of_a_run(tmp_path):
     (lambda p: torch.save({"a": 1}, p), "no schema_version"),
     (lambda p: torch.save({**PAYLOAD, "schema_version": 99}, p), "newer than this horde"),
     (lambda p: torch.save({"schema_version": 1, "task": "x"}, p), "lacks iteration"),
+    # a pickled object that weights_only refuses: not torch's advice to load it unsafely (issue 72)
+    (lambda p: torch.save({"schema_version": 1, "a": __import__("numpy").zeros(3)}, p),
+     "holds objects other than tensors and plain values"),
 ])
 def test_broken_files_fail_in_one_line(tmp_path, damage, expected):
     path = save_checkpoint(tmp_path / "model_1.pt", PAYLOAD)
