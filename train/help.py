@@ -89,7 +89,39 @@ def precheck_train(args: list[str]) -> str | None:
         value = values.get(key)
         if value is not None and "," not in value and value not in valid:
             return f"unknown {key} '{value}'{_closest(value, valid)}; valid: {', '.join(valid)}"
+    if "imports" in keys or "resume" in keys or "," in values.get("task", ""):
+        return None
+    return _precheck_task_keys(values.get("task", "cartpole"), values)
+
+
+def _precheck_task_keys(task: str, values: dict[str, str]) -> str | None:
+    """``task.<field>`` keys and a robot name of a built-in task, from the stored field table (no task import)."""
+    stored = _stored_task_fields().get(task)
+    if stored is None:
+        return None
+    records = _flat_records(stored[1])
+    for key, value in values.items():
+        if key == "robot":
+            key = "task.robot"
+        if not key.startswith("task."):
+            continue
+        if key not in records and not any(key.startswith(p + ".") and records[p]["type"].startswith("dict")
+                                          for p in records):
+            near = _closest(key, records)
+            return f"unknown key '{key}' for task {task}{near}; `horde train --help task={task}` lists its fields"
+        rule = records.get(key, {}).get("rule", "")
+        if rule.startswith("{") and "," not in value:  # a choice: {a|b|c}
+            valid = rule.strip("{}").split("|")
+            if value not in valid:
+                return f"{key}={value}: not one of {', '.join(valid)}{_closest(value, valid)}"
     return None
+
+
+def _flat_records(records: list[dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for r in records:
+        out.update(_flat_records(r["fields"]) if "fields" in r else {r["path"]: r})
+    return out
 
 
 def tasks_lines(tasks: dict[str, tuple[str, bool]] = BUILTIN_TASKS) -> list[str]:
