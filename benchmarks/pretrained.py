@@ -158,6 +158,15 @@ def train(name: str, *, minutes: float | None, seed: int, run_root: Path) -> tup
     return json.loads(lines[-1]), command
 
 
+def _portable(summary: dict) -> dict:
+    """The learn script's summary without its curve and without this machine's paths (a frame in a temporary
+    folder: dropped)."""
+    def keep(v) -> bool:
+        return not (isinstance(v, str) and v.startswith(("/", "~")))
+
+    return {k: v for k, v in summary.items() if k not in ("curve", "overrides", "png") and keep(v)}
+
+
 def _relative_paths(stage: Path, report) -> None:
     """No path of this machine in the shipped files: the bundle names its checkpoint relative to itself (``horde
     verify`` resolves it there), the config has no run root."""
@@ -196,7 +205,7 @@ def ship(name: str, run: Path, *, command: str, summary: dict | None, seed: int 
         prov = {"name": name, "task": ckpt["task"], "robot": getattr(cfg.task, "robot", None),
                 "iteration": int(ckpt["iteration"]), "commit": commit(),
                 "command": command, "seed": seed, "date": time.strftime("%Y-%m-%d"), "machine": machine(),
-                "scoreboard": {k: v for k, v in (summary or {}).items() if k not in ("curve", "overrides", "png")},
+                "scoreboard": _portable(summary or {}),
                 "target": [t.as_dict() for t in targets], "score_seed": SCORE_SEED, "figures": figures,
                 "meets_target": met(targets, figures), "trivial_baseline": {"zero_action": zero},
                 "bundle": f"exported/{name}_fp32", "ladder": report.ladder if hasattr(report, "ladder") else None}

@@ -113,7 +113,7 @@ def _precheck_task_keys(task: str, values: dict[str, str]) -> str | None:
         if rule.startswith("{") and "," not in value:  # a choice: {a|b|c}
             valid = rule.strip("{}").split("|")
             if value not in valid:
-                return f"{key}={value}: not one of {', '.join(valid)}{_closest(value, valid)}"
+                return f"{key}={value}: not a valid choice{_closest(value, valid)}; valid choices: {', '.join(valid)}"
     return None
 
 

@@ -18,7 +18,7 @@ from horde.train.help import precheck_train
     (["task=cartpole", "algo=sacc"], "unknown algo 'sacc' (did you mean sac?); valid: ppo, shac, distillation, sac"),
     (["task=cartpole", "lib=skrll"], "unknown lib 'skrll' (did you mean skrl?)"),
     (["task=zzz"], "unknown task 'zzz'; valid tasks:"),
-    (["task=quadruped", "robot=go3"], "task.robot=go3: not one of quad12, go2, g1 (did you mean go2?)"),
+    (["task=quadruped", "robot=go3"], "task.robot=go3: not a valid choice (did you mean go2?); valid choices: quad12, go2, g1"),
     (["task=g1-velocity", "task.comand_vx=[0,1]"], "unknown key 'task.comand_vx' for task g1-velocity (did you mean "
                                                   "task.command_vx?)"),
     (["task.episode_lenght=5"], "unknown key 'task.episode_lenght' for task cartpole (did you mean "

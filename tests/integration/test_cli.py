@@ -19,7 +19,7 @@ def test_unknown_command_task_and_key_fail_in_one_line(tmp_path, capsys, monkeyp
     through the same entry point in this process (each subprocess costs ~8 s of imports)."""
     from horde.cli import main
 
-    in_process = [(("train", "task=cartpol"), "valid choices: " + ", ".join(task_names())),
+    in_process = [(("train", "task=cartpol"), "(did you mean cartpole?); valid tasks: " + ", ".join(task_names())),
                   (("train", "nmu_envs=3"), "valid keys there:"),
                   (("play",), "play needs run="),
                   (("play", "run=/nonexistent/run"), "no such run directory"),
