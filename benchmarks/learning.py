@@ -208,7 +208,23 @@ def append_result(path: str | None, result: dict) -> None:
 
         machine = {"cpu": cpu_model(), "cpu_count": os.cpu_count()}
         with open(path, "a") as f:
-            f.write(json.dumps({**machine, **{k: v for k, v in result.items() if k != "png"}}) + "\n")
+            f.write(json.dumps({**machine, **portable({k: v for k, v in result.items() if k != "png"})}) + "\n")
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def portable(value):
+    """``value`` with every absolute path made relative to the repository, or None where it lies outside it (a
+    temporary frame or run folder, never committed): a results file names no folder of the machine that wrote it."""
+    if isinstance(value, dict):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    if isinstance(value, str) and value.startswith("/") and "/" in value[1:] and "\n" not in value:
+        path = Path(value)
+        return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else None
+    return value
 
 
 def write_result(result: dict, out: Path, name: str, *, quick: bool) -> None:

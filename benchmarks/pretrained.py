@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from learning import Target, ZeroPolicy, capture_runs  # noqa: E402
+from learning import Target, ZeroPolicy, capture_runs, portable  # noqa: E402
 
 MAX_BYTES = 2 * 1024 * 1024
 """The most one shipped policy (its folder) may take on disk."""
@@ -158,15 +158,6 @@ def train(name: str, *, minutes: float | None, seed: int, run_root: Path) -> tup
     return json.loads(lines[-1]), command
 
 
-def _portable(summary: dict) -> dict:
-    """The learn script's summary without its curve and without this machine's paths (a frame in a temporary
-    folder: dropped)."""
-    def keep(v) -> bool:
-        return not (isinstance(v, str) and v.startswith(("/", "~")))
-
-    return {k: v for k, v in summary.items() if k not in ("curve", "overrides", "png") and keep(v)}
-
-
 def _relative_paths(stage: Path, report) -> None:
     """No path of this machine in the shipped files: the bundle names its checkpoint relative to itself (``horde
     verify`` resolves it there), the config has no run root."""
@@ -205,7 +196,8 @@ def ship(name: str, run: Path, *, command: str, summary: dict | None, seed: int 
         prov = {"name": name, "task": ckpt["task"], "robot": getattr(cfg.task, "robot", None),
                 "iteration": int(ckpt["iteration"]), "commit": commit(),
                 "command": command, "seed": seed, "date": time.strftime("%Y-%m-%d"), "machine": machine(),
-                "scoreboard": _portable(summary or {}),
+                "scoreboard": portable({k: v for k, v in (summary or {}).items()
+                                         if k not in ("curve", "overrides", "png")}),
                 "target": [t.as_dict() for t in targets], "score_seed": SCORE_SEED, "figures": figures,
                 "meets_target": met(targets, figures), "trivial_baseline": {"zero_action": zero},
                 "bundle": f"exported/{name}_fp32", "ladder": report.ladder if hasattr(report, "ladder") else None}

@@ -288,7 +288,7 @@ def test_committed_results_name_no_absolute_paths():
     """Issue 72: the results in the repository carry repository-relative paths only (frames, plots, commands), not
     the folders of the machine that made them."""
     found = {str(p.relative_to(REPO)): absolute_paths(p.read_text())
-             for p in sorted((BENCH / "results").rglob("*")) if p.suffix in (".json", ".md")}
+             for p in sorted((BENCH / "results").rglob("*")) if p.suffix in (".json", ".jsonl", ".md")}
     assert not {k: v for k, v in found.items() if v}
 
 
