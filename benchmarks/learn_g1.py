@@ -64,7 +64,7 @@ from learning import (BASELINE_SEED, Target, ZeroPolicy, append_result, plot_cur
                       write_result)
 
 from horde.envs import make  # noqa: E402
-from horde.train.command_sets import FLOOR_PUSHES as _FLOOR_PUSHES  # noqa: E402
+from horde.train.command_sets import FLOOR_PUSHES  # noqa: E402
 from horde.train.command_sets import COMMAND_SETS, evaluate_command_sets, floor_checks  # noqa: E402
 from horde.train.command_sets import describe as describe_set  # noqa: E402
 
@@ -76,10 +76,9 @@ TARGET_MPS = 0.2
 """TARGET_RATIO x standing still's 0.40 m/s on the evaluation's commands (each run states its own figure)."""
 FORWARD = (0.0, 0.8)
 """Forward commands of the floor [m/s]."""
-FLOOR_PUSHES = _FLOOR_PUSHES
-"""The floor's pushes, fixed: a push of up to 0.5 m/s every 8 s of an episode, the task's own randomization when the
-floor was set (2026-11-26). Training may push otherwise (the tuned config pushes every 4 s); every evaluation uses
-these."""
+# FLOOR_PUSHES (horde.train.command_sets): the floor's pushes, fixed: up to 0.5 m/s every 8 s of an episode, the
+# task's own randomization when the floor was set (2026-11-26). Training may push otherwise (the tuned config pushes
+# every 4 s); every evaluation uses these.
 
 
 def eval_config(task_cfg):

@@ -39,6 +39,7 @@ import math
 import torch
 
 from horde.envs import make
+from horde.envs.observations import quat_rotate
 
 __all__ = ["COMMAND_SETS", "FLOOR_PUSHES", "FULL_RANGE", "command_set", "evaluate_command_sets", "floor_checks",
            "standing_still"]
@@ -88,13 +89,6 @@ def _yaw(q: torch.Tensor) -> torch.Tensor:
     """Heading of quaternions (x, y, z, w) [..., 4] -> [...] [rad]."""
     x, y, z, w = q.unbind(-1)
     return torch.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
-def _rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Rotate vectors ``v`` [..., 3] by quaternions ``q`` (x, y, z, w) [..., 4]."""
-    u, w = q[..., :3], q[..., 3:]
-    t = 2.0 * torch.cross(u, v, dim=-1)
-    return v + w * t + torch.cross(u, t, dim=-1)
 
 
 def _wrap(a: torch.Tensor) -> torch.Tensor:
@@ -186,7 +180,7 @@ def run_command_set(policy, env, command: torch.Tensor, *, seed: int, steps: int
         double += (on.all(dim=1) & up).sum()
         height += ((pose[:, 2] - z0) * upf).sum()
         fq = w.body_pose[:, feet_idx, 3:7]
-        fv = w.body_vel[:, feet_idx, :3] + torch.cross(w.body_vel[:, feet_idx, 3:6], _rotate(fq, feet_arm), dim=-1)
+        fv = w.body_vel[:, feet_idx, :3] + torch.cross(w.body_vel[:, feet_idx, 3:6], quat_rotate(fq, feet_arm), dim=-1)
         slip += (fv[..., :2].norm(dim=-1) * (on & up[:, None])).sum()
         slip_n += (on & up[:, None]).sum()
         if not first.any():
