@@ -167,9 +167,9 @@ class TrainConfig:
     torch_threads: int = bounded(1, ge=1)
     """torch CPU threads (1 is fastest for small networks on a shared machine)."""
     update_threads: int = bounded(0, ge=0)
-    """torch CPU threads in PPO's update only (0: ``torch_threads``). The physics' thread pool is idle then, so
-    the update can use every core; during the rollout torch keeps ``torch_threads`` (more would spin against the
-    physics' threads)."""
+    """torch CPU threads in the learner's update only (PPO's update, SAC's gradient steps; 0: ``torch_threads``).
+    The physics' thread pool is idle then, so the update can use every core; during the rollout torch keeps
+    ``torch_threads`` (more would spin against the physics' threads)."""
     log_interval: int = bounded(10, ge=1)
     """Print a progress line every this many iterations when no terminal shows a progress bar."""
     resume: str | None = None

@@ -318,14 +318,21 @@ class SACTrainer:
         a = self.cfg.algo
         sums: dict[str, torch.Tensor] = {}
         counts: dict[str, int] = {}
+        # on a CPU the physics' pool is idle during the updates: they may take every core (``update_threads``),
+        # while acting and stepping keep ``torch_threads`` (more would spin against the physics' threads)
+        threads = self.cfg.update_threads or self.cfg.torch_threads
         for _ in range(a.num_steps_per_env):
             self._step()
             if self.env_steps < a.learning_starts:
                 continue
+            if threads != self.cfg.torch_threads:
+                torch.set_num_threads(threads)
             for _ in range(a.num_updates):
                 for k, v in self._update().items():
                     sums[k] = sums[k] + v if k in sums else v
                     counts[k] = counts.get(k, 0) + 1
+            if threads != self.cfg.torch_threads:
+                torch.set_num_threads(self.cfg.torch_threads)
             self.timer.mark("learn")
         self.iteration += 1
         out = {k: float(v) / counts[k] for k, v in sums.items()}  # one sync per value and iteration
