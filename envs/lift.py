@@ -1,5 +1,6 @@
-"""Lift: horde's 7-DoF arm with a parallel gripper (``assets/arm7_gripper.xml``) picks a cube from a random spot on
-a table and holds it at a random height above the table.
+"""Lift: an arm with a gripper (``robot=``: an entry of :mod:`horde.envs.arms`; horde's 7-DoF arm
+``assets/arm7_gripper.xml`` by default, the i2rt YAM, LeRobot's SO-101) picks a cube from a random spot on a table and
+holds it at a random height above the table. The table, cube and targets are the arm entry's (:class:`ArmScene`).
 
 The scene is the arm, one free object (the cube, :class:`horde.sim.scene.RigidObject`, placed anew on every reset)
 and one static prop (the table). 50 Hz control (4 x 5 ms substeps), 250-step episodes (5 s). The episode fails when
@@ -9,12 +10,15 @@ Actions (``arm`` and ``gripper`` choose them; the peers' recipes, ../shared/RECI
 - ``arm=ee_delta`` (default): three actions move the end-effector target by up to ``ee_step`` [m] per control step
   in x, y, z (world frame, inside a workspace box); differential inverse kinematics (:mod:`horde.sim.diffik`, damped
   least squares on the site Jacobian, in the step kernel) turns the target, with the hand pointing down, into the
-  arm's PD targets (Playground's Cartesian PandaPickCube, Isaac Lab's IK-rel variants). ``arm=joint``: seven actions,
-  PD targets default pose + action x ``action_scale`` [rad] (Isaac Lab's Franka lift).
+  arm's PD targets (Playground's Cartesian PandaPickCube, Isaac Lab's IK-rel variants); the entry's
+  ``ik_orientation`` weighs the orientation error (the SO-101's 5 joints hold only the pointing axis).
+  ``arm=joint``: one action per arm joint, PD targets default pose + action x ``action_scale`` [rad] (Isaac Lab's
+  Franka lift).
 - ``gripper=binary`` (default): one action, open at >= 0 and closed below; ``delta``: one integrated action;
   ``independent``: one per finger (:class:`horde.sim.actuation.Gripper`, the law ``policy.json`` describes).
 
-Observations (``obs_names``): the 9 joint positions relative to the default pose [rad, m], the 9 joint rates,
+Observations (``obs_names``): the actuated joints' positions relative to the default pose [rad, m] (arm7: 9), their
+rates,
 end-effector position [m], cube position, cube minus end effector, target, target minus cube, the cube's yaw
 relative to the hand as sin and cos of 4 x yaw (a cube looks the same every 90 degrees), the end-effector target
 minus the end effector [m] (zeros with ``arm=joint``), the gripper's opening command [0-1], the previous actions.
@@ -38,15 +42,17 @@ import warp as wp
 from horde.envs import render
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
+from horde.envs.arms import ArmRobot
 from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
-                                    IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, obs_names_of)
+                                    IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, arm_of,
+                                    obs_names_of)
 from horde.envs.lift_terms import LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
 from horde.envs.observations import ObsTerm, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command  # noqa: F401
 from horde.sim.device import resolve_device
-from horde.sim.diffik import Chain, chain_from_builder, dls_step, orientation_error, site_jacobian, vec6
-from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
+from horde.sim.diffik import MAX_CHAIN, Chain, chain_from_builder, dls_step, orientation_error, site_jacobian, vec6
+from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions, site_frame
 from horde.sim.newton_world import make_world
 from horde.sim.scene import RigidObject, StaticProp
 
@@ -75,6 +81,8 @@ class LiftTask:
     ik_lead: float
     hand: wp.quat
     """The hand orientation the IK holds."""
+    ik_weight: wp.vec3
+    """Weight of the IK's orientation error about world x, y, z (the arm entry's ``ik_orientation``)."""
 
 
 @wp.struct
@@ -95,7 +103,7 @@ class Command:
     """Arm joint lower limits [rad]."""
     upper: wp.array(dtype=float)
     joint_actions: wp.array2d(dtype=float)
-    """What the actuation law runs: one normalized action per actuated joint [num_envs, 9]."""
+    """What the actuation law runs: one normalized action per actuated joint [num_envs, arm + fingers]."""
 
 
 @wp.func
@@ -111,7 +119,7 @@ def _hand_yaw_sincos4(x: Manip, i: int) -> wp.vec2:
 def _write_obs(x: Manip, u: Command, i: int, ok: bool, joint_q: wp.array2d(dtype=float),
                default_q: wp.array(dtype=float), target: wp.array(dtype=wp.vec3), ee_mode: int,
                state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    nj = 9
+    nj = u.joint_actions.shape[1]  # the actuated joints: arm, then driven fingers
     for k in range(nj):
         obs[i, k] = wp.where(ok, joint_q[i, k] - default_q[k], 0.0)
         obs[i, nj + k] = wp.where(ok, x.joint_qd[i, k], 0.0)
@@ -143,20 +151,22 @@ def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
     into joint targets by one damped-least-squares IK step (arm=ee_delta)."""
     i = wp.tid()
     na = x.actions.shape[1]
-    # gripper: the last one (coupled) or two (independent) actions
+    arm = x.arm_dofs
+    fingers = u.joint_actions.shape[1] - arm
+    # gripper: the last action (coupled), or one per driven finger (independent)
     if t.gripper_mode == 2:
-        for f in range(2):
-            g = gripper_command(2, x.actions[i, na - 2 + f], 0.0, t.gripper_rate)
-            u.joint_actions[i, 7 + f] = 2.0 * g - 1.0
+        for f in range(fingers):
+            g = gripper_command(2, x.actions[i, na - fingers + f], 0.0, t.gripper_rate)
+            u.joint_actions[i, arm + f] = 2.0 * g - 1.0
             if f == 0:
                 u.grip[i] = g
     else:
         g = gripper_command(t.gripper_mode, x.actions[i, na - 1], u.grip[i], t.gripper_rate)
         u.grip[i] = g
-        u.joint_actions[i, 7] = 2.0 * g - 1.0
-        u.joint_actions[i, 8] = 2.0 * g - 1.0
+        for f in range(fingers):
+            u.joint_actions[i, arm + f] = 2.0 * g - 1.0
     if t.ee_mode == 0:
-        for k in range(7):
+        for k in range(arm):
             u.joint_actions[i, k] = x.actions[i, k]
         return
     ee = ee_pos(x, i)
@@ -171,8 +181,12 @@ def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
     move = (goal - previous) + (goal - ee) * t.ik_gain
     turn = orientation_error(hand, t.hand) * t.ik_gain
     J = site_jacobian(chain, x.body_q, i, ee)
-    dq = dls_step(J, vec6(move[0], move[1], move[2], turn[0], turn[1], turn[2]), t.ik_damping)
-    for k in range(7):
+    w = t.ik_weight
+    for k in range(wp.static(MAX_CHAIN)):  # weighted orientation rows: 0 leaves that rotation free
+        for r in range(3):
+            J[3 + r, k] = J[3 + r, k] * w[r]
+    dq = dls_step(J, vec6(move[0], move[1], move[2], turn[0] * w[0], turn[1] * w[1], turn[2] * w[2]), t.ik_damping)
+    for k in range(arm):
         q = x.joint_q[i, k]
         qt = wp.clamp(u.q_target[i, k] + dq[k], q - t.ik_lead, q + t.ik_lead)
         qt = wp.clamp(qt, u.lower[k], u.upper[k])
@@ -240,65 +254,92 @@ def lift_observe(t: LiftTask, x: Manip, u: Command, mask: wp.array(dtype=wp.bool
         for k in range(x.last_actions.shape[1]):
             x.last_actions[i, k] = 0.0
         u.ee_target[i] = ee_pos(x, i)
-        for k in range(7):
+        for k in range(x.arm_dofs):
             u.q_target[i, k] = joint_q[i, k]
         u.grip[i] = 1.0
         rng[i] = _new_target(t, x, i, rng[i])
         _write_obs(x, u, i, True, joint_q, default_q, x.target, t.ee_mode, state, obs)
 
 
-def scene(cfg: LiftConfig) -> tuple[RigidObject, StaticProp]:
-    """The cube and the table of ``cfg``."""
-    h = 0.5 * cfg.cube_size
-    z = cfg.table_height + h + 0.002
+def scene(cfg: LiftConfig, arm: ArmRobot | None = None) -> tuple[RigidObject, StaticProp]:
+    """The cube and the table of ``cfg`` on its arm's scene (:func:`arm_of`)."""
+    sc = (arm or arm_of(cfg)).scene
+    h = 0.5 * sc.cube_size
+    z = sc.table_height + h + 0.002
     cube = RigidObject(name="cube", shape="box", size=(h, h, h), density=cfg.cube_density, friction=1.0,
-                       x=tuple(cfg.cube_x), y=tuple(cfg.cube_y), z=(z, z), yaw=(-0.785, 0.785))
-    table = StaticProp(name="table", shape="box", size=(0.25, 0.35, 0.5 * cfg.table_height),
-                       pos=(0.5, 0.0, 0.5 * cfg.table_height), friction=1.0)
+                       x=tuple(sc.cube_x), y=tuple(sc.cube_y), z=(z, z), yaw=(-0.785, 0.785))
+    table = StaticProp(name="table", shape="box", size=(*sc.table_half, 0.5 * sc.table_height),
+                       pos=(sc.table_x, 0.0, 0.5 * sc.table_height), friction=1.0)
     return cube, table
 
 
 def gripper_of(cfg: LiftConfig) -> Gripper:
     """The gripper law of ``cfg``."""
-    return Gripper(mode=cfg.gripper, joints=FINGERS, open=cfg.gripper_open, rate=cfg.gripper_rate)
+    arm = arm_of(cfg)
+    return Gripper(mode=cfg.gripper, joints=arm.fingers, open=arm.gripper_open, closed=arm.gripper_closed,
+                   rate=cfg.gripper_rate)
 
 
 def actuation_of(cfg: LiftConfig) -> Actuation:
     """The PD law per actuated joint: the arm around the default pose (IK_RANGE wide with arm=ee_delta), the
     fingers between closed (action -1) and open (+1)."""
-    arm_scale = [IK_RANGE] * len(ARM) if cfg.arm == "ee_delta" else list(cfg.action_scale)
-    half = 0.5 * cfg.gripper_open
-    return Actuation(mode="pd", scale=arm_scale + [half, half], offset=list(cfg.default_joint_pos[:7]) + [half, half],
-                     stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
+    arm = arm_of(cfg)
+    n = len(arm.arm_joints)
+    arm_scale = [IK_RANGE] * n if cfg.arm == "ee_delta" else list(arm.action_scale)
+    mid, half = 0.5 * (arm.gripper_open + arm.gripper_closed), 0.5 * (arm.gripper_open - arm.gripper_closed)
+    f = len(arm.fingers)
+    return Actuation(mode="pd", scale=arm_scale + [half] * f, offset=list(arm.default_joint_pos[:n]) + [mid] * f,
+                     stiffness=list(arm.stiffness), damping=list(arm.damping), effort_limit=list(arm.effort_limit))
+
+
+def _ee_frame(robot, arm: ArmRobot) -> tuple[int, tuple[float, float, float]]:
+    """(body, point in that body's frame [m]) of the arm's end effector: its site (or body) plus ``ee_offset``."""
+    bodies = [lbl.split("/")[-1] for lbl in robot.body_label]
+    if arm.ee in bodies and not any(lbl.split("/")[-1] == arm.ee for lbl in robot.shape_label):
+        body, p = bodies.index(arm.ee), (0.0, 0.0, 0.0)
+    else:
+        body, p = site_frame(robot, arm.ee)
+    return body, tuple(float(a + b) for a, b in zip(p, arm.ee_offset)) if any(arm.ee_offset) else p
 
 
 def build_world(cfg: LiftConfig, num_envs: int, device: str):
-    """The batched arm + cube + table world, the end-effector site's (body index, offset in that body [m]) and the
-    arm's kinematic chain (:class:`horde.sim.diffik.Chain`)."""
-    for name, value, n in (("action_scale", cfg.action_scale, 7), ("default_joint_pos", cfg.default_joint_pos, 9),
-                           ("joint_stiffness", cfg.joint_stiffness, 9), ("joint_damping", cfg.joint_damping, 9),
-                           ("effort_limit", cfg.effort_limit, 9)):
-        if len(value) != n:
-            raise ValueError(f"task.{name} needs {n} values, got {len(value)}")
-    robot = load_mjcf(str(GRIPPER_MJCF), contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver,
-                      self_collisions=False, show_colliders=True)
-    set_joint_positions(robot, JOINTS, cfg.default_joint_pos)
-    ee_body, ee_offset = site_frame(robot, "ee")
-    chain = chain_from_builder(robot, ARM, resolve_device(device).warp)
-    cube, table = scene(cfg)
+    """The batched arm + cube + table world, the end-effector site's (body index, offset in that body [m]), the
+    arm's kinematic chain (:class:`horde.sim.diffik.Chain`), the arm joints' limits, the actuated joints' units and
+    the ``joint_q`` column of each finger body's opening joint."""
+    import newton
+
+    arm = arm_of(cfg)
+    robot = load_mjcf(arm.mjcf_path(), contact_ke=cfg.sim.contact_ke, solver=cfg.sim.solver,
+                      self_collisions=False, meshes=arm.meshes, show_colliders=True)
+    q_idx, qd_idx = joint_dof_layout(robot, arm.joints)
+    if list(q_idx) != list(range(len(arm.joints))):
+        raise ValueError(f"arm '{arm.name}': the MJCF must list the joints {', '.join(arm.joints)} first, in this "
+                         "order (arm, then fingers)")
+    defaults = dict(zip(arm.joints, arm.default_joint_pos))
+    coupled = {j: ratio * defaults[leader] for j, leader, ratio in arm.coupled}
+    set_joint_positions(robot, (*arm.joints, *coupled), (*arm.default_joint_pos, *coupled.values()))
+    for d, a in zip(qd_idx, arm.armature or ()):
+        robot.joint_armature[d] = a
+    ee_body, ee_offset = _ee_frame(robot, arm)
+    chain = chain_from_builder(robot, arm.arm_joints, resolve_device(device).warp)
+    cube, table = scene(cfg, arm)
+    n_arm = len(arm.arm_joints)
     world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                        substeps=cfg.decimation, ground=True, actuated_joints=JOINTS, actuation=actuation_of(cfg),
-                        root_body=0, q_noise=[cfg.init_joint_pos_range] * len(ARM) + [0.0] * len(FINGERS),
-                        qd_noise=[0.0] * len(JOINTS), contact_bodies=FINGERS, objects=[cube], props=[table])
-    limits = [(robot.joint_limit_lower[robot.joint_qd_start[j]], robot.joint_limit_upper[robot.joint_qd_start[j]])
-              for j in (list(lbl.split("/")[-1] for lbl in robot.joint_label).index(a) for a in ARM)]
-    return world, ee_body, ee_offset, chain, limits
+                       substeps=cfg.decimation, ground=True, actuated_joints=arm.joints, actuation=actuation_of(cfg),
+                       root_body=0, q_noise=[cfg.init_joint_pos_range] * n_arm + [0.0] * (robot.joint_coord_count - n_arm),
+                       qd_noise=[0.0] * robot.joint_dof_count, contact_bodies=arm.finger_bodies, objects=[cube],
+                       props=[table])
+    limits = [(robot.joint_limit_lower[d], robot.joint_limit_upper[d]) for d in qd_idx[:n_arm]]
+    units = tuple("m" if robot.joint_type[robot.joint_label.index(next(lbl for lbl in robot.joint_label
+                                                                         if lbl.split("/")[-1] == j))]
+                  == newton.JointType.PRISMATIC else "rad" for j in arm.joints)
+    opening, _ = joint_dof_layout(robot, [j for j, _, _ in arm.opening])
+    return world, ee_body, ee_offset, chain, limits, units, tuple(opening)
 
 
 class LiftEnv(ArticulatedTaskEnv):
-    """Batched cube lifting with horde's arm and gripper on Newton (MuJoCo's C engine or MuJoCo-Warp)."""
+    """Batched cube lifting with an arm entry's arm and gripper on Newton (MuJoCo's C engine or MuJoCo-Warp)."""
 
-    state_names = (*JOINTS, "cube_x", "cube_y", "cube_z")
     action_type = "position_target"
     term_set = LIFT_TERMS
     """Where ``reward_scales``' keys are looked up."""
@@ -307,28 +348,33 @@ class LiftEnv(ArticulatedTaskEnv):
 
     def __init__(self, cfg: LiftConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
-        self.action_names = action_names_of(cfg.arm, cfg.gripper)
-        self.obs_names = obs_names_of(self.action_names)
+        arm = self.arm = arm_of(cfg)
+        """The arm entry this env runs (:func:`arm_of`: ``cfg.robot`` with the config's overrides)."""
+        self.state_names = (*arm.joints, "cube_x", "cube_y", "cube_z")
+        self.action_names = action_names_of(cfg.arm, cfg.gripper, arm)
+        self.obs_names = obs_names_of(self.action_names, arm.joints)
         self.action_type = "ee_delta" if cfg.arm == "ee_delta" else "position_target"
         self.action_unit = "m (end effector), gripper command" if cfg.arm == "ee_delta" else "rad (arm), gripper"
         self.gripper = gripper_of(cfg)
         """The gripper law (``policy.json`` describes it)."""
         terms = LIFT_TERMS.resolve(list(cfg.reward_scales))
         self.term_names = tuple(cfg.reward_scales)
-        self.world, ee_body, ee_offset, self._chain, limits = build_world(cfg, num_envs, d)
+        self.world, ee_body, ee_offset, self._chain, limits, self._units, self._opening_columns = build_world(
+            cfg, num_envs, d)
         self.world.warm_up()
         w = self.world
         t = self._task = LiftTask()
-        t.max_episode_length, t.table_z = cfg.episode_length, cfg.table_height
-        t.target_lo, t.target_hi = cfg.target_height
+        sc = arm.scene
+        t.max_episode_length, t.table_z = cfg.episode_length, sc.table_height
+        t.target_lo, t.target_hi = sc.target_height
         t.target_dx, t.target_dy = cfg.target_xy
         t.ee_mode, t.gripper_mode, t.gripper_rate = int(cfg.arm == "ee_delta"), GRIPPER_MODES.index(cfg.gripper), \
             cfg.gripper_rate
         t.ee_step, t.ee_lead = cfg.ee_step, cfg.ee_lead
-        # the end-effector site may go down to 1.2 cm above the table (the finger tips 2 mm above it)
-        t.ee_lo, t.ee_hi = wp.vec3(0.2, -0.4, cfg.table_height + 0.012), wp.vec3(0.8, 0.4, cfg.table_height + 0.5)
+        t.ee_lo = wp.vec3(sc.ee_lo[0], sc.ee_lo[1], sc.table_height + sc.ee_lo[2])
+        t.ee_hi = wp.vec3(sc.ee_hi[0], sc.ee_hi[1], sc.table_height + sc.ee_hi[2])
         t.ik_damping, t.ik_gain, t.ik_lead = cfg.ik_damping, cfg.ik_gain, cfg.ik_lead
-        t.hand = wp.quat(*HAND_DOWN)
+        t.hand, t.ik_weight = wp.quat(*arm.hand_down), wp.vec3(*arm.ik_orientation)
         act = actuation_of(cfg)
         with wp.ScopedDevice(d):
             self._last_actions = wp.zeros((num_envs, len(self.action_names)), dtype=float)
@@ -338,13 +384,13 @@ class LiftEnv(ArticulatedTaskEnv):
             self._contact = wp.from_torch(w.contact_forces, dtype=wp.vec3)
             u = self._command = Command()
             u.ee_target = wp.zeros(num_envs, dtype=wp.vec3)
-            u.q_target = wp.zeros((num_envs, len(ARM)), dtype=float)
+            u.q_target = wp.zeros((num_envs, len(arm.arm_joints)), dtype=float)
             u.grip = wp.ones(num_envs, dtype=float)
             u.offset = wp.array(list(act.offset), dtype=float)
             u.scale = wp.array(list(act.scale), dtype=float)
             u.lower = wp.array([lo for lo, _ in limits], dtype=float)
             u.upper = wp.array([hi for _, hi in limits], dtype=float)
-            u.joint_actions = wp.zeros((num_envs, len(JOINTS)), dtype=float)
+            u.joint_actions = wp.zeros((num_envs, len(arm.joints)), dtype=float)
         self.target = wp.to_torch(self._target)
         """Target cube positions [m], world frame, [num_envs, 3]."""
         self.cube_height = wp.to_torch(self._cube_height)
@@ -352,7 +398,7 @@ class LiftEnv(ArticulatedTaskEnv):
         self.ee_target = wp.to_torch(u.ee_target)
         """End-effector targets [m], world frame, [num_envs, 3] (arm=ee_delta)."""
         self.joint_actions = wp.to_torch(u.joint_actions)
-        """What the actuation law ran in the last step: one action per actuated joint [num_envs, 9]."""
+        """What the actuation law ran in the last step: one action per actuated joint [num_envs, arm + fingers]."""
         self._ee = (ee_body, ee_offset)
         self.termination_names = tuple(cfg.terminations)
         self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations))
@@ -366,18 +412,19 @@ class LiftEnv(ArticulatedTaskEnv):
     def observation_terms(self) -> tuple[ObsTerm, ...]:
         """The observation's terms in column order (:mod:`horde.envs.observations`); the names of the columns are
         :func:`obs_names_of`'s."""
-        cols = obs_names_of(self.action_names)
-        nj = len(JOINTS)
-        joint_units = tuple("m" if j in FINGERS else "rad" for j in JOINTS)
+        cols = self.obs_names
+        joints = self.arm.joints
+        nj = len(joints)
+        joint_units = self._units
 
         def block(name, source, start, width, **kw):
             return ObsTerm(name, source=source, columns=cols[start:start + width], **kw)
 
         c = 2 * nj
         return (block("joint_pos", "joint_pos", 0, nj, unit=joint_units, frame="joint",
-                      offset=tuple(float(v) for v in self.cfg.default_joint_pos), joints=JOINTS),
+                      offset=tuple(float(v) for v in self.arm.default_joint_pos), joints=joints),
                 block("joint_vel", "joint_vel", nj, nj, unit=tuple(u + "/s" for u in joint_units), frame="joint",
-                      joints=JOINTS),
+                      joints=joints),
                 block("ee_pos", "ee_pos", c, 3, unit="m", frame="world"),
                 block("cube_pos", "object_pos", c + 3, 3, unit="m", frame="world"),
                 block("cube_rel_ee", "object_rel_ee", c + 6, 3, unit="m", frame="world"),
@@ -400,7 +447,7 @@ class LiftEnv(ArticulatedTaskEnv):
         cube_x, hand_x = quat_rotate(cube[:, 3:7], x_axis), quat_rotate(hand[:, 3:7], x_axis)
         yaw = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
         lead = self.ee_target - ee if self.cfg.arm == "ee_delta" else torch.zeros_like(ee)
-        nj = len(JOINTS)
+        nj = len(self.arm.joints)
         return {"joint_pos": wp.to_torch(a.joint_q)[:, :nj], "joint_vel": wp.to_torch(a.joint_qd)[:, :nj],
                 "ee_pos": ee, "object_pos": c, "object_rel_ee": c - ee, "goal_pos": self.target,
                 "goal_rel_object": self.target - c,
@@ -412,15 +459,19 @@ class LiftEnv(ArticulatedTaskEnv):
         """How the actions become the actuated joints' PD targets, for ``policy.json``: the arm mode, the gripper law
         and the actuation that ran (per actuated joint: target at action 0, target offset at action 1, gains)."""
         cfg, act = self.cfg, actuation_of(self.cfg)
+        entry = self.arm
         arm = ({"mode": "ee_delta", "actions": list(EE_ACTIONS), "step_m": cfg.ee_step, "frame": "world",
-                "hand_orientation_xyzw": list(HAND_DOWN),
+                "hand_orientation_xyzw": list(entry.hand_down),
+                **({} if entry.ik_orientation == (1.0, 1.0, 1.0) else
+                   {"orientation_weight_xyz": list(entry.ik_orientation)}),
                 "formula": "ee_target = clip(ee_target + ee_step * clip(action, -1, 1)), workspace and ee +- "
                            f"{cfg.ee_lead} m; joint targets by damped least squares on the site Jacobian "
                            f"(damping {cfg.ik_damping} m, integral gain {cfg.ik_gain}); the robot side needs its own "
                            "IK (horde.sim.diffik is the reference)"}
                if cfg.arm == "ee_delta" else
-               {"mode": "joint", "actions": list(ARM), "formula": "target = offset + scale * clip(action, -1, 1)"})
-        return {"arm": arm, "gripper": self.gripper.describe(), "joints": list(JOINTS),
+               {"mode": "joint", "actions": list(entry.arm_joints),
+                "formula": "target = offset + scale * clip(action, -1, 1)"})
+        return {"arm": arm, "gripper": self.gripper.describe(), "joints": list(entry.joints),
                 "joint_offset": list(act.offset), "joint_scale": list(act.scale), "kp": list(act.stiffness),
                 "kd": list(act.damping), "effort_limit": list(act.effort_limit),
                 "joint_formula": "target = joint_offset + joint_scale * joint_action, joint_action in [-1, 1]"}
@@ -430,11 +481,16 @@ class LiftEnv(ArticulatedTaskEnv):
         x = Manip()
         x.ee_body, x.ee_offset = ee_body, wp.vec3(*ee_offset)
         x.cube_body = self.world.object_body("cube")
-        x.rest_z, x.table_z = cfg.table_height + 0.5 * cfg.cube_size, cfg.table_height
+        sc, arm = self.arm.scene, self.arm
+        x.rest_z, x.table_z = sc.table_height + 0.5 * sc.cube_size, sc.table_height
         x.lift_height, x.lift_span, x.contact_threshold = cfg.lift_height, cfg.lift_span, cfg.contact_threshold
         # a finger's inner face is at its opening: holding the cube, each opens about half the cube's width
-        half = 0.5 * cfg.cube_size
+        half = 0.5 * sc.cube_size
         x.grip_lo, x.grip_hi = half - 0.008, half + 0.003
+        x.arm_dofs = len(arm.arm_joints)
+        (j0, s0, z0), (j1, s1, z1) = arm.opening
+        x.finger_q = wp.vec2i(*self._opening_columns)
+        x.finger_scale, x.finger_zero = wp.vec2(s0, s1), wp.vec2(z0, z1)
         x.actions, x.last_actions = self._actions, self._last_actions
         x.joint_q, x.joint_qd, x.body_q, x.contact = a.joint_q, a.joint_qd, a.body_q, self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
@@ -442,8 +498,8 @@ class LiftEnv(ArticulatedTaskEnv):
 
     def action_scale(self) -> list[float]:
         cfg = self.cfg
-        arm = [cfg.ee_step] * 3 if cfg.arm == "ee_delta" else list(cfg.action_scale)
-        return arm + [cfg.gripper_open] * self.gripper.num_actions
+        arm = [cfg.ee_step] * 3 if cfg.arm == "ee_delta" else list(self.arm.action_scale)
+        return arm + [self.arm.gripper_open] * self.gripper.num_actions
 
     def _pre_physics(self) -> None:
         wp.launch(lift_command, self.num_envs, device=self.dev.warp,

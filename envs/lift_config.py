@@ -1,22 +1,29 @@
-"""The lift's constants (joints, action modes) and its config (:class:`LiftConfig`), beside :mod:`horde.envs.lift`."""
+"""The lift's constants (action modes, horde's arm's joints), its config (:class:`LiftConfig`) and the arm it runs
+(:func:`arm_of`: the ``robot`` entry of :mod:`horde.envs.arms` with the config's overrides), beside
+:mod:`horde.envs.lift`."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from horde.envs.arms import ARMS, ArmRobot, resolve_arm
 from horde.envs.core import TaskConfig
 from horde.sim.actuation import GRIPPER_MODES
 from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import SimConfig
 
 __all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
-           "action_names_of", "obs_names_of"]
+           "action_names_of", "arm_of", "obs_names_of"]
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
-ARM = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
-FINGERS = ("left_finger", "right_finger")
+"""horde's own arm's MJCF (the ``arm7`` entry's)."""
+ARM = ARMS["arm7"].arm_joints
+"""horde's own arm's joints (``robot=arm7``); an entry's are ``arm_of(cfg).arm_joints``."""
+FINGERS = ARMS["arm7"].fingers
 JOINTS = ARM + FINGERS
 ARM_MODES = ("ee_delta", "joint")
 """``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets."""
@@ -24,22 +31,46 @@ EE_ACTIONS = ("ee_dx", "ee_dy", "ee_dz")
 IK_RANGE = math.pi
 """With ``arm=ee_delta`` the actuation law's arm scale [rad]: the IK's joint targets are written as actions
 (target - default) / IK_RANGE, so any target within the joint limits is reachable."""
-HAND_DOWN = (0.0, 1.0, 0.0, 0.0)
-"""Hand orientation the IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis down)."""
+HAND_DOWN = ARMS["arm7"].hand_down
+"""Hand orientation horde's arm's IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis
+down); an entry's is ``hand_down``."""
 
 
-def obs_names_of(action_names: tuple[str, ...]) -> tuple[str, ...]:
-    """Observation columns for the given action columns (the last block repeats the actions)."""
-    return (*(f"pos_{j}" for j in JOINTS), *(f"vel_{j}" for j in JOINTS), "ee_x", "ee_y", "ee_z", "cube_x",
+def obs_names_of(action_names: tuple[str, ...], joints: tuple[str, ...] = JOINTS) -> tuple[str, ...]:
+    """Observation columns for the given action columns (the last block repeats the actions) and actuated joints."""
+    return (*(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints), "ee_x", "ee_y", "ee_z", "cube_x",
             "cube_y", "cube_z", "cube_ee_x", "cube_ee_y", "cube_ee_z", "target_x", "target_y", "target_z",
             "target_cube_x", "target_cube_y", "target_cube_z", "cube_yaw_sin4", "cube_yaw_cos4", "ee_cmd_dx",
             "ee_cmd_dy", "ee_cmd_dz", "gripper_cmd", *(f"last_action_{a}" for a in action_names))
 
 
-def action_names_of(arm: str, gripper: str) -> tuple[str, ...]:
-    """Action columns of an ``arm`` and ``gripper`` mode."""
-    arm_names = EE_ACTIONS if arm == "ee_delta" else ARM
-    return (*arm_names, *(FINGERS if gripper == "independent" else ("gripper",)))
+def action_names_of(arm: str, gripper: str, robot: ArmRobot | str = "arm7") -> tuple[str, ...]:
+    """Action columns of an ``arm`` and ``gripper`` mode on the arm ``robot`` (an entry or its name)."""
+    entry = resolve_arm(robot) if isinstance(robot, str) else robot
+    arm_names = EE_ACTIONS if arm == "ee_delta" else entry.arm_joints
+    return (*arm_names, *(entry.fingers if gripper == "independent" else ("gripper",)))
+
+
+def _optional_list(*, length: tuple[int, int | None] = (1, None), **bounds: float) -> Any:
+    """A list field left unset (None: the arm entry's value) whose values, when set, satisfy ``bounds``."""
+    return field(default=None, metadata={"item_bounds": bounds, "length": length})
+
+
+def arm_of(cfg: LiftConfig) -> ArmRobot:
+    """The arm ``cfg`` runs: its ``robot`` entry with the config's set (not None) fields in place of the entry's;
+    ``target_on_table`` puts the targets at the cube's resting height."""
+    arm = resolve_arm(cfg.robot)
+    mine = {"default_joint_pos": cfg.default_joint_pos, "action_scale": cfg.action_scale,
+            "stiffness": cfg.joint_stiffness, "damping": cfg.joint_damping, "effort_limit": cfg.effort_limit,
+            "gripper_open": cfg.gripper_open}
+    scene = {"cube_size": cfg.cube_size, "table_height": cfg.table_height, "cube_x": cfg.cube_x, "cube_y": cfg.cube_y,
+             "target_height": cfg.target_height}
+    scene = {k: tuple(v) if isinstance(v, list) else v for k, v in scene.items() if v is not None}
+    if cfg.target_on_table:
+        half = 0.5 * scene.get("cube_size", arm.scene.cube_size)
+        scene["target_height"] = (half, half)
+    return dataclasses.replace(arm, scene=dataclasses.replace(arm.scene, **scene),
+                               **{k: tuple(v) if isinstance(v, list) else v for k, v in mine.items() if v is not None})
 
 
 def _scales() -> dict[str, float]:
@@ -66,12 +97,16 @@ class LiftConfig(TaskConfig):
     decimation: int = 4
     sim: SimConfig = field(default_factory=_sim)
     """Newton world: solver and its settings, health-check bounds."""
+    robot: str = choice(lambda: tuple(ARMS), default="arm7")
+    """An arm of horde.envs.arms: arm7 (horde's 7-DoF arm), yam (i2rt YAM, mjlab's wheel), so101 (LeRobot's SO-101,
+    pip install horde[robots]). The fields below left null take the arm's values."""
     arm: str = choice(ARM_MODES)
     """Arm actions: ``ee_delta`` (end-effector target deltas through differential IK) or ``joint`` (PD targets)."""
     gripper: str = choice(GRIPPER_MODES)
     """Gripper actions: ``binary`` (one, open at >= 0), ``delta`` (one, integrated) or ``independent`` (per finger)."""
-    gripper_open: float = bounded(0.045, gt=0, le=0.05)
-    """Finger target when open [m]; the opening is twice this (9 cm: wider than the cube's 7.07 cm diagonal)."""
+    gripper_open: float | None = bounded(None, gt=0)
+    """Finger target when open [m] (a jaw's [rad]); null: the arm's (arm7 0.045: a 9 cm opening, wider than the
+    cube's 7.07 cm diagonal)."""
     gripper_rate: float = bounded(0.25, gt=0, le=1)
     """gripper=delta: opening command change per control step at action +-1 (share of the stroke)."""
     ee_step: float = bounded(0.02, gt=0, le=0.1)
@@ -86,35 +121,36 @@ class LiftConfig(TaskConfig):
     the joint targets per control step: the integral that removes the PD law's sag under gravity."""
     ik_lead: float = bounded(0.3, gt=0)
     """arm=ee_delta: joint targets stay within this of the joint positions [rad]."""
-    default_joint_pos: list[float] = field(default_factory=lambda: [0.0, 0.5, 0.0, 1.6, 0.0, 1.0, 0.0, 0.045,
-                                                                    0.045])
-    """Initial pose: 7 arm joints [rad] (gripper above the table, pointing down; the PD targets at action 0 with
-    arm=joint), the two finger openings [m]."""
-    action_scale: list[float] = bounded_list([0.5] * 7, ge=0, same_length=True)
-    """arm=joint: arm target offset at action +-1 [rad]."""
-    joint_stiffness: list[float] = bounded_list([400.0, 400.0, 200.0, 200.0, 50.0, 50.0, 20.0, 200.0, 200.0], ge=0,
-                                                same_length=True)
-    """PD stiffness [N m/rad, N/m]."""
-    joint_damping: list[float] = bounded_list([40.0, 40.0, 20.0, 20.0, 4.0, 4.0, 1.0, 5.0, 5.0], ge=0,
-                                              same_length=True)
-    """PD damping [N m s/rad, N s/m]."""
-    effort_limit: list[float] = bounded_list([150.0, 150.0, 80.0, 80.0, 20.0, 20.0, 10.0, 20.0, 20.0], ge=0,
-                                             same_length=True)
-    """Torque [N m] and finger force [N] limits."""
+    default_joint_pos: list[float] | None = _optional_list()
+    """Initial pose: arm joints [rad] (gripper above the table, pointing down; the PD targets at action 0 with
+    arm=joint), then the driven fingers [m]; null: the arm's."""
+    action_scale: list[float] | None = _optional_list(ge=0)
+    """arm=joint: arm target offset at action +-1 [rad], one per arm joint; null: the arm's (arm7 0.5)."""
+    joint_stiffness: list[float] | None = _optional_list(ge=0)
+    """PD stiffness [N m/rad, N/m] per actuated joint; null: the arm's."""
+    joint_damping: list[float] | None = _optional_list(ge=0)
+    """PD damping [N m s/rad, N s/m] per actuated joint; null: the arm's."""
+    effort_limit: list[float] | None = _optional_list(ge=0)
+    """Torque [N m] and finger force [N] limits per actuated joint; null: the arm's."""
     init_joint_pos_range: float = bounded(0.1, ge=0)
     """Initial arm joint angles are default +- this [rad]."""
-    cube_size: float = bounded(0.05, gt=0)
-    """Edge of the cube [m]."""
+    cube_size: float | None = bounded(None, gt=0)
+    """Edge of the cube [m]; null: the arm's (arm7 0.05, yam 0.04, so101 0.03)."""
     cube_density: float = bounded(400.0, gt=0)
     """[kg/m^3] (0.05 kg for a 5 cm cube)."""
-    table_height: float = bounded(0.1, gt=0)
-    """Height of the table top [m]; the table spans x 0.25-0.75 m, y +-0.35 m in front of the arm's base."""
-    cube_x: list[float] = field(default_factory=lambda: [0.42, 0.58])
-    """Range (lo, hi) of the cube's initial x on the table [m] (its yaw is drawn in +-45 degrees)."""
-    cube_y: list[float] = field(default_factory=lambda: [-0.1, 0.1])
-    """Range (lo, hi) of the cube's initial y [m]."""
-    target_height: list[float] = bounded_list([0.1, 0.3], ge=0, same_length=True)
-    """Range of the target's height above the table [m]; the target is above the cube's initial spot."""
+    table_height: float | None = bounded(None, gt=0)
+    """Height of the table top [m]; null: the arm's (arm7 0.1: the table spans x 0.25-0.75 m, y +-0.35 m in front of
+    the arm's base)."""
+    cube_x: list[float] | None = _optional_list(length=(2, 2))
+    """Range (lo, hi) of the cube's initial x on the table [m] (its yaw is drawn in +-45 degrees); null: the arm's
+    (arm7 0.42-0.58)."""
+    cube_y: list[float] | None = _optional_list(length=(2, 2))
+    """Range (lo, hi) of the cube's initial y [m]; null: the arm's (arm7 +-0.1)."""
+    target_height: list[float] | None = _optional_list(length=(2, 2), ge=0)
+    """Range of the target's height above the table [m]; the target is above the cube's initial spot; null: the
+    arm's (arm7 0.1-0.3)."""
+    target_on_table: bool = False
+    """Targets at the cube's resting height (the push), in place of ``target_height``."""
     target_xy: list[float] = bounded_list([0.0, 0.0], ge=0, same_length=True)
     """The target's x and y are the cube's initial ones + uniform in +- these [m] (0: right above the cube)."""
     lift_height: float = bounded(0.04, ge=0)

@@ -28,10 +28,17 @@ class Manip:
     """A finger closed on the cube opens at least this much [m] (less: closed on nothing)."""
     grip_hi: float
     """A finger closed on the cube opens at most this much [m] (more: not closed on it)."""
+    arm_dofs: int
+    """Arm joints (the arm entry's): the first coordinates of ``joint_q``."""
+    finger_q: wp.vec2i
+    """Per finger body: the ``joint_q`` column of the joint that opens it."""
+    finger_scale: wp.vec2
+    """Per finger body: its half opening [m] is finger_scale x (q - finger_zero) (the arm entry's ``opening``)."""
+    finger_zero: wp.vec2
     actions: wp.array2d(dtype=float)
     last_actions: wp.array2d(dtype=float)
     joint_q: wp.array2d(dtype=float)
-    """Joint coordinates: 7 arm angles [rad], then the two finger openings [m]."""
+    """Joint coordinates: the arm's angles [rad], then its gripper's (arm7: 7 angles, two finger openings [m])."""
     joint_qd: wp.array2d(dtype=float)
     body_q: wp.array2d(dtype=wp.transform)
     contact: wp.array2d(dtype=wp.vec3)
@@ -109,7 +116,7 @@ def grasp(x: Manip, i: int) -> float:
     for f in range(2):
         c = x.contact[i, f]
         side = wp.sqrt(c[0] * c[0] + c[1] * c[1])  # pressing sideways on the cube, not down on the table
-        q = x.joint_q[i, 7 + f]
+        q = x.finger_scale[f] * (x.joint_q[i, x.finger_q[f]] - x.finger_zero[f])  # half opening [m]
         squeeze = squeeze and side > x.contact_threshold and side > wp.abs(c[2]) and q > x.grip_lo and q < x.grip_hi
     return wp.where(squeeze and near and not x.unstable[i], 1.0, 0.0)
 
@@ -148,9 +155,9 @@ def action_rate(x: Manip, i: int) -> float:
 
 @lift_term
 def joint_vel(x: Manip, i: int) -> float:
-    """sum qd^2 over the 7 arm joints [rad^2/s^2]."""
+    """sum qd^2 over the arm joints [rad^2/s^2]."""
     v = float(0.0)
-    for k in range(7):
+    for k in range(x.arm_dofs):
         v += x.joint_qd[i, k] * x.joint_qd[i, k]
     return wp.where(x.unstable[i], 0.0, v)
 

@@ -48,9 +48,10 @@ def _scales() -> dict[str, float]:
 
 def push_config() -> LiftConfig:
     """The lift's config with the push's targets and rewards (every lift field stays an override): targets on the
-    table (the cube's resting height: its half edge above the top), up to 10 cm from the cube's initial spot."""
+    table (the cube's resting height: its half edge above the top, ``target_on_table``), up to 10 cm from the cube's
+    initial spot."""
     cfg = LiftConfig()
-    cfg.target_height = [0.5 * cfg.cube_size, 0.5 * cfg.cube_size]
+    cfg.target_on_table = True
     cfg.target_xy = [0.1, 0.1]
     cfg.reward_scales = _scales()
     return cfg

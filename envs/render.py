@@ -169,8 +169,9 @@ def draw_lift(env: LiftEnv, snap: dict, i: int, size: tuple[int, int]) -> np.nda
     green, red = np.array([40, 160, 60], np.uint8), np.array([200, 40, 40], np.uint8)
 
     def cube_and_target(c: Canvas, k: int) -> None:
-        top = env.cfg.table_height
-        c.segment(0.25, top - 0.02, 0.75, top - 0.02, 0.02, DARK)
+        sc = env.arm.scene
+        top = sc.table_height
+        c.segment(sc.table_x - sc.table_half[0], top - 0.02, sc.table_x + sc.table_half[0], top - 0.02, 0.02, DARK)
         p = snap["body_pose"][k, env.world.object_body("cube"), :3]
         c.segment(float(p[0] + 0.35 * p[1]) - 0.02, float(p[2] + 0.2 * p[1]), float(p[0] + 0.35 * p[1]) + 0.02,
                   float(p[2] + 0.2 * p[1]), 0.025, green)
