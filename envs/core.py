@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -48,6 +48,10 @@ class TaskConfig:
     Pays off only on otherwise idle cores: on a loaded machine the slower thread sets the pace."""
     reward_scales: dict[str, float] = field(default_factory=dict)
     """Weight of each named reward term; keys must equal the task's term names."""
+    reward_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured reward terms, by name: ``{reaching: {std: 0.05}}`` (over the defaults next to
+    the term's function), and ``func`` to make a new term of a registered one (``{reaching_coarse: {func: reaching,
+    std: 0.3}}`` with a ``reward_scales`` line for its weight); ``task.reward_params.<term>.<param>=v``."""
 
     @property
     def control_dt(self) -> float:

@@ -357,7 +357,7 @@ class LiftEnv(ArticulatedTaskEnv):
         self.action_unit = "m (end effector), gripper command" if cfg.arm == "ee_delta" else "rad (arm), gripper"
         self.gripper = gripper_of(cfg)
         """The gripper law (``policy.json`` describes it)."""
-        terms = LIFT_TERMS.resolve(list(cfg.reward_scales))
+        terms = LIFT_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params)
         self.term_names = tuple(cfg.reward_scales)
         self.world, ee_body, ee_offset, self._chain, limits, self._units, self._opening_columns = build_world(
             cfg, num_envs, d)
@@ -401,7 +401,7 @@ class LiftEnv(ArticulatedTaskEnv):
         """What the actuation law ran in the last step: one action per actuated joint [num_envs, arm + fingers]."""
         self._ee = (ee_body, ee_offset)
         self.termination_names = tuple(cfg.terminations)
-        self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations))
+        self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
         self.step_kernels = (lift_command, self._post_step, lift_observe) + w.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 

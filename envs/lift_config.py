@@ -164,3 +164,6 @@ class LiftConfig(TaskConfig):
     terminations: list[str] = field(default_factory=lambda: ["cube_off_table"])
     """Termination terms of LIFT_TERMINATIONS (unstable physics always fails an episode); each one's share of the
     finished episodes is logged as ``termination/<name>``."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults (``func`` makes a
+    new term of a registered one); ``task.termination_params.<term>.<param>=v``."""

@@ -1,5 +1,7 @@
 """The lift task's reward terms: what a term reads of an env (:class:`Manip`) and the terms themselves, Warp functions
-``(x: Manip, i: int) -> float`` in :data:`LIFT_TERMS`, fused into the step kernel of :mod:`horde.envs.lift`."""
+``(x: Manip, i: int, <parameters>) -> float`` in :data:`LIFT_TERMS`, fused into the step kernel of
+:mod:`horde.envs.lift`. ``reaching_fine`` and ``target_fine`` are ``reaching`` and ``target_tracking`` registered again
+with a narrower ``std`` (``task.reward_params`` sets any configured term's)."""
 
 from __future__ import annotations
 
@@ -95,15 +97,13 @@ def pinched(x: Manip, i: int) -> bool:
 
 
 @lift_term
-def reaching(x: Manip, i: int) -> float:
-    """1 - tanh(|ee - cube| / 0.1)."""
-    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(wp.length(cube_pos(x, i) - ee_pos(x, i)) / 0.1))
+def reaching(x: Manip, i: int, std: float = 0.1) -> float:
+    """1 - tanh(|ee - cube| / std) [std: m]."""
+    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(wp.length(cube_pos(x, i) - ee_pos(x, i)) / std))
 
 
-@lift_term
-def reaching_fine(x: Manip, i: int) -> float:
-    """1 - tanh(|ee - cube| / 0.02): the last centimetres, where the fingers can close on the cube."""
-    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(wp.length(cube_pos(x, i) - ee_pos(x, i)) / 0.02))
+lift_term(reaching, name="reaching_fine", params={"std": 0.02})
+"""``reaching`` with std 0.02 m: the last centimetres, where the fingers can close on the cube."""
 
 
 @lift_term
@@ -136,15 +136,13 @@ def lifting(x: Manip, i: int) -> float:
 
 
 @lift_term
-def target_tracking(x: Manip, i: int) -> float:
-    """1 - tanh(|cube - target| / 0.3) while lifted."""
-    return lifted(x, i) * (1.0 - wp.tanh(wp.length(x.target[i] - cube_pos(x, i)) / 0.3))
+def target_tracking(x: Manip, i: int, std: float = 0.3) -> float:
+    """1 - tanh(|cube - target| / std) while lifted [std: m]."""
+    return lifted(x, i) * (1.0 - wp.tanh(wp.length(x.target[i] - cube_pos(x, i)) / std))
 
 
-@lift_term
-def target_fine(x: Manip, i: int) -> float:
-    """1 - tanh(|cube - target| / 0.05) while lifted."""
-    return lifted(x, i) * (1.0 - wp.tanh(wp.length(x.target[i] - cube_pos(x, i)) / 0.05))
+lift_term(target_tracking, name="target_fine", params={"std": 0.05})
+"""``target_tracking`` with std 0.05 m."""
 
 
 @lift_term

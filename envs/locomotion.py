@@ -251,7 +251,7 @@ class LocomotionEnv(ArticulatedTaskEnv):
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
-        self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales)))
+        self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params))
         self.world = self._build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"

@@ -31,15 +31,13 @@ def _planar_error(x: Manip, i: int) -> float:
 
 
 @lift_term
-def push_tracking(x: Manip, i: int) -> float:
-    """1 - tanh(|target - cube|_xy / 0.1): pays from the first centimetre the cube moves the right way."""
-    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_planar_error(x, i) / 0.1))
+def push_tracking(x: Manip, i: int, std: float = 0.1) -> float:
+    """1 - tanh(|target - cube|_xy / std) [std: m]: pays from the first centimetre the cube moves the right way."""
+    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_planar_error(x, i) / std))
 
 
-@lift_term
-def push_fine(x: Manip, i: int) -> float:
-    """1 - tanh(|target - cube|_xy / 0.02): the last centimetres."""
-    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_planar_error(x, i) / 0.02))
+lift_term(push_tracking, name="push_fine", params={"std": 0.02})
+"""``push_tracking`` with std 0.02 m: the last centimetres."""
 
 
 def _scales() -> dict[str, float]:

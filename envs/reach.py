@@ -290,7 +290,7 @@ class ReachEnv(ArticulatedTaskEnv):
     def __init__(self, cfg: ReachConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
-        self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales)))
+        self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params))
         self.world, ee_body, ee_offset = build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
@@ -425,7 +425,7 @@ def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: Rea
     names = tuple(cfg.reward_scales)
     ee = state[:, DIFF_STATE["ee"]]
     body_q = torch.cat([ee, _IDENTITY_ROTATION.to(ee).expand(ee.shape[0], 4)], dim=-1).unsqueeze(1)
-    values = term_values_torch(Arm, REACH_TERMS.resolve(names), {
+    values = term_values_torch(Arm, REACH_TERMS.resolve(names, cfg.reward_params), {
         "actions": (actions, float), "last_actions": (state[:, DIFF_STATE["prev_actions"]], float),
         "joint_qd": (state[:, DIFF_STATE["joint_qd"]], float), "body_q": (body_q, wp.transform),
         "target": (state[:, DIFF_STATE["target"]], wp.vec3),
@@ -500,7 +500,7 @@ class ReachTwin:
         self.cfg, self.site = cfg, model.site("ee").id
         self.target, self.final_error = np.zeros(3), float("nan")
         self.names = tuple(cfg["reward_scales"])
-        self.kernel = term_values_kernel(Arm, REACH_TERMS.resolve(self.names))
+        self.kernel = term_values_kernel(Arm, REACH_TERMS.resolve(self.names, cfg.get("reward_params")))
         nj = len(JOINTS)
         with wp.ScopedDevice("cpu"):
             x = self.x = Arm()

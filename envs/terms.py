@@ -17,43 +17,95 @@ wp.static(terms[k])(x, i)``, e.g. :func:`horde.envs.velocity.post_step_kernel`):
 per term on the host, so the step stays one graph replay. The same term functions run in the sim-to-sim twin
 (:mod:`horde.deploy.sim2sim`) on MuJoCo's state copied into the context's arrays, and in a task's differentiable
 model on torch tensors, with gradients (:func:`term_values_torch`).
+
+A term may take parameters after ``(x, i)``, each a ``float``, ``int`` or ``bool`` with its default next to the
+function (``def reaching(x: Manip, i: int, std: float = 0.1) -> float``). One function then serves many configured
+terms: ``term_set.term(reaching, name="reaching_fine", params={"std": 0.02})`` registers another name with other
+defaults, and a config sets any configured term's parameters, or builds a new term from a registered function, in
+its ``reward_params`` (``termination_params``, ``event_params``: ``{reaching_fine: {func: reaching, std: 0.02}}``;
+``task.reward_params.reaching.std=0.05`` on the command line). The values are compiled into the kernel as
+constants (:func:`bind_params`): nothing per step on the host, no kernel argument.
 """
 
 # no `from __future__ import annotations`: Warp reads the annotations of the functions defined here
 import functools
 import hashlib
-from collections.abc import Callable, Sequence
+import inspect
+import linecache
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import torch
 import warp as wp
 
 from horde.sim.device import init_warp, on_torch_stream
 
-__all__ = ["EVENT_MODES", "EventSet", "term_values_kernel", "term_values_torch", "TerminationSet", "TermSet",
-           "UnknownTermError", "clipped_action_rate", "unit_clip"]
+__all__ = ["EVENT_MODES", "PARAM_TYPES", "ConfiguredTerm", "EventSet", "bind_params", "term_values_kernel",
+           "term_values_torch", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate", "unit_clip"]
 
 
 class UnknownTermError(ValueError):
     """A term name that the term set does not hold; the message lists the valid ones."""
 
 
+PARAM_TYPES = (float, int, bool)
+"""The types a term parameter may have (compiled into the kernel as a constant)."""
+
+FUNC_KEY = "func"
+"""The key of a ``*_params`` entry that names the registered term a configured term calls (default: its own name)."""
+
+
+class ConfiguredTerm(NamedTuple):
+    """A term as a config uses it: its name in the config, the registered term it calls, the parameter values and
+    the function a kernel calls with the task's arguments only (the registered one, or :func:`bind_params`')."""
+
+    name: str
+    base: str
+    params: dict[str, Any]
+    func: Any
+
+
+class _Entry(NamedTuple):
+    func: Any
+    defaults: dict[str, Any]
+    """Every parameter after the context arguments, in signature order: its default (:data:`_REQUIRED`: none)."""
+    types: dict[str, type]
+
+
+_REQUIRED = object()
+
+
 class TermSet:
     """The terms of one task family, by name, in registration order."""
 
+    lead = ("x", "i")
+    """The arguments every term of the set takes before its parameters."""
+    params_field = "task.reward_params"
+    """Where a task config sets the parameters of this set's configured terms (named in error messages)."""
+
     def __init__(self, family: str, context: type) -> None:
         self.family, self.context = family, context
-        self._terms: dict[str, wp.Function] = {}
+        self._terms: dict[str, _Entry] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
-             warp: bool = True):
+             warp: bool = True, params: Mapping[str, Any] | None = None):
         """Decorator: compile ``func`` as a Warp function (``warp=False``: keep the Python function) and register it
-        under ``name`` (its own name by default); re-registering a name needs ``replace=True``."""
+        under ``name`` (its own name by default); re-registering a name needs ``replace=True``. The function's
+        arguments after the set's leading ones (:attr:`lead`) are its parameters (``float``, ``int`` or ``bool``,
+        defaults in the signature); ``params`` sets other defaults under this name (one function, several terms:
+        ``term(reaching, name="reaching_fine", params={"std": 0.02})``)."""
         def register(f: Callable) -> wp.Function:
             key = name or f.__name__
             if key in self._terms and not replace:
                 raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
+            defaults, types = _signature_params(self, key, f)  # before compiling: a mistake is one line
             wf = f if isinstance(f, wp.Function) or not warp else wp.func(f)
-            self._terms[key] = wf
+            for p, v in (params or {}).items():
+                if p not in defaults:
+                    raise ValueError(f"{self.family} term '{key}': unknown parameter '{p}'; "
+                                     f"{_valid_params(defaults)}")
+                defaults[p] = _checked(v, types[p], f"{self.family} term '{key}' parameter {p}")
+            self._terms[key] = _Entry(wf, defaults, types)
             return wf
 
         return register(func) if func is not None else register
@@ -62,14 +114,137 @@ class TermSet:
         """Registered term names, in registration order."""
         return list(self._terms)
 
-    def resolve(self, names: Sequence[str]) -> tuple[wp.Function, ...]:
-        """The functions of ``names``, in that order; an unknown name raises one line listing the valid ones."""
-        missing = [n for n in names if n not in self._terms]
+    def function(self, name: str):
+        """The function registered as ``name`` (one function may be registered under several names)."""
+        return self._terms[name].func
+
+    def parameters(self, name: str) -> dict[str, Any]:
+        """The parameters of registered term ``name`` and their defaults (None where a config must give one)."""
+        return {p: None if v is _REQUIRED else v for p, v in self._terms[name].defaults.items()}
+
+    def configure(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> tuple[ConfiguredTerm, ...]:
+        """The configured terms ``names``, in that order, with ``params`` (a config's ``*_params``: per configured
+        name, ``func`` (the registered term it calls; default: the name itself) and parameter values over that
+        term's defaults). Every mistake raises one line: an unknown name, a ``params`` entry for a term the config
+        does not use, an unknown parameter (listing the valid ones), a value of the wrong type."""
+        params = {str(k): dict(v or {}) for k, v in (params or {}).items()}
+        unused = [n for n in params if n not in names]
+        if unused:
+            raise UnknownTermError(f"{self.params_field}.{unused[0]}: not a configured {self.family} term; "
+                                   f"configured: {', '.join(names) or 'none'}")
+        bases = {n: str(params.get(n, {}).get(FUNC_KEY, n)) for n in names}
+        missing = [n for n in names if bases[n] not in self._terms]
         if missing:
+            named = [n for n in missing if bases[n] != n]
+            if named:
+                raise UnknownTermError(f"{self.params_field}.{named[0]}.{FUNC_KEY}: unknown {self.family} term "
+                                       f"{bases[named[0]]}; valid terms: {', '.join(self._terms)}")
             raise UnknownTermError(f"unknown {self.family} term{'s' if len(missing) > 1 else ''} "
                                    f"{', '.join(missing)}; valid terms: {', '.join(self._terms)}")
-        return tuple(self._terms[n] for n in names)
+        out = []
+        for n in names:
+            entry = self._terms[bases[n]]
+            values = dict(entry.defaults)
+            for p, v in params.get(n, {}).items():
+                if p == FUNC_KEY:
+                    continue
+                where = f"{self.params_field}.{n}.{p}"
+                if p not in values:
+                    raise UnknownTermError(f"{where}: unknown parameter of {self.family} term '{bases[n]}'; "
+                                           f"{_valid_params(values)}")
+                try:
+                    values[p] = _checked(v, entry.types[p], where)
+                except TypeError as exc:
+                    raise UnknownTermError(str(exc)) from None
+            unset = [p for p, v in values.items() if v is _REQUIRED]
+            if unset:
+                raise UnknownTermError(f"{self.params_field}.{n}: {self.family} term '{bases[n]}' needs "
+                                       f"{', '.join(unset)} (no default)")
+            out.append(ConfiguredTerm(n, bases[n], values, bind_params(entry.func, self.lead_types(entry.func),
+                                                                        tuple(values.values()))))
+        return tuple(out)
 
+    def resolve(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None
+                ) -> tuple[wp.Function, ...]:
+        """The functions a kernel calls (``(x, i)``) for the configured terms ``names`` with ``params``
+        (:meth:`configure`), in that order; an unknown name raises one line listing the valid ones."""
+        return tuple(t.func for t in self.configure(names, params))
+
+    def lead_types(self, func) -> tuple:
+        """The annotations of ``func``'s leading arguments (the bound function takes the same)."""
+        sig = inspect.signature(_python(func), eval_str=True)
+        return tuple(p.annotation for p in list(sig.parameters.values())[:len(self.lead)])
+
+
+def _python(func):
+    return func.func if isinstance(func, wp.Function) else func
+
+
+def _signature_params(term_set: TermSet, key: str, func) -> tuple[dict[str, Any], dict[str, type]]:
+    """The parameters of a term function after its leading arguments: defaults and types."""
+    args = list(inspect.signature(_python(func), eval_str=True).parameters.values())
+    lead = len(term_set.lead)
+    if len(args) < lead:
+        raise TypeError(f"{term_set.family} term '{key}' takes ({', '.join(term_set.lead)}, ...); "
+                        f"got ({', '.join(a.name for a in args)})")
+    defaults, types = {}, {}
+    for a in args[lead:]:
+        if a.annotation not in PARAM_TYPES:
+            raise TypeError(f"{term_set.family} term '{key}': parameter {a.name} must be annotated float, int or "
+                            f"bool (got {getattr(a.annotation, '__name__', a.annotation)})")
+        types[a.name] = a.annotation
+        defaults[a.name] = _REQUIRED if a.default is inspect.Parameter.empty else _checked(
+            a.default, a.annotation, f"{term_set.family} term '{key}' parameter {a.name}")
+    return defaults, types
+
+
+def _valid_params(values: Mapping[str, Any]) -> str:
+    if not values:
+        return "it takes none"
+    return "valid parameters: " + ", ".join(f"{p}" if v is _REQUIRED else f"{p} (default {v})"
+                                            for p, v in values.items())
+
+
+def _checked(value: Any, kind: type, where: str):
+    """``value`` as a parameter of type ``kind`` (an int where a float is asked becomes one); a wrong type raises
+    one line."""
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok:
+        raise TypeError(f"{where}={value!r}: takes {'a' if kind is not int else 'an'} {kind.__name__}")
+    return kind(value)
+
+
+@functools.lru_cache(maxsize=None)
+def bind_params(func, lead_types: tuple, values: tuple):
+    """``func`` with its parameters after the leading arguments fixed to ``values``: a Warp function of the leading
+    arguments only that calls ``func`` with each value compiled in as a constant (``wp.static``), so the fused
+    kernel calls it as any other term, with no argument and no host work per step; ``func`` itself when it takes
+    no parameters. A host function (a startup event) gets its values as keyword arguments. One function per
+    (term, values), cached; its name carries a hash of them, the same in every process (Warp's kernel cache)."""
+    if not values:
+        return func
+    py = _python(func)
+    names = list(inspect.signature(py).parameters)[len(lead_types):]
+    if not isinstance(func, wp.Function):
+        return functools.partial(func, **dict(zip(names, values)))
+    spec = f"{py.__module__}.{py.__qualname__}:" + ",".join(f"{n}={v!r}" for n, v in zip(names, values))
+    tag = hashlib.sha1(spec.encode()).hexdigest()[:12]
+    args = [f"a{k}" for k in range(len(lead_types))]
+    # Warp reads a function's source: the bound function's is generated (its arity is the term's) and put in
+    # linecache under its own file name, where Warp (and inspect) look for it
+    source = (f"def bound({', '.join(f'{a}: T{k}' for k, a in enumerate(args))}):\n"
+              f"    return wp.static(func)({', '.join(args + [f'wp.static(v[{k}])' for k in range(len(values))])})\n")
+    file = f"<horde term {func.key}_{tag}>"
+    linecache.cache[file] = (len(source), None, source.splitlines(True), file)
+    ns = {"wp": wp, "func": func, "v": values, "__name__": __name__, **{f"T{k}": t for k, t in enumerate(lead_types)}}
+    exec(compile(source, file, "exec"), ns)  # noqa: S102 - generated from the term's own signature only
+    return wp.func(ns["bound"], name=f"{func.key}_{tag}")
 
 
 class TerminationSet(TermSet):
@@ -80,29 +255,35 @@ class TerminationSet(TermSet):
     (``termination/<name>`` in the episode statistics)::
 
         @VELOCITY_TERMINATIONS.term
-        def base_too_low(x: Legged, i: int) -> bool:
-            return wp.transform_get_translation(x.body_q[i, x.root])[2] < 0.2
+        def base_too_low(x: Legged, i: int, height: float = 0.2) -> bool:
+            return wp.transform_get_translation(x.body_q[i, x.root])[2] < height
+
+    (``task.termination_params: {base_too_low: {height: 0.15}}`` sets its threshold.)
     """
+
+    params_field = "task.termination_params"
 
     def __init__(self, family: str, context: type) -> None:
         super().__init__(family, context)
         self._time_out: dict[str, bool] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
-             time_out: bool = False):
+             time_out: bool = False, params: Mapping[str, Any] | None = None):
         """Decorator: register ``func`` as a failure (default) or, with ``time_out=True``, a time-out."""
         def register(f: Callable) -> wp.Function:
-            wf = TermSet.term(self, f, name=name, replace=replace)
+            wf = TermSet.term(self, f, name=name, replace=replace, params=params)
             self._time_out[name or f.__name__] = bool(time_out)
             return wf
 
         return register(func) if func is not None else register
 
-    def time_outs(self, names: Sequence[str]) -> tuple[bool, ...]:
-        """Whether each of ``names`` is a time-out (after :meth:`resolve` checked them)."""
-        return tuple(self._time_out[n] for n in names)
+    def time_outs(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> tuple[bool, ...]:
+        """Whether each of the configured terminations ``names`` is a time-out."""
+        return tuple(self._time_out[t.base] for t in self.configure(names, params))
 
-    def fused(self, names: Sequence[str]) -> tuple[wp.Function, wp.Function]:
+    def fused(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None
+              ) -> tuple[wp.Function, wp.Function]:
         """The Warp functions a step kernel calls for the terminations ``names`` (in that order):
 
         * ``check(x, i) -> (hits, failed, timed_out)``: every term of env ``i``; ``hits`` has bit k set where term
@@ -111,8 +292,10 @@ class TerminationSet(TermSet):
           the per-cause statistics, ``termination/<name>``).
 
         One definition for every task family: a step kernel calls ``hits, failed, timed_out = check(x, i)`` and,
-        when the episode ends, ``count(hits, causes)``."""
-        return _termination_funcs(self.context, tuple(names), self.resolve(names), self.time_outs(names))
+        when the episode ends, ``count(hits, causes)``. ``params``: the config's ``termination_params``."""
+        terms = self.configure(names, params)
+        return _termination_funcs(self.context, tuple(names), tuple(t.func for t in terms),
+                                  tuple(self._time_out[t.base] for t in terms))
 
 
 @functools.lru_cache(maxsize=None)
@@ -172,43 +355,58 @@ class EventSet(TermSet):
             return s
 
     A task config names them by mode: ``task.events`` maps interval events to their intervals [s],
-    ``task.episode_events``, ``task.reset_events`` and ``task.startup_events`` list the others.
+    ``task.episode_events``, ``task.reset_events`` and ``task.startup_events`` list the others;
+    ``task.event_params`` sets their parameters (arguments after ``s``, or after ``rng`` for a startup event).
     """
+
+    lead = ("x", "i", "s")
+    params_field = "task.event_params"
 
     def __init__(self, family: str, context: type) -> None:
         super().__init__(family, context)
         self._mode: dict[str, str] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
-             mode: str = "interval"):
+             mode: str = "interval", params: Mapping[str, Any] | None = None):
         """Decorator: register ``func`` as an event of ``mode`` (:data:`EVENT_MODES`); a startup event stays a
         Python function."""
         if mode not in EVENT_MODES:
             raise ValueError(f"event mode '{mode}'; valid modes: {', '.join(EVENT_MODES)}")
 
         def register(f: Callable):
-            wf = TermSet.term(self, f, name=name, replace=replace, warp=mode != "startup")
+            wf = TermSet.term(self, f, name=name, replace=replace, warp=mode != "startup", params=params)
             self._mode[name or f.__name__] = mode
             return wf
 
         return register(func) if func is not None else register
 
-    def modes(self, names: Sequence[str]) -> tuple[str, ...]:
-        """The mode of each of ``names`` (after :meth:`resolve` checked them)."""
-        return tuple(self._mode[n] for n in names)
+    def modes(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None
+              ) -> tuple[str, ...]:
+        """The mode of each of the configured events ``names`` (that of the registered event each calls)."""
+        return tuple(self._mode[t.base] for t in self.configure(names, params))
 
-    def resolve_mode(self, names: Sequence[str], mode: str, where: str) -> tuple:
+    def resolve_mode(self, names: Sequence[str], mode: str, where: str,
+                     params: Mapping[str, Mapping[str, Any]] | None = None) -> tuple:
         """:meth:`resolve` for the config field ``where`` that lists events of ``mode``: an unknown name or an event
-        of another mode fails in one line."""
-        found = self.resolve(names)
-        wrong = [f"{n} ({m})" for n, m in zip(names, self.modes(names)) if m != mode]
+        of another mode fails in one line. ``params``: the config's ``event_params``, whose entries for events of
+        the other fields are left to their calls (:meth:`check_params` checks that each names one)."""
+        terms = self.configure(names, {n: v for n, v in (params or {}).items() if n in names})
+        wrong = [f"{t.name} ({self._mode[t.base]})" for t in terms if self._mode[t.base] != mode]
         if wrong:
             field = {"interval": "task.events", "reset": "task.reset_events", "startup": "task.startup_events",
                      "episode": "task.episode_events"}
             hint = "; ".join(f"{m} events go in {field[m]}"
-                             for m in sorted({self._mode[n] for n in names if self._mode[n] != mode}))
+                             for m in sorted({self._mode[t.base] for t in terms if self._mode[t.base] != mode}))
             raise UnknownTermError(f"{where} takes {mode} events; not {', '.join(wrong)}: {hint}")
-        return found
+        return tuple(t.func for t in terms)
+
+    def check_params(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None) -> None:
+        """Every entry of ``event_params`` names one of the configured events ``names`` (of any mode), one line
+        otherwise."""
+        unused = [n for n in (params or {}) if n not in names]
+        if unused:
+            raise UnknownTermError(f"{self.params_field}.{unused[0]}: not a configured {self.family} term; "
+                                   f"configured: {', '.join(names) or 'none'}")
 
 
 @functools.lru_cache(maxsize=None)

@@ -145,29 +145,37 @@ class VelocityEnv(ArticulatedTaskEnv):
     """Where ``extra_observations``' names are looked up."""
     event_set = VELOCITY_EVENTS
     """Where ``events``' names are looked up."""
+    own_events = ("push", *EPISODE_EVENTS, "link_mass", "friction")
+    """The events the env runs of its own (the randomization's), whose parameters ``task.event_params`` may set."""
     action_type = "position_target"
     action_unit = "rad"
 
     def __init__(self, cfg: VelocityConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.robot = resolve_robot(cfg.robot)
-        terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales))
-        VELOCITY_TERMINATIONS.resolve(list(cfg.terminations))  # a bad name fails here, before the world is built
+        terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params)
+        # a bad name or parameter fails here, before the world is built
+        VELOCITY_TERMINATIONS.resolve(list(cfg.terminations), cfg.termination_params)
         dr = cfg.randomization
         pushes = dr.enabled and dr.push_interval > 0
         self.event_names = (("push",) if pushes else ()) + tuple(cfg.events)
         """Interval events in the order they run: the randomization's push, then ``task.events``."""
-        events = VELOCITY_EVENTS.resolve_mode(self.event_names, "interval", "task.events")
+        events = VELOCITY_EVENTS.resolve_mode(self.event_names, "interval", "task.events", cfg.event_params)
         self.reset_event_names = tuple(cfg.reset_events)
         """Reset events in the order they run (``task.reset_events``)."""
-        reset_events = VELOCITY_EVENTS.resolve_mode(self.reset_event_names, "reset", "task.reset_events")
+        reset_events = VELOCITY_EVENTS.resolve_mode(self.reset_event_names, "reset", "task.reset_events",
+                                                    cfg.event_params)
         self.episode_event_names = EPISODE_EVENTS + tuple(cfg.episode_events)
         """Episode events in the order they run: the randomization's action delay and actuation draws (always;
         nothing random when it is off but a delay of 0), then ``task.episode_events``."""
-        episode_events = VELOCITY_EVENTS.resolve_mode(self.episode_event_names, "episode", "task.episode_events")
+        episode_events = VELOCITY_EVENTS.resolve_mode(self.episode_event_names, "episode", "task.episode_events",
+                                                      cfg.event_params)
         self.startup_event_names = (("link_mass", "friction") if dr.enabled else ()) + tuple(cfg.startup_events)
         """Startup events in the order they ran: the randomization's draws, then ``task.startup_events``."""
-        startup_events = VELOCITY_EVENTS.resolve_mode(self.startup_event_names, "startup", "task.startup_events")
+        startup_events = VELOCITY_EVENTS.resolve_mode(self.startup_event_names, "startup", "task.startup_events",
+                                                      cfg.event_params)
+        VELOCITY_EVENTS.check_params(self.event_names + self.reset_event_names + self.episode_event_names
+                                     + self.startup_event_names, cfg.event_params)
         control_dt = cfg.sim_dt * cfg.decimation
         bad = [f"{n}={v}" for n, v in cfg.events.items() if not float(v) > 0]
         if bad:
@@ -271,7 +279,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         """Phase of each env's gait clock in [0, 1) [num_envs] (zeros without ``gait_clock``)."""
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
-        self._post_step = post_step_kernel(terms, VELOCITY_TERMINATIONS.fused(cfg.terminations),
+        ends = VELOCITY_TERMINATIONS.fused(cfg.terminations, cfg.termination_params)
+        self._post_step = post_step_kernel(terms, ends,
                                            velocity_obs.extra_spec(self.extras), episode_events)
         self._reset_episode = reset_episode_kernel(episode_events)
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None

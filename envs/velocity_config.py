@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from horde.envs.core import TaskConfig
 from horde.envs.robots import ROBOTS, LeggedRobot
@@ -144,6 +145,9 @@ class VelocityConfig(TaskConfig):
     terminations: list[str] = field(default_factory=lambda: ["body_contact", "tilt"])
     """Termination terms of VELOCITY_TERMINATIONS (failures or time-outs; unstable physics always fails an
     episode); the share of finished episodes each ended is logged as ``termination/<name>``."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults (``{base_too_low:
+    {height: 0.15}}``; ``func`` makes a new term of a registered one); ``task.termination_params.<term>.<param>=v``."""
     events: dict[str, float] = field(default_factory=dict)
     """Interval event terms of VELOCITY_EVENTS by name, each with its interval [s] (run before the physics on the
     steps of an episode that are multiples of it), after the push that ``randomization`` adds when it is on
@@ -158,6 +162,9 @@ class VelocityConfig(TaskConfig):
     startup_events: list[str] = field(default_factory=list)
     """Startup event terms of VELOCITY_EVENTS (host functions over the world's model), run once while the env is
     built, after the randomization's own ``link_mass`` and ``friction`` when it is on."""
+    event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured event terms (any mode), by name, over their functions' defaults (``{kick:
+    {speed: 2.0}}``; ``func`` makes a new term of a registered one); ``task.event_params.<term>.<param>=v``."""
     action_joints: str = choice(("all", "legs"))
     """Which joints the actions drive: all the robot's joints, or its leg joints (``LeggedRobot.legs``: the G1's 12;
     every joint of a quadruped); the other joints are held by PD at their default positions."""

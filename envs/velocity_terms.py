@@ -1,7 +1,9 @@
 """The velocity task's view of a legged robot (:class:`Legged`), its observation names, and its reward terms
 (:data:`VELOCITY_TERMS`): Warp functions ``(x: Legged, i: int) -> float`` that :mod:`horde.envs.velocity` fuses
 into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state. Add a term with
-``@VELOCITY_TERMS.term`` (or ``velocity_term``) and one ``reward_scales`` line.
+``@VELOCITY_TERMS.term`` (or ``velocity_term``) and one ``reward_scales`` line; a term's parameters (arguments after
+``(x, i)`` with defaults) are set per configured term in ``task.reward_params`` (``termination_params``,
+``event_params`` for the termination and event terms).
 """
 
 # no `from __future__ import annotations`: Warp reads the annotations of the functions below
@@ -173,6 +175,15 @@ def actuation(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     return draw_actuation(i, s, x.ranges, x.kp0, x.kd0, x.kp, x.kd, x.strength)
 
 
+@VELOCITY_EVENTS.term
+def kick(x: Legged, i: int, s: wp.uint32, speed: float = 0.5) -> wp.uint32:
+    """A kick of U(-speed, speed) [m/s] added to the base's x and y velocity (a push of its own interval and size,
+    beside the randomization's: ``task.events: {kick: 3.0}``, ``task.event_params: {kick: {speed: 1.0}}``)."""
+    x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * speed
+    x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * speed
+    return s
+
+
 EPISODE_EVENTS = ("action_delay", "actuation")
 """The randomization's episode events: every velocity task runs them first, then ``task.episode_events``."""
 
@@ -201,6 +212,13 @@ def tilt(x: Legged, i: int) -> bool:
     """The base's up axis is more than ``task.max_tilt`` from the world's."""
     rot = wp.transform_get_rotation(x.body_q[i, x.root])
     return 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1]) < x.cos_max_tilt
+
+
+@VELOCITY_TERMINATIONS.term
+def base_height_below(x: Legged, i: int, height: float = 0.15) -> bool:
+    """The base's origin is less than ``height`` [m] above the world's origin (flat ground; add it to
+    ``task.terminations``, ``task.termination_params: {base_height_below: {height: 0.2}}``)."""
+    return wp.transform_get_translation(x.body_q[i, x.root])[2] < height
 
 
 @wp.func

@@ -153,7 +153,7 @@ class VelocityTwin:
         """Interval events in the env's order: the randomization's push, then ``task.events``."""
         self.event_steps = (([int(round(dr["push_interval"] / control_dt))] if push else [])
                             + [max(int(round(float(v) / control_dt)), 1) for v in (cfg.get("events") or {}).values()])
-        events = VELOCITY_EVENTS.resolve_mode(self.event_names, "interval", "task.events")
+        events = VELOCITY_EVENTS.resolve_mode(self.event_names, "interval", "task.events", cfg.get("event_params"))
         self.event_kernel = twin_event_kernel(events) if events else None
         feet = [mujoco_foot(model, f) for f in robot.feet]  # (body id, point in the body's frame)
         others = (mujoco_foot(model, n) for n in (*robot.undesired_contacts, *robot.failure_contacts))
@@ -165,7 +165,8 @@ class VelocityTwin:
         self.resample = max(int(round(cfg["command_resample_s"] / control_dt)), 0)
         self.names = tuple(cfg["reward_scales"])
         ends = list(cfg.get("terminations", ["body_contact", "tilt"]))  # bundles from before the terms: both
-        self.kernel = twin_step_kernel(VELOCITY_TERMS.resolve(self.names), VELOCITY_TERMINATIONS.fused(ends))
+        self.kernel = twin_step_kernel(VELOCITY_TERMS.resolve(self.names, cfg.get("reward_params")),
+                                       VELOCITY_TERMINATIONS.fused(ends, cfg.get("termination_params")))
         self.x = self._bind(model, cfg, control_dt, feet)
         with wp.ScopedDevice("cpu"):
             self.out = wp.zeros((len(self.names), 1), dtype=float)

@@ -355,6 +355,9 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
         return _compose_resumed(str(resume[0].value()), parsed)
     if any(ov.key_or_group == "robot" for ov in parsed):
         return compose(_robot_shorthand(parsed))
+    if any(_term_params_key(ov.key_or_group) and not ov.input_line.startswith(("++", "~")) for ov in parsed):
+        return compose([f"++{ov.input_line.lstrip('+')}" if _term_params_key(ov.key_or_group)
+                        and not ov.input_line.startswith("~") else ov.input_line for ov in parsed])
     if any(ov.key_or_group == "teacher" for ov in parsed):
         if not any(ov.key_or_group == "algo" and ov.value() == "distillation" for ov in parsed):
             raise ConfigError("teacher= is the teacher of algo=distillation; add algo=distillation")
@@ -379,7 +382,9 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
             base = hydra_compose("train", overrides=group_overrides, return_hydra_config=True)
             for ov in value_overrides:
                 key = ov.key_or_group.lstrip("+~")
-                if ov.input_line.startswith("+") and "." in key:  # adds a key: its parent must exist (a dict such
+                if _term_params_key(key):  # task.reward_params.<term>.<param>: the field must exist; the term and
+                    _check_key(base, ".".join(key.split(".")[:2]))  # parameter are checked by check_terms
+                elif ov.input_line.startswith("+") and "." in key:  # adds a key: its parent must exist (a dict such
                     _check_key(base, key.rsplit(".", 1)[0])        # as task.reward_scales; a term name: at build)
                 else:
                     _check_key(base, key)
@@ -409,6 +414,17 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     validate(typed)
     check_terms(typed.task, task_name)
     return typed, task_name, cfg
+
+
+TERM_PARAMS = ("reward_params", "termination_params", "event_params")
+"""Task fields that hold the parameters of configured terms (``{term: {param: value, func: registered term}}``)."""
+
+
+def _term_params_key(key: str) -> bool:
+    """``task.<x>_params.<term>[.<param>]``: an override that sets a term's parameters, added where the config does not
+    hold it yet (Hydra's ``++``: the term and parameter names are checked against its function by check_terms)."""
+    parts = key.lstrip("+~").split(".")
+    return len(parts) >= 3 and parts[0] == "task" and parts[1] in TERM_PARAMS
 
 
 def import_user_modules(modules: Any) -> None:
@@ -478,26 +494,47 @@ def refuse_repeated_keys(overrides: list[str]) -> None:
 
 def check_terms(task_cfg: Any, task_name: str) -> None:
     """The reward, termination, observation and event terms a task config names exist in its env's term sets
-    (tasks whose env has them), as one line."""
+    (tasks whose env has them), and their parameters (``reward_params``, ``termination_params``, ``event_params``)
+    are parameters of their functions, of the right type; each mistake as one line."""
     from horde.envs import get_task
     from horde.envs.terms import UnknownTermError
 
     env_cls = get_task(task_name).env_cls
-    for attr, field, mode in (("term_set", "reward_scales", None), ("termination_set", "terminations", None),
-                              ("observation_set", "extra_observations", None), ("event_set", "events", "interval"),
-                              ("event_set", "episode_events", "episode"), ("event_set", "reset_events", "reset"),
-                              ("event_set", "startup_events", "startup")):
+    for attr, field, mode, params in (
+            ("term_set", "reward_scales", None, "reward_params"),
+            ("termination_set", "terminations", None, "termination_params"),
+            ("observation_set", "extra_observations", None, None), ("event_set", "events", "interval", "event_params"),
+            ("event_set", "episode_events", "episode", "event_params"),
+            ("event_set", "reset_events", "reset", "event_params"),
+            ("event_set", "startup_events", "startup", "event_params")):
         term_set = getattr(env_cls, attr, None)
         if term_set is not None and hasattr(task_cfg, field):
             try:
                 names = list(getattr(task_cfg, field))
+                values = getattr(task_cfg, params, None) if params else None
+                if params and values and not hasattr(term_set, "configure"):
+                    raise UnknownTermError(f"task.{params}: {term_set.family} terms take no parameters")
                 if mode is None:
-                    term_set.resolve(names)
+                    term_set.resolve(names, values) if params else term_set.resolve(names)
                 else:
-                    term_set.resolve_mode(names, mode, f"task.{field}")
+                    term_set.resolve_mode(names, mode, f"task.{field}", values)
             except UnknownTermError as exc:
                 msg = str(exc)
                 raise ConfigError(msg if msg.startswith("task.") else f"task.{field}: {msg}") from None
+    events = getattr(env_cls, "event_set", None)
+    if events is not None and getattr(task_cfg, "event_params", None):
+        # the env adds events of its own (the randomization's): their parameters may be set too
+        named = [n for f in ("events", "episode_events", "reset_events", "startup_events")
+                 for n in getattr(task_cfg, f, ())] + list(getattr(env_cls, "own_events", ()))
+        try:
+            events.check_params(named, task_cfg.event_params)
+        except UnknownTermError as exc:
+            raise ConfigError(str(exc)) from None
+    for params in TERM_PARAMS:
+        if getattr(task_cfg, params, None) and not hasattr(env_cls, {"reward_params": "term_set",
+                                                                     "termination_params": "termination_set",
+                                                                     "event_params": "event_set"}[params]):
+            raise ConfigError(f"task.{params}: task {task_name} has no {params.split('_')[0]} terms with parameters")
 
 
 def validate(cfg: TrainConfig) -> None:
