@@ -96,7 +96,7 @@ def pinched(x: Manip, i: int) -> bool:
     return both and near and not x.unstable[i]
 
 
-@lift_term
+@lift_term(bounds={"std": {"gt": 0}})
 def reaching(x: Manip, i: int, std: float = 0.1) -> float:
     """1 - tanh(|ee - cube| / std) [std: m]."""
     return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(wp.length(cube_pos(x, i) - ee_pos(x, i)) / std))
@@ -135,7 +135,7 @@ def lifting(x: Manip, i: int) -> float:
     return lifted(x, i)
 
 
-@lift_term
+@lift_term(bounds={"std": {"gt": 0}})
 def target_tracking(x: Manip, i: int, std: float = 0.3) -> float:
     """1 - tanh(|cube - target| / std) while lifted [std: m]."""
     return lifted(x, i) * (1.0 - wp.tanh(wp.length(x.target[i] - cube_pos(x, i)) / std))

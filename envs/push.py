@@ -30,7 +30,7 @@ def _planar_error(x: Manip, i: int) -> float:
     return wp.sqrt(d[0] * d[0] + d[1] * d[1])
 
 
-@lift_term
+@lift_term(bounds={"std": {"gt": 0}})
 def push_tracking(x: Manip, i: int, std: float = 0.1) -> float:
     """1 - tanh(|target - cube|_xy / std) [std: m]: pays from the first centimetre the cube moves the right way."""
     return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_planar_error(x, i) / std))

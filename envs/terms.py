@@ -39,6 +39,7 @@ import torch
 import warp as wp
 
 from horde.sim.device import init_warp, on_torch_stream
+from horde.sim.fields import _in_bounds, _rule
 
 __all__ = ["EVENT_MODES", "PARAM_TYPES", "ConfiguredTerm", "EventSet", "bind_params", "term_values_kernel",
            "term_values_torch", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate", "unit_clip"]
@@ -70,6 +71,8 @@ class _Entry(NamedTuple):
     defaults: dict[str, Any]
     """Every parameter after the context arguments, in signature order: its default (:data:`_REQUIRED`: none)."""
     types: dict[str, type]
+    bounds: dict[str, dict[str, float]]
+    """Per parameter, its range (``{"gt": 0}``; the keys of :func:`horde.sim.fields.bounded`)."""
 
 
 _REQUIRED = object()
@@ -88,24 +91,34 @@ class TermSet:
         self._terms: dict[str, _Entry] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
-             warp: bool = True, params: Mapping[str, Any] | None = None):
+             warp: bool = True, params: Mapping[str, Any] | None = None,
+             bounds: Mapping[str, Mapping[str, float]] | None = None):
         """Decorator: compile ``func`` as a Warp function (``warp=False``: keep the Python function) and register it
         under ``name`` (its own name by default); re-registering a name needs ``replace=True``. The function's
         arguments after the set's leading ones (:attr:`lead`) are its parameters (``float``, ``int`` or ``bool``,
-        defaults in the signature); ``params`` sets other defaults under this name (one function, several terms:
-        ``term(reaching, name="reaching_fine", params={"std": 0.02})``)."""
+        defaults in the signature); ``bounds`` gives a parameter a range (``{"std": {"gt": 0}}``: a config's value
+        outside it fails in one line; a function registered again keeps its ranges); ``params`` sets other defaults
+        under this name (one function, several terms: ``term(reaching, name="reaching_fine", params={"std":
+        0.02})``)."""
         def register(f: Callable) -> wp.Function:
             key = name or f.__name__
             if key in self._terms and not replace:
                 raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
             defaults, types = _signature_params(self, key, f)  # before compiling: a mistake is one line
             wf = f if isinstance(f, wp.Function) or not warp else wp.func(f)
-            for p, v in (params or {}).items():
+            ranges = {p: dict(b) for e in self._terms.values() if e.func is wf for p, b in e.bounds.items()}
+            for p, b in (bounds or {}).items():
+                if p not in defaults or not set(b) <= {"gt", "ge", "lt", "le"}:
+                    raise ValueError(f"{self.family} term '{key}': bounds {p}={dict(b)}; "
+                                     f"{_valid_params(defaults)}, each with gt, ge, lt or le")
+                ranges[p] = dict(b)
+            for p, v in [*(params or {}).items(), *((p, v) for p, v in defaults.items() if p not in (params or {}))]:
                 if p not in defaults:
                     raise ValueError(f"{self.family} term '{key}': unknown parameter '{p}'; "
                                      f"{_valid_params(defaults)}")
-                defaults[p] = _checked(v, types[p], f"{self.family} term '{key}' parameter {p}")
-            self._terms[key] = _Entry(wf, defaults, types)
+                if v is not _REQUIRED:
+                    defaults[p] = _checked(v, types[p], f"{self.family} term '{key}' parameter {p}", ranges.get(p))
+            self._terms[key] = _Entry(wf, defaults, types, ranges)
             return wf
 
         return register(func) if func is not None else register
@@ -154,8 +167,8 @@ class TermSet:
                     raise UnknownTermError(f"{where}: unknown parameter of {self.family} term '{bases[n]}'; "
                                            f"{_valid_params(values)}")
                 try:
-                    values[p] = _checked(v, entry.types[p], where)
-                except TypeError as exc:
+                    values[p] = _checked(v, entry.types[p], where, entry.bounds.get(p))
+                except (TypeError, ValueError) as exc:
                     raise UnknownTermError(str(exc)) from None
             unset = [p for p, v in values.items() if v is _REQUIRED]
             if unset:
@@ -206,9 +219,9 @@ def _valid_params(values: Mapping[str, Any]) -> str:
                                             for p, v in values.items())
 
 
-def _checked(value: Any, kind: type, where: str):
-    """``value`` as a parameter of type ``kind`` (an int where a float is asked becomes one); a wrong type raises
-    one line."""
+def _checked(value: Any, kind: type, where: str, bounds: Mapping[str, float] | None = None):
+    """``value`` as a parameter of type ``kind`` (an int where a float is asked becomes one); a wrong type
+    (TypeError) or a value outside ``bounds`` (ValueError) raises one line."""
     if kind is bool:
         ok = isinstance(value, bool)
     elif kind is int:
@@ -217,6 +230,8 @@ def _checked(value: Any, kind: type, where: str):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not ok:
         raise TypeError(f"{where}={value!r}: takes {'a' if kind is not int else 'an'} {kind.__name__}")
+    if bounds and not _in_bounds(value, bounds):
+        raise ValueError(f"{where}={value}: must be {_rule(bounds)}")
     return kind(value)
 
 
@@ -268,10 +283,11 @@ class TerminationSet(TermSet):
         self._time_out: dict[str, bool] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
-             time_out: bool = False, params: Mapping[str, Any] | None = None):
+             time_out: bool = False, params: Mapping[str, Any] | None = None,
+             bounds: Mapping[str, Mapping[str, float]] | None = None):
         """Decorator: register ``func`` as a failure (default) or, with ``time_out=True``, a time-out."""
         def register(f: Callable) -> wp.Function:
-            wf = TermSet.term(self, f, name=name, replace=replace, params=params)
+            wf = TermSet.term(self, f, name=name, replace=replace, params=params, bounds=bounds)
             self._time_out[name or f.__name__] = bool(time_out)
             return wf
 
@@ -367,14 +383,16 @@ class EventSet(TermSet):
         self._mode: dict[str, str] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False,
-             mode: str = "interval", params: Mapping[str, Any] | None = None):
+             mode: str = "interval", params: Mapping[str, Any] | None = None,
+             bounds: Mapping[str, Mapping[str, float]] | None = None):
         """Decorator: register ``func`` as an event of ``mode`` (:data:`EVENT_MODES`); a startup event stays a
         Python function."""
         if mode not in EVENT_MODES:
             raise ValueError(f"event mode '{mode}'; valid modes: {', '.join(EVENT_MODES)}")
 
         def register(f: Callable):
-            wf = TermSet.term(self, f, name=name, replace=replace, warp=mode != "startup", params=params)
+            wf = TermSet.term(self, f, name=name, replace=replace, warp=mode != "startup", params=params,
+                              bounds=bounds)
             self._mode[name or f.__name__] = mode
             return wf
 

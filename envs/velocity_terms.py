@@ -175,7 +175,7 @@ def actuation(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
     return draw_actuation(i, s, x.ranges, x.kp0, x.kd0, x.kp, x.kd, x.strength)
 
 
-@VELOCITY_EVENTS.term
+@VELOCITY_EVENTS.term(bounds={"speed": {"ge": 0}})
 def kick(x: Legged, i: int, s: wp.uint32, speed: float = 0.5) -> wp.uint32:
     """A kick of U(-speed, speed) [m/s] added to the base's x and y velocity (a push of its own interval and size,
     beside the randomization's: ``task.events: {kick: 3.0}``, ``task.event_params: {kick: {speed: 1.0}}``)."""

@@ -95,6 +95,7 @@ def test_old_reward_scales_configs_and_overrides_still_load():
                                          r"it takes none"),
     ("task.reward_params.reachng.std=0.1", r"task.reward_params.reachng: not a configured lift term; configured: "
                                            r"reaching, reaching_fine, "),
+    ("task.reward_params.reaching_fine.std=0", r"task.reward_params.reaching_fine.std=0: must be > 0$"),
     ("task.termination_params.cube_off_table.height=0.1",
      r"task.termination_params.cube_off_table.height: unknown parameter of lift termination term "),
 ])
@@ -104,12 +105,14 @@ def test_a_bad_parameter_fails_in_one_line_listing_the_valid_ones(override, mess
     assert "\n" not in str(err.value)
 
 
-def test_a_term_parameter_declares_its_type():
+def test_a_term_parameter_declares_its_type_and_range():
     with pytest.raises(TypeError, match=r"^test term 'f': parameter std must be annotated float, int or bool"):
         TermSet("test", Arm).term(lambda x, i, std=0.1: 0.0, name="f")
     with pytest.raises(ValueError, match=r"^test term 'g': unknown parameter 'sd'; valid parameters: height "
                                          r"\(default 0.0\)$"):
         TermSet("test", Arm).term(ee_above.func, name="g", params={"sd": 0.1})
+    with pytest.raises(ValueError, match=r"^test term 'h' parameter height=-1.0: must be >= 0$"):
+        TermSet("test", Arm).term(ee_above.func, name="h", params={"height": -1.0}, bounds={"height": {"ge": 0}})
 
 
 def test_the_command_line_reaches_the_kernel_and_the_twin():
