@@ -92,6 +92,22 @@ def _sim() -> SimConfig:
 class LiftConfig(TaskConfig):
     """Arm and gripper actuation, the cube and table, target heights, reward terms."""
 
+    def __post_init__(self) -> None:
+        # Only a check, nothing written: the per-joint lists' length is the chosen arm's, which the schema's own list
+        # rules cannot know (an unknown robot is left to the choice check, which lists the valid ones).
+        arm = ARMS.get(self.robot)
+        if arm is None:
+            return
+        for key, joints in (("default_joint_pos", arm.joints), ("joint_stiffness", arm.joints),
+                            ("joint_damping", arm.joints), ("effort_limit", arm.joints),
+                            ("action_scale", arm.arm_joints)):
+            value = getattr(self, key)
+            if value is not None and len(value) != len(joints):
+                shown = "[" + ", ".join(str(v) for v in value) + "]"
+                raise ValueError(f"task.{key}={shown}: needs {len(joints)} values (one per "
+                                 f"{'arm ' if joints == arm.arm_joints else ''}joint of robot={self.robot}), "
+                                 f"got {len(value)}")
+
     episode_length: int = 250
     sim_dt: float = 0.005
     decimation: int = 4

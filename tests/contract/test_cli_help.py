@@ -119,7 +119,8 @@ def test_a_tasks_fields_show_type_default_choices_bounds_and_doc(capsys):
     lines = out.splitlines()
     k = lines.index("  task.gripper: str = binary  {binary|delta|independent}")
     assert lines[k + 1].startswith("      Gripper actions: `binary` (one, open at >= 0)")
-    assert "  task.gripper_open: float = 0.045  (> 0, <= 0.05)" in lines
+    assert "  task.gripper_open: float | None = null  (> 0)" in lines  # null: the arm entry's
+    assert "  task.robot: str = arm7  {arm7|yam|so101}" in lines
     k = lines.index("  task.episode_length: int = 250  (>= 1)")  # the task's default, the base class's bound and doc
     assert lines[k + 1] == "      Control steps before a time-out."
     assert "    task.sim.solver: str = auto  {auto|mujoco|mujoco-c|xpbd|featherstone}" in lines  # nested, indented

@@ -21,7 +21,8 @@ def test_targets_lie_on_the_table_within_reach_of_the_cube_and_its_terms_measure
     cube = env.observation_sources()["object_pos"]
     d = env.target - cube
     assert (d[:, :2].abs() <= 0.1 + 1e-6).all() and d[:, :2].abs().max() > 0.05  # drawn in +-10 cm
-    np.testing.assert_allclose(env.target[:, 2].numpy(), env.cfg.table_height + env.cfg.cube_size / 2, atol=1e-6)
+    scene = env.arm.scene  # the arm entry's (arm7's by default)
+    np.testing.assert_allclose(env.target[:, 2].numpy(), scene.table_height + scene.cube_size / 2, atol=1e-6)
     env.step(torch.zeros(64, env.num_actions))
     cube = env.observation_sources()["object_pos"]
     planar = torch.linalg.vector_norm((env.target - cube)[:, :2], dim=-1)

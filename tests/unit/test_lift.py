@@ -44,7 +44,7 @@ def test_a_partial_reset_poses_every_reset_cube_and_arm(solver):
 
 
 def test_every_reset_places_the_cube_within_its_ranges_on_the_table(env):
-    cfg = env.cfg
+    cfg = env.arm.scene  # the arm entry's scene (arm7's by default)
     env.reset()
     p = env.world.object_pose[:, 0, :3]
     lo = torch.tensor([cfg.cube_x[0], cfg.cube_y[0]])
@@ -216,7 +216,7 @@ def test_policy_json_offsets_the_joint_positions_by_the_default_pose(env):
     layout = {"obs_names": list(env.obs_names), "task": "lift"}
     terms = observation_spec(env, layout, None)["terms"]
     offsets = {t["name"]: t["offset"] for t in terms}
-    default = env.cfg.default_joint_pos
+    default = env.arm.default_joint_pos
     assert [offsets[f"pos_{j}"] for j in lift.JOINTS] == pytest.approx(default)
     assert offsets["ee_x"] == 0.0 and offsets["vel_elbow"] == 0.0
     # the observation itself is q - offset
