@@ -81,9 +81,19 @@ class ReachConfig(TaskConfig):
     """Lower corner of the target box in the base frame [m]."""
     target_high: list[float] = field(default_factory=lambda: [0.65, 0.35, 0.65])
     """Upper corner of the target box in the base frame [m]."""
-    precision_std: float = bounded(0.05, gt=0)
-    """Length scale of the precision term 1 - tanh(distance / precision_std) [m]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
+
+    @staticmethod
+    def migrate(task: dict) -> dict:
+        """A reach config saved before its fields moved (a run's config, a bundle's ``task_config``), as today's:
+        ``precision_std`` (until 2026-12-06) is the ``precision`` term's ``std`` (``reward_params.precision.std``)."""
+        if "precision_std" not in task:
+            return task
+        task = dict(task)
+        std = task.pop("precision_std")
+        params = {k: dict(v) for k, v in (task.get("reward_params") or {}).items()}
+        params["precision"] = {"std": std, **params.get("precision", {})}
+        return {**task, "reward_params": params}
 
 
 @wp.struct
@@ -94,7 +104,6 @@ class ReachTask:
     ee_offset: wp.vec3
     target_low: wp.vec3
     target_high: wp.vec3
-    precision_std: float
     max_episode_length: int
 
 
@@ -140,7 +149,6 @@ class Arm:
 
     ee_body: int
     ee_offset: wp.vec3
-    precision_std: float
     actions: wp.array2d(dtype=float)
     """Actions of this step (unclipped)."""
     last_actions: wp.array2d(dtype=float)
@@ -167,10 +175,10 @@ def distance(x: Arm, i: int) -> float:
     return _distance(x, i)
 
 
-@REACH_TERMS.term
-def precision(x: Arm, i: int) -> float:
-    """1 - tanh(distance / precision_std)."""
-    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_distance(x, i) / x.precision_std))
+@REACH_TERMS.term(bounds={"std": {"gt": 0}})
+def precision(x: Arm, i: int, std: float = 0.05) -> float:
+    """1 - tanh(distance / std) [std: m] (``task.reward_params.precision.std``)."""
+    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_distance(x, i) / std))
 
 
 @REACH_TERMS.term
@@ -298,7 +306,6 @@ class ReachEnv(ArticulatedTaskEnv):
         t = self._task = ReachTask()
         t.ee_body, t.ee_offset = ee_body, wp.vec3(*ee_offset)
         t.target_low, t.target_high = wp.vec3(*cfg.target_low), wp.vec3(*cfg.target_high)
-        t.precision_std = cfg.precision_std
         t.max_episode_length = cfg.episode_length
         with wp.ScopedDevice(d):
             self._last_actions = wp.zeros((num_envs, len(JOINTS)), dtype=float)
@@ -315,7 +322,7 @@ class ReachEnv(ArticulatedTaskEnv):
         t = self._task
         x = self.arm = Arm()
         """The reward terms' view of the state (:class:`Arm`)."""
-        x.ee_body, x.ee_offset, x.precision_std = t.ee_body, t.ee_offset, t.precision_std
+        x.ee_body, x.ee_offset = t.ee_body, t.ee_offset
         x.actions, x.last_actions, x.target = self._actions, self._last_actions, self._target
         w = self.world.arrays
         x.joint_qd, x.body_q, x.unstable = w.joint_qd, w.body_q, w.unstable
@@ -430,7 +437,7 @@ def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: Rea
         "joint_qd": (state[:, DIFF_STATE["joint_qd"]], float), "body_q": (body_q, wp.transform),
         "target": (state[:, DIFF_STATE["target"]], wp.vec3),
         "unstable": (torch.zeros(ee.shape[0], dtype=torch.bool, device=ee.device), wp.bool)},
-        {"ee_body": 0, "ee_offset": wp.vec3(0.0, 0.0, 0.0), "precision_std": float(cfg.precision_std)})
+        {"ee_body": 0, "ee_offset": wp.vec3(0.0, 0.0, 0.0)})
     return dict(zip(names, values))
 
 
@@ -497,6 +504,7 @@ class ReachTwin:
     def __init__(self, model, cfg: dict, control_dt: float) -> None:
         from horde.envs.terms import term_values_kernel
 
+        cfg = ReachConfig.migrate(cfg)  # a bundle exported before precision_std became the term's std
         self.cfg, self.site = cfg, model.site("ee").id
         self.target, self.final_error = np.zeros(3), float("nan")
         self.names = tuple(cfg["reward_scales"])
@@ -505,7 +513,7 @@ class ReachTwin:
         with wp.ScopedDevice("cpu"):
             x = self.x = Arm()
             # the end effector as a body of its own at the site, no offset: transform_point gives the site
-            x.ee_body, x.ee_offset, x.precision_std = 0, wp.vec3(0.0, 0.0, 0.0), float(cfg["precision_std"])
+            x.ee_body, x.ee_offset = 0, wp.vec3(0.0, 0.0, 0.0)
             x.actions, x.last_actions = wp.zeros((1, nj), dtype=float), wp.zeros((1, nj), dtype=float)
             x.joint_qd, x.body_q = wp.zeros((1, nj), dtype=float), wp.zeros((1, 1), dtype=wp.transform)
             x.target, x.unstable = wp.zeros(1, dtype=wp.vec3), wp.zeros(1, dtype=wp.bool)

@@ -656,6 +656,9 @@ def from_container(data: dict, task_name: str) -> TrainConfig:
 
     import_user_modules(data.get("imports"))
     spec = get_task(task_name)
+    migrate = getattr(spec.config, "migrate", None)  # a task whose fields moved reads its older configs
+    if migrate is not None and isinstance(data.get("task"), dict):
+        data = {**data, "task": migrate(data["task"])}
     algo_name = data.get("algo_name", "ppo")
     schema = OmegaConf.structured(TrainConfig)
     schema.task = OmegaConf.structured(spec.config)

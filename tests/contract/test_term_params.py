@@ -192,3 +192,19 @@ def test_an_event_made_of_another_keeps_its_mode_and_takes_its_values():
     assert VELOCITY_EVENTS.modes(["kick", "kick_hard"], params) == ("interval", "interval")
     with pytest.raises(UnknownTermError, match=r"^task.reset_events takes reset events; not kick_hard \(interval\)"):
         VELOCITY_EVENTS.resolve_mode(["kick_hard"], "reset", "task.reset_events", params)
+
+
+def test_a_reach_run_saved_with_precision_std_loads_it_as_the_terms_parameter():
+    """Reach's ``precision_std`` (a config field threaded through six sites until 2026-12-06) is the ``precision``
+    term's ``std`` now; a run or bundle saved with it reads as ``reward_params.precision.std``."""
+    from horde.train.config import to_container
+
+    _, _, raw = compose(["task=reach"])
+    saved = to_container(raw)
+    del saved["task"]["reward_params"]
+    saved["task"]["precision_std"] = 0.08
+    cfg = from_container(saved, "reach")
+    assert cfg.task.reward_params == {"precision": {"std": 0.08}}
+    assert REACH_TERMS.configure(["precision"], cfg.task.reward_params)[0].params == {"std": 0.08}
+    with pytest.raises(ConfigError, match=r"^unknown key 'task.precision_std'"):
+        compose(["task=reach", "task.precision_std=0.1"])

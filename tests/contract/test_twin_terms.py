@@ -44,7 +44,7 @@ def test_the_reach_twin_scores_with_the_envs_terms_and_picks_up_a_users():
         terms, failed = twin.terms(model, data, joints, a, last, np.zeros(7))
         ee = data.site_xpos[model.site("ee").id]
         dist = float(np.linalg.norm(twin.target - ee))
-        want = {"distance": dist, "precision": 1.0 - math.tanh(dist / cfg["precision_std"]),
+        want = {"distance": dist, "precision": 1.0 - math.tanh(dist / REACH_TERMS.parameters("precision")["std"]),
                 "action_rate": float(np.sum((np.clip(a, -1, 1) - last) ** 2)),
                 "joint_vel": float(np.sum(joints.qd(data) ** 2)), "ee_height": float(ee[2])}
         assert not failed and terms.keys() == want.keys()

@@ -29,7 +29,7 @@ def test_values_are_the_terms_worked_by_hand():
     terms = reward_terms_from_state(state, actions, cfg)
     assert list(terms) == list(cfg.reward_scales), "terms come in the config's order (SHAC weights by position)"
     torch.testing.assert_close(terms["distance"], torch.tensor([0.5, 0.5]))
-    expected = 1.0 - math.tanh(0.5 / cfg.precision_std)
+    expected = 1.0 - math.tanh(0.5 / 0.05)  # the precision term's default std
     torch.testing.assert_close(terms["precision"], torch.tensor([expected, expected]))
     torch.testing.assert_close(terms["action_rate"], torch.tensor([0.0, 0.25 * NJ]))
     torch.testing.assert_close(terms["joint_vel"], torch.tensor([0.0, 4.0 * NJ]))
