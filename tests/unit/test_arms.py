@@ -6,6 +6,8 @@ through the task's own action interface (end-effector deltas through the differe
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,13 +22,18 @@ from horde.sim.fields import FieldError, check_fields
 
 def _installed(name: str) -> bool:
     try:
-        return __import__("os").path.exists(resolve_arm(name).mjcf_path())
+        return Path(resolve_arm(name).mjcf_path()).exists()
     except RobotNotInstalledError:
         return False
 
 
-def _needs(name: str):
-    return pytest.mark.skipif(not _installed(name), reason=f"robot={name}'s model package is not installed")
+def _runnable(name: str) -> None:
+    """Skip unless the arm's model package is installed (and, for mesh colliders, scipy: without it trimesh's
+    vertex normals take about a minute per model)."""
+    if not _installed(name):
+        pytest.skip(f"robot={name}'s model package is not installed (pip install horde[robots])")
+    if resolve_arm(name).meshes and importlib.util.find_spec("scipy") is None:
+        pytest.skip(f"robot={name}'s mesh colliders load in about a minute without scipy (pip install horde[robots])")
 
 
 def _config(robot: str, **kw) -> LiftConfig:
@@ -38,7 +45,7 @@ def test_each_arm_entry_names_what_its_mjcf_has(name):
     """The entry's joints, finger bodies and end effector exist in its MJCF (stock MuJoCo, no Newton): arm joints
     are hinges listed first in the entry's order, then the driven fingers."""
     if not _installed(name):
-        pytest.skip(f"robot={name}'s model package is not installed")
+        pytest.skip(f"robot={name}'s model package is not installed (pip install horde[robots])")
     import mujoco
 
     arm = resolve_arm(name)
@@ -92,8 +99,7 @@ def _reach(env, lift: float, steps: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("name", ["yam", "so101"])
 def test_lift_on_the_arm_steps_rebuilds_its_observation_and_reaches_the_cube(name):
-    if not _installed(name):
-        pytest.skip(f"robot={name}'s model package is not installed")
+    _runnable(name)
     from horde.deploy.robot.observations import build_observation
     from horde.deploy.spec import observation_spec
 
@@ -123,11 +129,11 @@ def test_lift_on_the_arm_steps_rebuilds_its_observation_and_reaches_the_cube(nam
 
 
 @pytest.mark.parametrize("name", ["yam", "so101"])
-def test_joint_actions_drive_the_entrys_arm_joints(name):
-    if not _installed(name):
-        pytest.skip(f"robot={name}'s model package is not installed")
+def test_joint_actions_drive_the_entrys_arm_joints_and_the_same_seed_repeats(name):
+    _runnable(name)
     arm = resolve_arm(name)
-    env = make("lift", num_envs=4, seed=0, config=_config(name, arm="joint", gripper="independent"))
+    cfg = _config(name, arm="joint", gripper="independent")
+    env = make("lift", num_envs=4, seed=0, config=cfg)
     assert env.action_names == arm.joints and env.num_actions == len(arm.joints)
     a = torch.zeros(4, env.num_actions)
     a[:, 0] = 1.0  # the first arm joint towards default + action_scale
@@ -136,6 +142,14 @@ def test_joint_actions_drive_the_entrys_arm_joints(name):
     assert torch.isfinite(r.obs).all()
     moved = env.obs[:, 0]  # pos_<first joint> - default
     assert (moved > 0.5 * arm.action_scale[0]).all(), moved
+
+    def rollout(seed):
+        e = make("lift", num_envs=4, seed=seed, config=cfg)
+        g = torch.Generator().manual_seed(1)
+        return torch.stack([e.step(torch.rand(4, e.num_actions, generator=g) * 2 - 1).obs.clone() for _ in range(20)])
+
+    first = rollout(3)
+    assert torch.equal(first, rollout(3)) and not torch.equal(first, rollout(4))
 
 
 def test_a_users_own_mjcf_is_an_entry():
