@@ -18,6 +18,7 @@ contract test holds the two together for every registered task.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -140,13 +141,20 @@ class ObsTermSet:
     """
 
     def __init__(self, family: str, context: type) -> None:
+        from horde.envs.terms import TermSet
+
         self.family, self.context = family, context
         self._terms: dict[str, ObservationFunction] = {}
+        self._funcs = TermSet(family, context)
+        """The functions and their parameters (arguments after ``(x, i, k)``; ``task.observation_params``)."""
+        self._funcs.lead, self._funcs.params_field = ("x", "i", "k"), "task.observation_params"
 
     def term(self, func: Callable | None = None, *, name: str | None = None, width: int = 1, unit: str | None = None,
              frame: str | None = None, offset: float = 0.0, scale: float = 1.0, clip: float | None = None,
-             mirror: str | None = None, replace: bool = False):
-        """Decorator: compile ``func`` as a Warp function and register it with its layout."""
+             mirror: str | None = None, replace: bool = False, params: dict | None = None,
+             bounds: dict | None = None):
+        """Decorator: compile ``func`` as a Warp function and register it with its layout; its arguments after
+        ``(x, i, k)`` are parameters, as a reward term's (:meth:`horde.envs.terms.TermSet.term`)."""
         if mirror is not None and mirror not in MIRRORS:
             raise ValueError(f"mirror must be one of {', '.join(MIRRORS)} or None, got {mirror!r}")
         if not isinstance(width, int) or width < 1:
@@ -156,7 +164,7 @@ class ObsTermSet:
             key = name or f.__name__
             if key in self._terms and not replace:
                 raise ValueError(f"{self.family} term '{key}' is already registered (pass replace=True)")
-            wf = f if isinstance(f, wp.Function) else wp.func(f)
+            wf = self._funcs.term(f, name=key, replace=replace, params=params, bounds=bounds)
             self._terms[key] = ObservationFunction(key, wf, width, unit, frame, float(offset), float(scale),
                                                    None if clip is None else float(clip), mirror)
             return wf
@@ -166,16 +174,20 @@ class ObsTermSet:
     def names(self) -> list[str]:
         return list(self._terms)
 
-    def resolve(self, names: Sequence[str]) -> tuple[ObservationFunction, ...]:
-        """The terms of ``names``, in that order; an unknown name raises one line listing the valid ones."""
-        from horde.envs.terms import UnknownTermError
+    def resolve(self, names: Sequence[str], params: dict | None = None) -> tuple[ObservationFunction, ...]:
+        """The terms of ``names``, in that order, with ``params`` (a config's ``observation_params``: per name, the
+        parameter values and ``func``, the registered term it is made of); an unknown name or parameter raises one
+        line listing the valid ones."""
+        from horde.envs.terms import FUNC_KEY, UnknownTermError
 
-        missing = [n for n in names if n not in self._terms]
-        if missing:
+        bases = {n: str((params or {}).get(n, {}).get(FUNC_KEY, n)) for n in names}
+        missing = [n for n in names if bases[n] not in self._terms]
+        if missing and not params:
             valid = ", ".join(self._terms) or "none registered"
             raise UnknownTermError(f"unknown {self.family} term{'s' if len(missing) > 1 else ''} "
                                    f"{', '.join(missing)}; valid terms: {valid}")
-        return tuple(self._terms[n] for n in names)
+        return tuple(dataclasses.replace(self._terms[t.base], name=t.name, func=t.func)
+                     for t in self._funcs.configure(names, params))
 
 
 def raw_term(name: str, unit: str | None = None) -> ObsTerm:

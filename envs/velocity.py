@@ -190,7 +190,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         cam = cfg.depth_camera
         depth_names = (tuple(f"depth_{r}_{c}" for r in range(cam.height) for c in range(cam.width)) if cam.enabled
                        else ())
-        self.extras = VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations))
+        self.extras = VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations), cfg.observation_params)
         """The user's observation terms (:class:`horde.envs.observations.ObservationFunction`), after the rest."""
         self.obs_names = (obs_names(joints, acting, cfg.gait_clock)
                           + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names

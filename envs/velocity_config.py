@@ -142,6 +142,9 @@ class VelocityConfig(TaskConfig):
     extra_observations: list[str] = field(default_factory=list)
     """Observation terms of VELOCITY_OBSERVATIONS appended after the task's own columns (policy and critic groups),
     in this order; ``policy.json``, the observation contract and the symmetry map follow them."""
+    observation_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the ``extra_observations`` terms, by name, over their functions' defaults (``func`` makes a new
+    term of a registered one); ``task.observation_params.<term>.<param>=v``."""
     terminations: list[str] = field(default_factory=lambda: ["body_contact", "tilt"])
     """Termination terms of VELOCITY_TERMINATIONS (failures or time-outs; unstable physics always fails an
     episode); the share of finished episodes each ended is logged as ``termination/<name>``."""

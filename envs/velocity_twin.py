@@ -183,11 +183,14 @@ class VelocityTwin:
     def _extras(cfg: dict) -> tuple:
         """The user's observation terms (``extra_observations``); one that this process does not know fails in one
         line naming it."""
-        names = list(cfg.get("extra_observations") or [])
+        names, params = list(cfg.get("extra_observations") or []), cfg.get("observation_params") or {}
         try:
-            return VELOCITY_OBSERVATIONS.resolve(names)
+            return VELOCITY_OBSERVATIONS.resolve(names, params)
         except UnknownTermError:
-            missing = [n for n in names if n not in VELOCITY_OBSERVATIONS.names()]
+            bases = [str(params.get(n, {}).get("func", n)) for n in names]
+            missing = [b for b in bases if b not in VELOCITY_OBSERVATIONS.names()]
+            if not missing:  # a parameter mistake: its own line
+                raise
             raise UnknownTermError(
                 f"observation term {', '.join(repr(n) for n in missing)} (task.extra_observations) is not registered "
                 "in this process, so the MuJoCo twin cannot compute it: import the module that defines it (the run's "

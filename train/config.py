@@ -416,7 +416,7 @@ def compose(overrides: list[str]) -> tuple[TrainConfig, str, DictConfig]:
     return typed, task_name, cfg
 
 
-TERM_PARAMS = ("reward_params", "termination_params", "event_params")
+TERM_PARAMS = ("reward_params", "termination_params", "event_params", "observation_params")
 """Task fields that hold the parameters of configured terms (``{term: {param: value, func: registered term}}``)."""
 
 
@@ -503,7 +503,8 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
     for attr, field, mode, params in (
             ("term_set", "reward_scales", None, "reward_params"),
             ("termination_set", "terminations", None, "termination_params"),
-            ("observation_set", "extra_observations", None, None), ("event_set", "events", "interval", "event_params"),
+            ("observation_set", "extra_observations", None, "observation_params"),
+            ("event_set", "events", "interval", "event_params"),
             ("event_set", "episode_events", "episode", "event_params"),
             ("event_set", "reset_events", "reset", "event_params"),
             ("event_set", "startup_events", "startup", "event_params")):
@@ -512,8 +513,6 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
             try:
                 names = list(getattr(task_cfg, field))
                 values = getattr(task_cfg, params, None) if params else None
-                if params and values and not hasattr(term_set, "configure"):
-                    raise UnknownTermError(f"task.{params}: {term_set.family} terms take no parameters")
                 if mode is None:
                     term_set.resolve(names, values) if params else term_set.resolve(names)
                 else:
@@ -533,7 +532,8 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
     for params in TERM_PARAMS:
         if getattr(task_cfg, params, None) and not hasattr(env_cls, {"reward_params": "term_set",
                                                                      "termination_params": "termination_set",
-                                                                     "event_params": "event_set"}[params]):
+                                                                     "event_params": "event_set",
+                                                                     "observation_params": "observation_set"}[params]):
             raise ConfigError(f"task.{params}: task {task_name} has no {params.split('_')[0]} terms with parameters")
 
 

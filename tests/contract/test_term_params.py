@@ -18,6 +18,7 @@ from horde.envs.lift_terms import LIFT_TERMS, Manip
 from horde.envs.reach import JOINTS, REACH_TERMS, Arm, ReachTwin
 from horde.envs.terms import TermSet, UnknownTermError, term_values_torch
 from horde.envs.velocity import VELOCITY_TERMS, Legged, VelocityTwin
+from horde.envs.velocity_terms import VELOCITY_OBSERVATIONS
 from horde.train.config import ConfigError, compose, from_container
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +36,13 @@ def base_height_from(x: Legged, i: int, target: float = 0.3) -> float:
     """(base height - target)^2 [m^2]."""
     p = wp.transform_get_translation(x.body_q[i, x.root])
     return (p[2] - target) * (p[2] - target)
+
+
+
+def base_height_over(x: Legged, i: int, k: int, floor: float = 0.0) -> float:
+    """An observation term: the base's height above ``floor`` [m] (registered by its test, so that other tests'
+    lists of the registered observation terms stay theirs)."""
+    return wp.transform_get_translation(x.body_q[i, x.root])[2] - floor
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -208,3 +216,23 @@ def test_a_reach_run_saved_with_precision_std_loads_it_as_the_terms_parameter():
     assert REACH_TERMS.configure(["precision"], cfg.task.reward_params)[0].params == {"std": 0.08}
     with pytest.raises(ConfigError, match=r"^unknown key 'task.precision_std'"):
         compose(["task=reach", "task.precision_std=0.1"])
+
+
+def test_an_observation_parameter_reaches_the_column_and_the_twin():
+    VELOCITY_OBSERVATIONS.term(base_height_over, unit="m", mirror="even", replace=True)
+    cfg = dataclasses.replace(
+        get_task("quadruped").config, extra_observations=["base_height_over", "base_height_over_low"],
+        observation_params={"base_height_over": {"floor": 0.2},
+                            "base_height_over_low": {"func": "base_height_over", "floor": -0.1}})
+    env = make("quadruped", num_envs=2, seed=0, config=cfg)
+    assert env.obs_names[-2:] == ("base_height_over", "base_height_over_low")
+    env.step(torch.zeros(2, 12))
+    z = env.world.root_pose[:, 2]
+    np.testing.assert_allclose(env.obs[:, -2].numpy(), (z - 0.2).numpy(), atol=1e-6)
+    np.testing.assert_allclose(env.obs[:, -1].numpy(), (z + 0.1).numpy(), atol=1e-6)
+    twin_extras = VelocityTwin._extras(dataclasses.asdict(cfg))
+    assert [(e.name, e.func) for e in twin_extras] == [(e.name, e.func) for e in env.extras]
+    with pytest.raises(ConfigError, match=r"^task.observation_params.base_height_over.flor: unknown parameter of "
+                                          r"velocity observation term 'base_height_over'; valid parameters: floor"):
+        compose(["task=quadruped", "task.extra_observations=[base_height_over]",
+                 "task.observation_params.base_height_over.flor=0.1"])
