@@ -187,7 +187,7 @@ class PendulumEnv(WarpTaskEnv):
         self._task.init_angle_range = cfg.init_angle_range
         self._task.init_vel_range = cfg.init_vel_range
         self._task.max_episode_length = cfg.episode_length
-        self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS))
+        self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS, cfg.reward_params))
         self.step_kernels = (pendulum_advance, self._post_step)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self._swing = Swing()

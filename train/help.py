@@ -108,6 +108,10 @@ def _precheck_task_keys(task: str, values: dict[str, str]) -> str | None:
         if key not in records and not any(key.startswith(p + ".") and records[p]["type"].startswith("dict")
                                           for p in records):
             near = _closest(key, records)
+            parts = key.split(".")
+            params = f"task.{parts[1].removesuffix('s')}_params"  # task.rewards.<term>.<param>: a term's parameter
+            if len(parts) >= 4 and params in records:
+                near = f" (a term's parameter: {params}.{'.'.join(parts[2:])})"
             return f"unknown key '{key}' for task {task}{near}; `horde train --help task={task}` lists its fields"
         rule = records.get(key, {}).get("rule", "")
         if rule.startswith("{") and "," not in value:  # a choice: {a|b|c}

@@ -236,3 +236,18 @@ def test_an_observation_parameter_reaches_the_column_and_the_twin():
                                           r"velocity observation term 'base_height_over'; valid parameters: floor"):
         compose(["task=quadruped", "task.extra_observations=[base_height_over]",
                  "task.observation_params.base_height_over.flor=0.1"])
+
+
+def test_the_fast_check_points_a_misplaced_parameter_to_its_field_and_classic_tasks_refuse_them():
+    from horde.train.help import precheck_train
+
+    assert precheck_train(["task=lift", "task.rewards.reaching.std=0.05"]) == (
+        "unknown key 'task.rewards.reaching.std' for task lift (a term's parameter: task.reward_params.reaching.std); "
+        "`horde train --help task=lift` lists its fields")
+    assert precheck_train(["task=lift", "task.reward_params.reaching.std=0.05"]) is None
+    with pytest.raises(ConfigError, match=r"^task.reward_params: task pendulum has no reward terms with parameters$"):
+        compose(["task=pendulum", "task.reward_params.angle.std=0.1"])
+    for task in ("pendulum", "cartpole"):
+        cfg = dataclasses.replace(get_task(task).config, reward_params={"angle": {"std": 0.1}})
+        with pytest.raises(UnknownTermError, match=r"^task.reward_params.angle"):
+            make(task, num_envs=2, config=cfg)
