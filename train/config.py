@@ -559,9 +559,11 @@ def validate(cfg: TrainConfig) -> None:
 
 
 def _robot_shorthand(parsed: list) -> list[str]:
-    """``robot=go2`` is short for ``task.robot=go2`` on tasks that have a robot choice (velocity tracking)."""
+    """``robot=go2`` is short for ``task.robot=go2`` on tasks that have a robot choice (velocity tracking; the lift
+    and push, whose robots are arm entries)."""
     from horde.envs import TASKS
     from horde.envs.robots import ROBOTS
+    from horde.sim.fields import valid_choices
 
     task = next((str(ov.value()) for ov in parsed if ov.key_or_group == "task"), None)
     with_robot = sorted(n for n, spec in TASKS.items() if hasattr(spec.config, "robot"))
@@ -572,8 +574,10 @@ def _robot_shorthand(parsed: list) -> list[str]:
             continue
         if task not in with_robot:
             raise ConfigError(f"robot= needs a task with a robot choice ({', '.join(with_robot)}); got task={task}")
-        if str(ov.value()) not in ROBOTS:
-            raise ConfigError(f"unknown robot '{ov.value()}'; valid robots: {', '.join(ROBOTS)}")
+        # the task's own robot choice: a legged robot for velocity tracking, an arm entry for the lift and push
+        choices = valid_choices(type(TASKS[task].config), "robot") or tuple(ROBOTS)
+        if str(ov.value()) not in choices:
+            raise ConfigError(f"unknown robot '{ov.value()}'; valid robots: {', '.join(choices)}")
         out.append(f"task.robot={ov.value()}")
     return out
 

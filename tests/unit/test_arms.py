@@ -167,3 +167,13 @@ def test_a_users_own_mjcf_is_an_entry():
         assert torch.isfinite(r.obs).all()
     finally:
         del ARMS["my-arm"]
+
+
+def test_robot_shorthand_names_an_arm_on_the_lift():
+    """``robot=yam`` on the lift is ``task.robot=yam`` (the task's own choice, not the legged list), and a legged
+    robot there fails in one line listing the arms."""
+    from horde.train.config import ConfigError, compose
+
+    assert compose(["task=lift", "robot=yam"])[0].task.robot == "yam"
+    with pytest.raises(ConfigError, match="unknown robot 'g1'; valid robots: arm7, yam, so101"):
+        compose(["task=lift", "robot=g1"])
