@@ -4,7 +4,8 @@ Observations: torso height [m], gravity direction in the torso frame, torso line
 velocity in the torso frame, 8 joint angles [rad], 8 joint rates [rad/s], the 8 previous actions. Actions: joint
 torques in [-1, 1] x ``action_scale`` [N m] (``action_mode=torque``, the classic Ant), or PD position targets
 (``action_mode=pd``). 50 Hz control (2 x 10 ms substeps), 1000 steps. The episode fails when the torso drops below
-``termination_height`` or turns upside down, or when the physics health check flags the world. Kernels, reward terms
+``task.termination_params.torso_low.height`` or turns upside down (termination terms, :data:`ANT_TERMINATIONS`), or
+when the physics health check flags the world. Kernels, reward terms
 and the env's launches are shared with the humanoid (:mod:`horde.envs.locomotion`); this file holds the ant's
 constants and config.
 """
@@ -12,9 +13,11 @@ constants and config.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from horde.envs.core import TaskConfig
-from horde.envs.locomotion import ROOT_COORDS, ROOT_DOFS, TERMS, LocomotionEnv, build_locomotion_world, obs_names
+from horde.envs.locomotion import (ROOT_COORDS, ROOT_DOFS, TERMINATIONS, TERMS, LocomotionEnv, build_locomotion_world,
+                                   locomotion_terminations, obs_names)
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import ACTION_MODES
@@ -23,7 +26,10 @@ from horde.sim.newton_world import NewtonWorld, SimConfig
 
 JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
 OBS_NAMES = obs_names(JOINTS)
-__all__ = ["JOINTS", "OBS_NAMES", "ROOT_COORDS", "ROOT_DOFS", "TERMS", "AntConfig", "AntEnv", "build_world"]
+ANT_TERMINATIONS = locomotion_terminations("ant", height=0.31)
+"""The ant's termination terms: Warp functions ``(x: Runner, i: int) -> bool`` (``task.terminations``); a term of
+your own is ``@ANT_TERMINATIONS.term`` on such a function plus its name in ``task.terminations``."""
+__all__ = ["ANT_TERMINATIONS", "JOINTS", "OBS_NAMES", "ROOT_COORDS", "ROOT_DOFS", "TERMS", "AntConfig", "AntEnv", "build_world"]
 
 
 def _scales() -> dict[str, float]:
@@ -64,11 +70,27 @@ class AntConfig(TaskConfig):
     """Initial joint angles are default +- this [rad] (clipped to the joint limits)."""
     init_joint_vel_range: float = bounded(0.1, ge=0)
     """Initial joint and root velocities are +- this [rad/s, m/s]."""
-    termination_height: float = 0.31
-    """The episode fails when the torso is lower than this [m]."""
-    min_up: float = bounded(0.0, ge=-1, le=1)
-    """The episode fails when the torso's up axis has a world-z component below this (0: upside down; -1: never)."""
+    terminations: list[str] = field(default_factory=lambda: list(TERMINATIONS))
+    """Termination terms of ANT_TERMINATIONS (unstable physics always fails an episode); the share of finished
+    episodes each one ended is logged as ``termination/<name>``."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults
+    (``task.termination_params.torso_low.height=0.25``; ``func`` makes a new term of a registered one)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
+
+    @staticmethod
+    def migrate(task: dict) -> dict:
+        """An ant config saved before its fields moved, as today's: ``termination_height`` and ``min_up`` (until
+        2026-12-06) are the ``torso_low`` term's ``height`` and the ``upside_down`` term's ``min_up``."""
+        moved = {"termination_height": ("torso_low", "height"), "min_up": ("upside_down", "min_up")}
+        if not set(moved) & set(task):
+            return task
+        task = dict(task)
+        params = {k: dict(v) for k, v in (task.get("termination_params") or {}).items()}
+        for old, (term, param) in moved.items():
+            if old in task:
+                params[term] = {param: task.pop(old), **params.get(term, {})}
+        return {**task, "termination_params": params}
 
 
 def build_world(cfg: AntConfig, num_envs: int, device: str) -> NewtonWorld:
@@ -83,6 +105,7 @@ class AntEnv(LocomotionEnv):
     """Batched Ant on a Newton solver (``cfg.sim.solver``)."""
 
     joints = JOINTS
+    termination_set = ANT_TERMINATIONS
     obs_names = OBS_NAMES
     action_names = JOINTS
     state_names = ROOT_COORDS + JOINTS

@@ -5,7 +5,8 @@ velocity in the torso frame, 21 joint angles [rad], 21 joint rates [rad/s], the 
 torques in [-1, 1] x ``action_scale`` [N m] (``action_mode=torque``: the MJCF's motor gears), or PD position
 targets (``action_mode=pd``). 50 Hz control (4 x 5 ms substeps), 1000 steps. Reward: forward velocity, an alive
 bonus, a control cost, a failure penalty. The episode fails when the torso (which carries the head) drops below
-``termination_height`` or turns upside down, or when the physics health check flags the world. Kernels, reward terms
+``task.termination_params.torso_low.height`` or turns upside down (termination terms, :data:`HUMANOID_TERMINATIONS`),
+or when the physics health check flags the world. Kernels, reward terms
 and the env's launches are shared with the ant (:mod:`horde.envs.locomotion`); this file holds the humanoid's
 constants and config.
 """
@@ -13,16 +14,18 @@ constants and config.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from horde.envs.core import TaskConfig
-from horde.envs.locomotion import ROOT_COORDS, LocomotionEnv, build_locomotion_world, obs_names
+from horde.envs.locomotion import (ROOT_COORDS, TERMINATIONS, LocomotionEnv, build_locomotion_world,
+                                   locomotion_terminations, obs_names)
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import ACTION_MODES
 from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import NewtonWorld, SimConfig
 
-__all__ = ["GEARS", "JOINTS", "OBS_NAMES", "HumanoidConfig", "HumanoidEnv", "build_world"]
+__all__ = ["GEARS", "HUMANOID_TERMINATIONS", "JOINTS", "OBS_NAMES", "HumanoidConfig", "HumanoidEnv", "build_world"]
 
 JOINTS = ("abdomen_z", "abdomen_y", "abdomen_x", "right_hip_x", "right_hip_z", "right_hip_y", "right_knee",
           "right_ankle_y", "right_ankle_x", "left_hip_x", "left_hip_z", "left_hip_y", "left_knee", "left_ankle_y",
@@ -33,6 +36,9 @@ GEARS = (67.5, 67.5, 67.5, 45.0, 45.0, 135.0, 90.0, 22.5, 22.5, 45.0, 45.0, 135.
          45.0, 67.5, 67.5, 45.0)
 """nv_humanoid's motor gears per joint in ``JOINTS`` order [N m at action 1]."""
 OBS_NAMES = obs_names(JOINTS)
+HUMANOID_TERMINATIONS = locomotion_terminations("humanoid", height=0.8)
+"""The humanoid's termination terms (``task.terminations``): the torso (which carries the head) below 0.8 m
+(standing: ~1.3 m; Isaac Lab's value for this asset) or upside down."""
 
 
 def _scales() -> dict[str, float]:
@@ -82,11 +88,27 @@ class HumanoidConfig(TaskConfig):
     """Initial joint angles are default +- this [rad] (clipped to the joint limits)."""
     init_joint_vel_range: float = bounded(0.1, ge=0)
     """Initial joint and root velocities are +- this [rad/s, m/s]."""
-    termination_height: float = 0.8
-    """The episode fails when the torso is lower than this [m] (standing: ~1.3 m; Isaac Lab's value for this asset)."""
-    min_up: float = bounded(0.0, ge=-1, le=1)
-    """The episode fails when the torso's up axis has a world-z component below this (0: upside down; -1: never)."""
+    terminations: list[str] = field(default_factory=lambda: list(TERMINATIONS))
+    """Termination terms of HUMANOID_TERMINATIONS (unstable physics always fails an episode); the share of finished
+    episodes each one ended is logged as ``termination/<name>``."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults
+    (``task.termination_params.torso_low.height=0.25``; ``func`` makes a new term of a registered one)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
+
+    @staticmethod
+    def migrate(task: dict) -> dict:
+        """A humanoid config saved before its fields moved, as today's: ``termination_height`` and ``min_up`` (until
+        2026-12-06) are the ``torso_low`` term's ``height`` and the ``upside_down`` term's ``min_up``."""
+        moved = {"termination_height": ("torso_low", "height"), "min_up": ("upside_down", "min_up")}
+        if not set(moved) & set(task):
+            return task
+        task = dict(task)
+        params = {k: dict(v) for k, v in (task.get("termination_params") or {}).items()}
+        for old, (term, param) in moved.items():
+            if old in task:
+                params[term] = {param: task.pop(old), **params.get(term, {})}
+        return {**task, "termination_params": params}
 
 
 def build_world(cfg: HumanoidConfig, num_envs: int, device: str) -> NewtonWorld:
@@ -101,6 +123,7 @@ class HumanoidEnv(LocomotionEnv):
     """Batched humanoid on a Newton solver (``cfg.sim.solver``)."""
 
     joints = JOINTS
+    termination_set = HUMANOID_TERMINATIONS
     obs_names = OBS_NAMES
     action_names = JOINTS
     state_names = ROOT_COORDS + JOINTS

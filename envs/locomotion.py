@@ -5,14 +5,15 @@ holds what is the same. Observations (:func:`obs_names`): root height [m], gravi
 linear [m/s] and angular [rad/s] velocity in the root frame, joint angles [rad], joint rates [rad/s], the previous
 actions. Reward terms (:data:`LOCOMOTION_TERMS`, Warp functions over :class:`Runner`, fused into the step kernel;
 ``reward_scales`` names them): root forward velocity [m/s], alive (1 until failure), control cost (sum of squared
-clipped actions), terminated (1 on failure). An episode fails when the root drops below
-``termination_height``, its up axis has a world-z component below ``min_up``, or the physics health check flags the
-world.
+clipped actions), terminated (1 on failure). Termination terms (a robot's own :class:`TerminationSet` over
+:class:`Runner`, from :func:`locomotion_terminations`; ``terminations`` names them, ``termination_params`` sets
+their thresholds): ``torso_low`` (the root below ``height``) and ``upside_down`` (its up axis's world z below
+``min_up``); the physics health check always fails an episode.
 
 The env reads these config fields (each task's config declares them with its robot's defaults): ``sim``, ``sim_dt``,
 ``decimation``, ``episode_length``, ``action_mode``, ``action_scale``, ``joint_stiffness``, ``joint_damping``,
-``effort_limit``, ``default_joint_pos``, ``init_joint_pos_range``, ``init_joint_vel_range``, ``termination_height``,
-``min_up``.
+``effort_limit``, ``default_joint_pos``, ``init_joint_pos_range``, ``init_joint_vel_range``, ``terminations``,
+``termination_params``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.observations import ObsTerm, quat_rotate_inverse
-from horde.envs.terms import TermSet
+from horde.envs.terms import TerminationSet, TermSet
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf
@@ -37,11 +38,13 @@ from horde.sim.newton_world import NewtonWorld, make_world
 if TYPE_CHECKING:
     import newton
 
-__all__ = ["LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMS", "LocomotionEnv", "LocomotionTask", "Runner",
-           "build_locomotion_world", "obs_names"]
+__all__ = ["LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMINATIONS", "TERMS", "LocomotionEnv", "LocomotionTask",
+           "Runner", "build_locomotion_world", "locomotion_terminations", "obs_names", "torso_low", "upside_down"]
 
 TERMS = ("forward_vel", "alive", "ctrl", "terminated")
 """The default reward terms, in statistics order."""
+TERMINATIONS = ("torso_low", "upside_down")
+"""The default termination terms."""
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
 
@@ -60,8 +63,6 @@ class LocomotionTask:
     root: int
     q0: int
     qd0: int
-    termination_height: float
-    min_up: float
     max_episode_length: int
 
 
@@ -97,9 +98,11 @@ class Runner:
     """Actions of this step (unclipped)."""
     body_qd: wp.array2d(dtype=wp.spatial_vector)
     """World-frame body twists (COM linear [m/s], angular [rad/s])."""
+    body_q: wp.array2d(dtype=wp.transform)
+    """World-frame body poses (position [m], quaternion xyzw)."""
     unstable: wp.array(dtype=wp.bool)
     failed: wp.array(dtype=wp.bool)
-    """The episode fails on this step (written before the terms run)."""
+    """The episode fails on this step (written before the reward terms run)."""
 
 
 LOCOMOTION_TERMS = TermSet("locomotion", Runner)
@@ -134,9 +137,34 @@ def terminated(x: Runner, i: int) -> float:
     return wp.where(x.failed[i], 1.0, 0.0)
 
 
+@wp.func
+def torso_low(x: Runner, i: int, height: float = 0.31) -> bool:
+    """The root (torso) is lower than ``height`` [m] above the world's origin."""
+    return wp.transform_get_translation(x.body_q[i, x.root])[2] < height
+
+
+@wp.func
+def upside_down(x: Runner, i: int, min_up: float = 0.0) -> bool:
+    """The root's up axis has a world-z component below ``min_up`` (0: upside down; -1: never)."""
+    rot = wp.transform_get_rotation(x.body_q[i, x.root])
+    return 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1]) < min_up
+
+
+def locomotion_terminations(robot: str, *, height: float) -> TerminationSet:
+    """The termination terms of one locomotion robot: :func:`torso_low` with the robot's ``height`` [m] and
+    :func:`upside_down`, failures (``task.termination_params.torso_low.height=0.25``); a user's own term joins the
+    set with ``@ANT_TERMINATIONS.term``."""
+    ends = TerminationSet(f"{robot} termination", Runner)
+    ends.term(torso_low, params={"height": height})
+    ends.term(upside_down, bounds={"min_up": {"ge": -1.0, "le": 1.0}})
+    return ends
+
+
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+    """The step's kernel for these reward terms and terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+    check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
     def locomotion_post_step(
@@ -147,6 +175,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         body_q: wp.array2d(dtype=wp.transform),
         root_vel_base: wp.array2d(dtype=float),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
         last_actions: wp.array2d(dtype=float),
         state: wp.array2d(dtype=float),
         obs: wp.array2d(dtype=float),
@@ -155,11 +184,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         """Failure, reward terms, time-out, statistics and observations of env i (its physics reset comes next)."""
         i = wp.tid()
         ok = not x.unstable[i]
-        tf = body_q[i, t.root]
-        z = wp.transform_get_translation(tf)[2]
-        rot = wp.transform_get_rotation(tf)
-        up_z = 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1])
-        failed = (not ok) or z < t.termination_height or up_z < t.min_up
+        hits, failed, timed_out = wp.static(check)(x, i)
+        failed = failed or (not ok)
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
@@ -167,8 +193,9 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
             last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         r = weighted_reward(ep, i)
         _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
-        done = close_step(ep, i, r, failed, t.max_episode_length)
+        done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
+            wp.static(count)(hits, causes)
             for k in range(obs.shape[1]):
                 final_obs[i, k] = obs[i, k]
             for k in range(x.actions.shape[1]):
@@ -246,12 +273,16 @@ class LocomotionEnv(ArticulatedTaskEnv):
     """Actuated joints, in action and observation order."""
     term_set = LOCOMOTION_TERMS
     """Where ``reward_scales``' keys are looked up."""
+    termination_set: ClassVar[TerminationSet]
+    """Where ``terminations``' names are looked up (the robot's own set: :func:`locomotion_terminations`)."""
     step_kernels = (locomotion_observe,)
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
-        self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params))
+        self.termination_names = tuple(cfg.terminations)
+        self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
+                                           self.termination_set.fused(cfg.terminations, cfg.termination_params))
         self.world = self._build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
@@ -260,8 +291,6 @@ class LocomotionEnv(ArticulatedTaskEnv):
         self._task.root = self.world.root_body
         self._task.q0 = len(ROOT_COORDS)
         self._task.qd0 = ROOT_DOFS
-        self._task.termination_height = cfg.termination_height
-        self._task.min_up = cfg.min_up
         self._task.max_episode_length = cfg.episode_length
         self._last_actions = wp.zeros((num_envs, len(self.joints)), dtype=float, device=d)
         self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
@@ -272,6 +301,7 @@ class LocomotionEnv(ArticulatedTaskEnv):
         x = self.runner = Runner()
         """The reward terms' view of the state (:class:`Runner`)."""
         x.root, x.actions, x.body_qd = self.world.root_body, self._actions, self.world.arrays.body_qd
+        x.body_q = self.world.arrays.body_q
         x.unstable, x.failed = self.world.arrays.unstable, self._failed
 
     def _build_world(self, cfg: TaskConfig, num_envs: int, device: str) -> NewtonWorld:
@@ -309,7 +339,7 @@ class LocomotionEnv(ArticulatedTaskEnv):
         w = self.world
         wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self.runner, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base,
-            self.episodes()], outputs=[self._last_actions, self._state, self._obs, self._final_obs])
+            self.episodes(), self._causes], outputs=[self._last_actions, self._state, self._obs, self._final_obs])
 
     def _observe(self, mask: wp.array) -> None:
         w = self.world

@@ -1,13 +1,15 @@
 """Pendulum swing-up with a torque limit, with gymnasium Pendulum-v1's constants and update rule.
 
 Observations: cos and sin of the angle from upright, angular velocity [rad/s]. Action: torque in [-1, 1] x
-``max_torque`` [N m]. 20 Hz control (one 50 ms substep), 200 steps, no failure condition.
+``max_torque`` [N m]. 20 Hz control (one 50 ms substep), 200 steps. No failure condition but a non-finite state;
+``task.terminations`` adds termination terms of :data:`PENDULUM_TERMINATIONS` (none by default).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import warp as wp
@@ -17,7 +19,7 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs import render
 from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TermSet, term_values_torch, unit_clip
+from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 from horde.sim.fields import bounded
 
@@ -51,6 +53,12 @@ class PendulumConfig(TaskConfig):
     init_vel_range: float = bounded(1.0, ge=0)
     """Initial angular velocity is uniform in +- this [rad/s]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
+    terminations: list[str] = field(default_factory=list)
+    """Termination terms of PENDULUM_TERMINATIONS (none by default: a non-finite state always fails an episode);
+    the share of finished episodes each one ended is logged as ``termination/<name>``."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults
+    (``task.termination_params.<term>.<param>=v``; ``func`` makes a new term of a registered one)."""
 
 
 @wp.struct
@@ -91,6 +99,9 @@ class Swing:
 PENDULUM_TERMS = TermSet("pendulum", Swing)
 """Reward terms of the pendulum: Warp functions ``(x: Swing, i: int) -> float``; the env's step kernel and the
 differentiable model (SHAC) both call them."""
+PENDULUM_TERMINATIONS = TerminationSet("pendulum termination", Swing)
+"""Termination terms of the pendulum: Warp functions ``(x: Swing, i: int) -> bool`` (``task.terminations``; none
+built in). The step kernel fuses them; the differentiable model (SHAC) ends its episodes on the same ones."""
 
 
 @wp.func
@@ -120,8 +131,10 @@ def torque(x: Swing, i: int) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+    """The step's kernel for these reward terms and terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+    check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
     def pendulum_post_step(
@@ -129,17 +142,20 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         x: Swing,
         rng: wp.array(dtype=wp.uint32),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
     ):
-        """Reward terms, time-out, statistics, auto-reset and observations for env i."""
+        """Reward terms, terminations, time-out, statistics, auto-reset and observations for env i."""
         i = wp.tid()
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
-        failed = not _healthy(x, i)
-        done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
+        bad = not _healthy(x, i)
+        hits, failed, timed_out = wp.static(check)(x, i)
+        done = close_step(ep, i, weighted_reward(ep, i), failed or bad, wp.where(timed_out, 0, t.max_episode_length))
         if done:
-            _write_obs(final_obs, i, wp.where(failed, 0.0, x.state[i, 0]), wp.where(failed, 0.0, x.state[i, 1]))
+            wp.static(count)(hits, causes)
+            _write_obs(final_obs, i, wp.where(bad, 0.0, x.state[i, 0]), wp.where(bad, 0.0, x.state[i, 1]))
             _sample_state(t, rng, x.state, i)
         _write_obs(obs, i, x.state[i, 0], x.state[i, 1])
 
@@ -170,6 +186,8 @@ class PendulumEnv(WarpTaskEnv):
     action_names = ("torque",)
     state_names = PENDULUM_STATE
     term_names = TERMS
+    termination_set = PENDULUM_TERMINATIONS
+    """Where ``terminations``' names are looked up."""
     action_type = "torque"
     action_unit = "N m"
 
@@ -187,7 +205,9 @@ class PendulumEnv(WarpTaskEnv):
         self._task.init_angle_range = cfg.init_angle_range
         self._task.init_vel_range = cfg.init_vel_range
         self._task.max_episode_length = cfg.episode_length
-        self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS, cfg.reward_params))
+        self.termination_names = tuple(cfg.terminations)
+        self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS, cfg.reward_params),
+                                           PENDULUM_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
         self.step_kernels = (pendulum_advance, self._post_step)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self._swing = Swing()
@@ -199,7 +219,8 @@ class PendulumEnv(WarpTaskEnv):
     def _launch_step(self) -> None:
         wp.launch(pendulum_advance, self.num_envs, inputs=[self.physics, self.cfg.decimation, self._actions],
                   outputs=[self._state], device=self.dev.warp)
-        wp.launch(self._post_step, self.num_envs, inputs=[self._task, self._swing, self._rng, self.episodes()],
+        wp.launch(self._post_step, self.num_envs, inputs=[self._task, self._swing, self._rng, self.episodes(),
+                                                         self._causes],
                   outputs=[self._obs, self._final_obs], device=self.dev.warp)
 
     def _launch_reset(self) -> None:
@@ -243,8 +264,15 @@ def reward_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: PendulumC
 
 
 def failed_from_state(state: torch.Tensor, cfg: PendulumConfig) -> torch.Tensor:
-    """Failure, bool [N]: only a non-finite state ends a pendulum episode early."""
-    return ~torch.isfinite(state).all(dim=-1)
+    """Failure, bool [N], of post-step states [N, 2]: a non-finite state, or a failure among the configured
+    termination terms (the env's own Warp functions, :data:`PENDULUM_TERMINATIONS`; none by default)."""
+    bad = ~torch.isfinite(state).all(dim=-1)
+    if not cfg.terminations:
+        return bad
+    actions = torch.zeros(state.shape[0], 1, dtype=state.dtype, device=state.device)
+    (failed,) = term_values_torch(Swing, (PENDULUM_TERMINATIONS.failure_term(cfg.terminations, cfg.termination_params),),
+                                  {"state": (state.detach(), float), "actions": (actions, float)})
+    return bad | (failed > 0.5)
 
 
 def sample_states(cfg: PendulumConfig, num_envs: int, generator: torch.Generator,

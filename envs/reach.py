@@ -3,8 +3,10 @@
 Observations: 7 joint angles [rad], 7 joint rates [rad/s], end-effector position [m], target position [m], target
 minus end effector [m], the 7 previous actions. Actions: PD joint position targets, default pose + action x
 ``action_scale`` [rad] (``action_mode=pd``), or joint torques (``action_mode=torque``). 50 Hz control
-(4 x 5 ms substeps), 200-step episodes (4 s); the target is drawn uniformly in a box once per episode. The
-episode ends only by time-out, or when the physics health check flags the world.
+(4 x 5 ms substeps), 200-step episodes (4 s); the target is drawn uniformly in a box once per episode (the
+``target`` episode event of :data:`REACH_EVENTS`; ``retarget`` draws a new one every ``task.events.retarget``
+seconds). The episode ends by time-out, when the physics health check flags the world, or on a termination term of
+:data:`REACH_TERMINATIONS` that ``task.terminations`` lists (none by default).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,11 +26,11 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs.observations import ObsTerm
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TermSet, clipped_action_rate, term_values_torch
+from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate, term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
-from horde.sim.fields import bounded, bounded_list, choice
+from horde.sim.fields import FieldError, bounded, bounded_list, choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
 from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
 
@@ -82,6 +85,24 @@ class ReachConfig(TaskConfig):
     target_high: list[float] = field(default_factory=lambda: [0.65, 0.35, 0.65])
     """Upper corner of the target box in the base frame [m]."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
+    terminations: list[str] = field(default_factory=list)
+    """Termination terms of REACH_TERMINATIONS (none by default: the episode ends by time-out; unstable physics always
+    fails it); the share of finished episodes each one ended is logged as ``termination/<name>``."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults
+    (``task.termination_params.<term>.<param>=v``; ``func`` makes a new term of a registered one)."""
+    episode_events: list[str] = field(default_factory=lambda: ["target"])
+    """Episode event terms of REACH_EVENTS, in order: drawn once per episode, before the world resets the env's
+    state (``target``: the episode's target, uniform in the box)."""
+    events: dict[str, float] = field(default_factory=dict)
+    """Interval event terms of REACH_EVENTS by name, each with its interval [s] (run before the physics on the steps
+    of an episode that are multiples of it). E.g. ``{retarget: 1.0}``: a new target every second."""
+    reset_events: list[str] = field(default_factory=list)
+    """Reset event terms of REACH_EVENTS, in order: run in every reset of an env after the world has reset its joint
+    state and before its first observation."""
+    event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured event terms (any mode), by name, over their functions' defaults
+    (``task.event_params.<term>.<param>=v``; ``func`` makes a new term of a registered one)."""
 
     @staticmethod
     def migrate(task: dict) -> dict:
@@ -102,8 +123,6 @@ class ReachTask:
 
     ee_body: int
     ee_offset: wp.vec3
-    target_low: wp.vec3
-    target_high: wp.vec3
     max_episode_length: int
 
 
@@ -133,16 +152,6 @@ def _write_obs(t: ReachTask, i: int, ok: bool, joint_q: wp.array2d(dtype=float),
         obs[i, 2 * nj + 6 + k] = g[k] - e
 
 
-@wp.func
-def _sample_target(t: ReachTask, i: int, rng: wp.array(dtype=wp.uint32), target: wp.array(dtype=wp.vec3)):
-    s = rng[i]
-    x = wp.randf(s, t.target_low[0], t.target_high[0])
-    y = wp.randf(s, t.target_low[1], t.target_high[1])
-    z = wp.randf(s, t.target_low[2], t.target_high[2])
-    target[i] = wp.vec3(x, y, z)
-    rng[i] = s
-
-
 @wp.struct
 class Arm:
     """What a reach reward term reads of env ``i`` (arrays ``[num_envs, ...]``)."""
@@ -156,11 +165,42 @@ class Arm:
     joint_qd: wp.array2d(dtype=float)
     body_q: wp.array2d(dtype=wp.transform)
     target: wp.array(dtype=wp.vec3)
+    """Target position of each env [m], world frame."""
     unstable: wp.array(dtype=wp.bool)
+    target_low: wp.vec3
+    """Lower corner of the target box [m] (``task.target_low``)."""
+    target_high: wp.vec3
+    """Upper corner of the target box [m] (``task.target_high``)."""
+    joint_q: wp.array2d(dtype=float)
+    """Joint angles [rad] (events may write them in a reset event)."""
 
 
 REACH_TERMS = TermSet("reach", Arm)
 """Reward terms of reach: Warp functions ``(x: Arm, i: int) -> float``."""
+REACH_TERMINATIONS = TerminationSet("reach termination", Arm)
+"""Termination terms of reach: Warp functions ``(x: Arm, i: int) -> bool`` (``task.terminations``; none built in,
+:func:`reached` on offer). The step kernel fuses them; the differentiable model and the MuJoCo twin end their
+episodes on the same ones."""
+REACH_EVENTS = EventSet("reach event", Arm)
+"""Event terms of reach: Warp functions ``(x: Arm, i: int, s: wp.uint32) -> wp.uint32`` by mode
+(:data:`horde.envs.terms.EVENT_MODES`; startup events are not run by reach): ``task.episode_events``,
+``task.events`` (interval), ``task.reset_events``."""
+
+
+@wp.func
+def draw_target(x: Arm, i: int, s: wp.uint32) -> wp.uint32:
+    """A target uniform in the box ``task.target_low`` to ``task.target_high`` [m]."""
+    px = wp.randf(s, x.target_low[0], x.target_high[0])
+    py = wp.randf(s, x.target_low[1], x.target_high[1])
+    pz = wp.randf(s, x.target_low[2], x.target_high[2])
+    x.target[i] = wp.vec3(px, py, pz)
+    return s
+
+
+REACH_EVENTS.term(draw_target, name="target", mode="episode")
+REACH_EVENTS.term(draw_target, name="retarget", mode="interval")
+"""The target draw, once per episode (``target``, in ``task.episode_events`` by default) or every ``task.events``
+seconds (``retarget``: a moving target)."""
 
 
 @wp.func
@@ -196,9 +236,20 @@ def joint_vel(x: Arm, i: int) -> float:
     return vel
 
 
+@REACH_TERMINATIONS.term(bounds={"distance": {"gt": 0}})
+def reached(x: Arm, i: int, distance: float = 0.02) -> bool:
+    """A success that ends the episode: the end effector within ``distance`` [m] of the target (add it to
+    ``task.terminations``)."""
+    return _distance(x, i) < distance and not x.unstable[i]
+
+
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The step's kernel for this list of reward terms (fused with ``wp.static``)."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
+                     episode_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+    """The step's kernel for these reward terms, terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`) and episode events (a finished env's next episode: its target),
+    fused with ``wp.static``."""
+    check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
     def reach_post_step(
@@ -206,32 +257,75 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         x: Arm,
         joint_q: wp.array2d(dtype=float),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
         rng: wp.array(dtype=wp.uint32),
         final_error: wp.array(dtype=float),
         state: wp.array2d(dtype=float),
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
     ):
-        """Reward terms, time-out, statistics and observations of env i; a finished env gets a new target."""
+        """Reward terms, terminations, time-out, statistics and observations of env i; a finished env's episode
+        events (its new target)."""
         i = wp.tid()
         ok = not x.unstable[i]
         dist = _distance(x, i)
+        hits, failed, timed_out = wp.static(check)(x, i)
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
         for k in range(x.actions.shape[1]):
             x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         r = weighted_reward(ep, i)
         _write_obs(t, i, ok, joint_q, x.joint_qd, x.body_q, x.target, x.last_actions, state, obs)
-        done = close_step(ep, i, r, not ok, t.max_episode_length)
+        done = close_step(ep, i, r, failed or (not ok), wp.where(timed_out, 0, t.max_episode_length))
         if done:
+            wp.static(count)(hits, causes)
             final_error[i] = wp.where(ok, dist, -1.0)
             for k in range(obs.shape[1]):
                 final_obs[i, k] = obs[i, k]
             for k in range(x.actions.shape[1]):
                 x.last_actions[i, k] = 0.0
-            _sample_target(t, i, rng, x.target)
+            s = rng[i]
+            for e in range(wp.static(len(episode_events))):
+                s = wp.static(episode_events[e])(x, i, s)
+            rng[i] = s
 
     return reach_post_step
+
+
+@functools.lru_cache(maxsize=None)
+def pre_step_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's first kernel for these interval events (``task.events``), fused with ``wp.static``: each runs
+    on the steps of an episode that are multiples of its interval."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_pre_step(x: Arm, episode_length: wp.array(dtype=wp.int32), event_steps: wp.array(dtype=int),
+                       rng: wp.array(dtype=wp.uint32)):
+        i = wp.tid()
+        step = episode_length[i] + 1
+        s = rng[i]
+        for e in range(wp.static(len(events))):
+            if step % event_steps[e] == 0:
+                s = wp.static(events[e])(x, i, s)
+        rng[i] = s
+
+    return reach_pre_step
+
+
+@functools.lru_cache(maxsize=None)
+def reset_events_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The reset events (``task.reset_events``) of the envs in ``mask``, in order, fused with ``wp.static``; run
+    by ``world.reset`` between the joint state and forward kinematics."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_reset_events(x: Arm, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32)):
+        i = wp.tid()
+        if mask[i]:
+            s = rng[i]
+            for e in range(wp.static(len(events))):
+                s = wp.static(events[e])(x, i, s)
+            rng[i] = s
+
+    return reach_reset_events
 
 
 @wp.kernel(enable_backward=False)
@@ -252,22 +346,24 @@ def reach_observe(
         _write_obs(t, i, True, joint_q, joint_qd, body_q, target, last_actions, state, obs)
 
 
-@wp.kernel(enable_backward=False)
-def reach_reset_episode(
-    t: ReachTask,
-    mask: wp.array(dtype=wp.bool),
-    rng: wp.array(dtype=wp.uint32),
-    ep: Episodes,
-    target: wp.array(dtype=wp.vec3),
-    last_actions: wp.array2d(dtype=float),
-):
-    """Explicit reset of the envs in ``mask``: counters cleared, a new target."""
-    i = wp.tid()
-    if mask[i]:
-        clear_episode(ep, i)
-        for k in range(last_actions.shape[1]):
-            last_actions[i, k] = 0.0
-        _sample_target(t, i, rng, target)
+@functools.lru_cache(maxsize=None)
+def reset_episode_kernel(episode_events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The explicit reset's task draws for these episode events (the target), fused with ``wp.static``."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_reset_episode(x: Arm, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32), ep: Episodes):
+        """Explicit reset of the envs in ``mask``: counters cleared, the episode events (a new target)."""
+        i = wp.tid()
+        if mask[i]:
+            clear_episode(ep, i)
+            for k in range(x.last_actions.shape[1]):
+                x.last_actions[i, k] = 0.0
+            s = rng[i]
+            for e in range(wp.static(len(episode_events))):
+                s = wp.static(episode_events[e])(x, i, s)
+            rng[i] = s
+
+    return reach_reset_episode
 
 
 def build_world(cfg: ReachConfig, num_envs: int, device: str) -> tuple[NewtonWorld, int, tuple[float, float, float]]:
@@ -293,21 +389,44 @@ class ReachEnv(ArticulatedTaskEnv):
     state_names = JOINTS
     term_set = REACH_TERMS
     """Where ``reward_scales``' keys are looked up."""
+    termination_set = REACH_TERMINATIONS
+    """Where ``terminations``' names are looked up."""
+    event_set = REACH_EVENTS
+    """Where ``episode_events``', ``events``' and ``reset_events``' names are looked up."""
     step_kernels = (reach_observe,)
 
     def __init__(self, cfg: ReachConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
-        self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params))
+        self.termination_names = tuple(cfg.terminations)
+        params = cfg.event_params
+        episode_events = REACH_EVENTS.resolve_mode(cfg.episode_events, "episode", "task.episode_events", params)
+        events = REACH_EVENTS.resolve_mode(list(cfg.events), "interval", "task.events", params)
+        reset_events = REACH_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events", params)
+        REACH_EVENTS.check_params([*cfg.episode_events, *cfg.events, *cfg.reset_events], params)
+        control_dt = cfg.sim_dt * cfg.decimation
+        bad = [f"{n}={v}" for n, v in cfg.events.items() if not float(v) > 0]
+        if bad:
+            raise FieldError(f"task.events: every interval must be > 0 seconds, got {', '.join(bad)}")
+        self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
+                                           REACH_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
+                                           episode_events)
+        self._reset_episode = reset_episode_kernel(episode_events)
+        self._pre_step = pre_step_kernel(events) if events else None
+        reset_kernel = reset_events_kernel(reset_events) if reset_events else None
+        if reset_kernel is not None:
+            self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
+                                                             inputs=[self.arm, mask], outputs=[rng])
         self.world, ee_body, ee_offset = build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
         self.action_unit = "rad" if cfg.action_mode == "pd" else "N m"
         t = self._task = ReachTask()
         t.ee_body, t.ee_offset = ee_body, wp.vec3(*ee_offset)
-        t.target_low, t.target_high = wp.vec3(*cfg.target_low), wp.vec3(*cfg.target_high)
         t.max_episode_length = cfg.episode_length
         with wp.ScopedDevice(d):
+            self._event_steps = wp.array([max(int(round(float(v) / control_dt)), 1) for v in cfg.events.values()]
+                                         or [1], dtype=int)
             self._last_actions = wp.zeros((num_envs, len(JOINTS)), dtype=float)
             self._target = wp.zeros(num_envs, dtype=wp.vec3)
             self._final_error = wp.full(num_envs, -1.0, dtype=float)
@@ -315,7 +434,8 @@ class ReachEnv(ArticulatedTaskEnv):
         """Target positions [m], world frame, shape [num_envs, 3]."""
         self.final_error = wp.to_torch(self._final_error)
         """End-effector distance to the target at the last step of each env's last finished episode [m] (-1: none)."""
-        self.step_kernels = (self._post_step,) + self.step_kernels + self.world.kernels
+        self.step_kernels = ((self._post_step,) + self.step_kernels + self.world.kernels
+                             + tuple(k for k in (self._pre_step, reset_kernel) if k is not None))
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
@@ -326,6 +446,8 @@ class ReachEnv(ArticulatedTaskEnv):
         x.actions, x.last_actions, x.target = self._actions, self._last_actions, self._target
         w = self.world.arrays
         x.joint_qd, x.body_q, x.unstable = w.joint_qd, w.body_q, w.unstable
+        x.joint_q = w.joint_q
+        x.target_low, x.target_high = wp.vec3(*self.cfg.target_low), wp.vec3(*self.cfg.target_high)
 
     def action_scale(self) -> list[float]:
         return list(self.cfg.action_scale)
@@ -356,9 +478,14 @@ class ReachEnv(ArticulatedTaskEnv):
         u, w = q[:, :3], q[:, 3:]
         return p + off + 2.0 * torch.cross(u, torch.cross(u, off, dim=-1) + w * off, dim=-1)
 
+    def _pre_physics(self) -> None:
+        if self._pre_step is not None:
+            wp.launch(self._pre_step, self.num_envs, device=self.dev.warp,
+                      inputs=[self.arm, self._episode_length, self._event_steps], outputs=[self._rng])
+
     def _post_physics(self) -> None:
         wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self.arm, self.world.arrays.joint_q, self.episodes(), self._rng],
+            self._task, self.arm, self.world.arrays.joint_q, self.episodes(), self._causes, self._rng],
             outputs=[self._final_error, self._state, self._obs, self._final_obs])
 
     def _observe(self, mask: wp.array) -> None:
@@ -368,9 +495,8 @@ class ReachEnv(ArticulatedTaskEnv):
             outputs=[self._state, self._obs])
 
     def _reset_task(self) -> None:
-        wp.launch(reach_reset_episode, self.num_envs, device=self.dev.warp,
-                  inputs=[self._task, self._reset_mask, self._rng, self.episodes()],
-                  outputs=[self._target, self._last_actions])
+        wp.launch(self._reset_episode, self.num_envs, device=self.dev.warp,
+                  inputs=[self.arm, self._reset_mask, self._rng, self.episodes()])
 
     def _task_state(self) -> dict[str, torch.Tensor]:
         return {"target": self.target}
@@ -441,6 +567,23 @@ def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: Rea
     return dict(zip(names, values))
 
 
+def failed_from_state(state: torch.Tensor, cfg: ReachConfig) -> torch.Tensor:
+    """Failure, bool [N], of post-step states [N, 34]: a non-finite state, or a failure among the configured
+    termination terms (the env's own Warp functions, :data:`REACH_TERMINATIONS`, on an :class:`Arm` built from the
+    states as :func:`reward_terms_from_state` builds it; none by default)."""
+    bad = ~torch.isfinite(state).all(dim=-1)
+    if not cfg.terminations:
+        return bad
+    state = state.detach()
+    ee = state[:, DIFF_STATE["ee"]]
+    body_q = torch.cat([ee, _IDENTITY_ROTATION.to(ee).expand(ee.shape[0], 4)], dim=-1).unsqueeze(1)
+    (failed,) = term_values_torch(Arm, (REACH_TERMINATIONS.failure_term(cfg.terminations, cfg.termination_params),), {
+        "joint_qd": (state[:, DIFF_STATE["joint_qd"]], float), "body_q": (body_q, wp.transform),
+        "joint_q": (state[:, DIFF_STATE["joint_q"]], float), "target": (state[:, DIFF_STATE["target"]], wp.vec3),
+        "unstable": (bad, wp.bool)}, {"ee_body": 0, "ee_offset": wp.vec3(0.0, 0.0, 0.0)})
+    return bad | (failed > 0.5)
+
+
 def sample_states(cfg: ReachConfig, rollout: ReachRollout, num_envs: int, generator: torch.Generator) -> torch.Tensor:
     """Initial states [num_envs, 28] from the env's reset distribution (drawn with torch, not Warp's streams):
     default pose + uniform noise, rates +- ``init_joint_vel_range``, a target uniform in the box, no last action."""
@@ -477,7 +620,7 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
     return DiffTask(
         rollout=rollout, obs=obs_from_state, reward_terms=lambda s, a: reward_terms_from_state(s, a, cfg),
         reward_scales=dict(cfg.reward_scales),
-        failed=lambda s: ~torch.isfinite(s).all(dim=-1),
+        failed=lambda s: failed_from_state(s, cfg),
         sample_state=lambda n, g: sample_states(cfg, rollout, n, g), episode_length=cfg.episode_length,
         env_settings={"sim.solver": "featherstone"},
     )
@@ -485,9 +628,11 @@ def diff_task(cfg: ReachConfig, device: str = "cpu"):
 
 # --- the MuJoCo sim-to-sim twin (horde.deploy.sim2sim) ---------------------------------------------------------------
 class ReachTwin:
-    """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics.
-    MuJoCo's state is copied into a one-env :class:`Arm` on the CPU and the task's own Warp term functions
-    (``reward_scales``' keys) score it: a term added to :data:`REACH_TERMS` needs no edit here."""
+    """Reach: end effector (site ``ee``) to a target drawn once per episode; no failure but non-finite physics and
+    the configured termination terms. MuJoCo's state is copied into a one-env :class:`Arm` on the CPU and the task's
+    own Warp term functions (``reward_scales``' keys, ``terminations``) score it: a term added to
+    :data:`REACH_TERMS` or :data:`REACH_TERMINATIONS` needs no edit here. The target is drawn with numpy from the
+    same box (the ``target`` event's; events of a config's own do not run in the twin)."""
 
     sources = ("ee_pos", "goal_pos", "goal_rel_ee")
     """The observation sources it reads from MuJoCo (``raw``); joints and last actions come from the sim2sim loop."""
@@ -508,7 +653,10 @@ class ReachTwin:
         self.cfg, self.site = cfg, model.site("ee").id
         self.target, self.final_error = np.zeros(3), float("nan")
         self.names = tuple(cfg["reward_scales"])
-        self.kernel = term_values_kernel(Arm, REACH_TERMS.resolve(self.names, cfg.get("reward_params")))
+        # the reward terms, then (where the config lists terminations) 1 on a failure among them
+        ends = list(cfg.get("terminations") or ())
+        fail = (REACH_TERMINATIONS.failure_term(ends, cfg.get("termination_params")),) if ends else ()
+        self.kernel = term_values_kernel(Arm, REACH_TERMS.resolve(self.names, cfg.get("reward_params")) + fail)
         nj = len(JOINTS)
         with wp.ScopedDevice("cpu"):
             x = self.x = Arm()
@@ -517,7 +665,9 @@ class ReachTwin:
             x.actions, x.last_actions = wp.zeros((1, nj), dtype=float), wp.zeros((1, nj), dtype=float)
             x.joint_qd, x.body_q = wp.zeros((1, nj), dtype=float), wp.zeros((1, 1), dtype=wp.transform)
             x.target, x.unstable = wp.zeros(1, dtype=wp.vec3), wp.zeros(1, dtype=wp.bool)
-            self.out = wp.zeros((len(self.names), 1), dtype=float)
+            x.joint_q = wp.zeros((1, nj), dtype=float)
+            x.target_low, x.target_high = wp.vec3(*cfg["target_low"]), wp.vec3(*cfg["target_high"])
+            self.out = wp.zeros((len(self.names) + len(fail), 1), dtype=float)
 
     def reset(self, model, data, joints: "horde.deploy.sim2sim.Joints", rng: np.random.Generator) -> None:
         cfg = self.cfg
@@ -534,11 +684,13 @@ class ReachTwin:
         self.final_error = float(np.linalg.norm(self.target - ee))
         x = self.x
         x.actions.numpy()[0], x.last_actions.numpy()[0], x.joint_qd.numpy()[0] = a, last, joints.qd(data)
+        x.joint_q.numpy()[0] = data.qpos[:len(JOINTS)]  # the arm's MJCF has these hinges only, in this order
         x.body_q.numpy()[0, 0] = (*ee, 0.0, 0.0, 0.0, 1.0)
         x.target.numpy()[0] = self.target
         x.unstable.numpy()[0] = not bool(np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all())
         wp.launch(self.kernel, 1, inputs=[x], outputs=[self.out], device="cpu")
-        return dict(zip(self.names, (float(v) for v in self.out.numpy()[:, 0]))), False
+        out = self.out.numpy()[:, 0]
+        return dict(zip(self.names, (float(v) for v in out))), bool(out[len(self.names):].sum() > 0.5)
 
     def metrics(self) -> dict[str, float]:
         """Per episode; averaged over episodes under the same key."""

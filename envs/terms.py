@@ -313,6 +313,13 @@ class TerminationSet(TermSet):
         return _termination_funcs(self.context, tuple(names), tuple(t.func for t in terms),
                                   tuple(self._time_out[t.base] for t in terms))
 
+    def failure_term(self, names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None
+                     ) -> wp.Function:
+        """A Warp function ``(x, i) -> float``: 1 where a failure among the terminations ``names`` fires, else 0; a
+        term that :func:`term_values_torch` and :func:`term_values_kernel` evaluate, so that a differentiable model
+        or a MuJoCo twin ends its episodes on the env's own termination terms."""
+        return _failure_func(self.fused(names, params)[0], self.context)
+
 
 @functools.lru_cache(maxsize=None)
 def _termination_funcs(context: type, names: tuple, ends: tuple, time_outs: tuple) -> tuple[wp.Function, wp.Function]:
@@ -344,6 +351,17 @@ def _termination_funcs(context: type, names: tuple, ends: tuple, time_outs: tupl
         for n, f, t in zip(names, ends, time_outs))
     tag = hashlib.sha1(spec.encode()).hexdigest()[:12]
     return wp.func(check, name=f"termination_check_{tag}"), wp.func(count, name=f"termination_count_{tag}")
+
+
+@functools.lru_cache(maxsize=None)
+def _failure_func(check: wp.Function, context: type) -> wp.Function:
+    """:meth:`TerminationSet.failure_term` of one fused check (cached: one function per check)."""
+
+    def failure(x: context, i: int) -> float:
+        hits, failed, timed_out = wp.static(check)(x, i)
+        return wp.where(failed, 1.0, 0.0)
+
+    return wp.func(failure, name=f"termination_failure_{check.key.rsplit('_', 1)[-1]}")
 
 
 EVENT_MODES = ("startup", "episode", "reset", "interval")

@@ -17,10 +17,9 @@ is the user's name, the profile is what compose wrote)."""
 
 UNBOUNDED = {
     "task.reward_scales": "a weight per reward term: penalties are negative, bonuses positive",
-    "task.events": "interval [s] per event term: checked > 0 when the env is built (envs/velocity.py)",
+    "task.events": "interval [s] per event term: checked > 0 when the env is built (envs/velocity.py, envs/reach.py)",
     "task.joint_gains": "[stiffness, damping] per joint pattern: checked >= 0 when the env is built (envs/velocity.py)",
     "task.default_joint_pos": "joint angles [rad] of the initial pose: either sign, within the model's joint limits",
-    "task.termination_height": "a height [m] in the world frame; at or below the floor it turns the check off",
     "task.init_pole_angle": "an angle [rad] of either sign (0 upright, pi hanging)",
     "task.command_vx": "a [lo, hi] velocity range [m/s]: backwards is negative",
     "task.command_vy": "a [lo, hi] velocity range [m/s]: right is negative",
