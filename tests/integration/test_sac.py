@@ -96,3 +96,25 @@ def test_horde_train_play_and_export_a_sac_run(tmp_path):
     assert spec["onnx"]["action_squash"] == "tanh" and "Gaussian mean -> tanh -> " in spec["onnx"]["graph"]
     report = json.loads((bundle / "parity_report.json").read_text())
     assert report["passed"], report
+
+
+def test_update_threads_run_the_gradient_steps_and_the_steps_keep_torch_threads(tmp_path):
+    """``update_threads=2``: every gradient step runs on 2 torch threads, acting and stepping on ``torch_threads``
+    (1), and the count is back to 1 after the iteration."""
+    cfg, task, raw = compose([f"run_root={tmp_path}", *SMALL, "max_iterations=2", "update_threads=2"])
+    trainer = SACTrainer(cfg, task, raw, quiet=True)
+    seen = {"update": set(), "step": set()}
+    update, step = trainer._update, trainer._step
+
+    def counted_update():
+        seen["update"].add(torch.get_num_threads())
+        return update()
+
+    def counted_step():
+        seen["step"].add(torch.get_num_threads())
+        return step()
+
+    trainer._update, trainer._step = counted_update, counted_step
+    trainer.learn()
+    assert seen == {"update": {2}, "step": {1}}
+    assert torch.get_num_threads() == 1
