@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 __all__ = ["__version__"]
 
 _BUILTIN_TASKS = ("ant", "cartpole", "cartpole-swingup", "g1-velocity", "g1-velocity-rough", "humanoid", "lift",
-                  "pendulum", "push", "quadruped", "quadruped-rough", "quadruped-rough-depth",
+                  "pendulum", "place", "push", "quadruped", "quadruped-rough", "quadruped-rough-depth",
                   "quadruped-rough-perceptive", "quadruped-rough-student", "reach")
 """The tasks that ``import horde.envs`` registers, named here so that their gymnasium ids exist before the task
 modules (torch, Warp, Newton) are imported; ``tests/integration/test_libraries.py`` checks it equals ``task_names()``. A

@@ -1,7 +1,7 @@
 """Batched tasks, their registry, and the rsl-rl and gymnasium interfaces over them."""
 
 from horde.envs import cartpole, pendulum  # noqa: F401  (registers the built-in tasks)
-from horde.envs import ant, humanoid, lift, push, reach, velocity, velocity_tasks  # noqa: F401  (on Newton)
+from horde.envs import ant, humanoid, lift, place, push, reach, velocity, velocity_tasks  # noqa: F401  (on Newton)
 from horde.envs.adapters import GymVectorEnv, RslRlVecEnv
 from horde.envs.core import StepResult, TaskConfig, WarpTaskEnv
 from horde.envs.registry import (

@@ -3,7 +3,8 @@
 holds it at a random height above the table. The table, cube and targets are the arm entry's (:class:`ArmScene`).
 
 The scene is the arm, one free object (the cube, :class:`horde.sim.scene.RigidObject`, placed anew on every reset)
-and one static prop (the table). 50 Hz control (4 x 5 ms substeps), 250-step episodes (5 s). The episode fails when
+and one static prop (the table); the target is drawn by a reset event (``task.reset_events``: terms of
+:data:`LIFT_EVENTS`, ``target_above_cube`` by default; the place's pad is another). 50 Hz control (4 x 5 ms substeps), 250-step episodes (5 s). The episode fails when
 the cube leaves the table (falls below its top) or the physics health check flags the world.
 
 Actions (``arm`` and ``gripper`` choose them; the peers' recipes, ../shared/RECIPES.md):
@@ -46,7 +47,7 @@ from horde.envs.arms import ArmRobot
 from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
                                     IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, arm_of,
                                     obs_names_of)
-from horde.envs.lift_terms import LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
+from horde.envs.lift_terms import LIFT_EVENTS, LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
 from horde.envs.observations import ObsTerm, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command  # noqa: F401
@@ -62,10 +63,6 @@ class LiftTask:
 
     max_episode_length: int
     table_z: float
-    target_lo: float
-    target_hi: float
-    target_dx: float
-    target_dy: float
     ee_mode: int
     """1: arm=ee_delta, 0: arm=joint."""
     gripper_mode: int
@@ -194,17 +191,6 @@ def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
         u.joint_actions[i, k] = (qt - u.offset[k]) / u.scale[k]
 
 
-@wp.func
-def _new_target(t: LiftTask, x: Manip, i: int, s: wp.uint32) -> wp.uint32:
-    """Above the cube's (new) spot (moved by up to ``target_xy``), at a random height over the table."""
-    c = cube_pos(x, i)
-    x.target[i] = wp.vec3(c[0], c[1], t.table_z + wp.randf(s, t.target_lo, t.target_hi))
-    if t.target_dx > 0.0 or t.target_dy > 0.0:  # no draw otherwise: the lift's random stream is unchanged
-        x.target[i] = x.target[i] + wp.vec3(wp.randf(s, -t.target_dx, t.target_dx),
-                                            wp.randf(s, -t.target_dy, t.target_dy), 0.0)
-    return s
-
-
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
     """The step's kernel for these reward terms and terminations (``(check, count)`` of
@@ -241,24 +227,34 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     return lift_post_step
 
 
-@wp.kernel(enable_backward=False)
-def lift_observe(t: LiftTask, x: Manip, u: Command, mask: wp.array(dtype=wp.bool), clear: int,
-                 rng: wp.array(dtype=wp.uint32), ep: Episodes, joint_q: wp.array2d(dtype=float),
-                 default_q: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    """Envs in ``mask`` (just reset, cube placed): a new target, cleared actions and commands (the end-effector
-    and joint targets where the arm is, the gripper open; counters too when ``clear``), observations."""
-    i = wp.tid()
-    if mask[i]:
-        if clear == 1:
-            clear_episode(ep, i)
-        for k in range(x.last_actions.shape[1]):
-            x.last_actions[i, k] = 0.0
-        u.ee_target[i] = ee_pos(x, i)
-        for k in range(x.arm_dofs):
-            u.q_target[i, k] = joint_q[i, k]
-        u.grip[i] = 1.0
-        rng[i] = _new_target(t, x, i, rng[i])
-        _write_obs(x, u, i, True, joint_q, default_q, x.target, t.ee_mode, state, obs)
+@functools.lru_cache(maxsize=None)
+def observe_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The observe kernel for these reset events (``task.reset_events``, fused with ``wp.static``)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def lift_observe(t: LiftTask, x: Manip, u: Command, mask: wp.array(dtype=wp.bool), clear: int,
+                     rng: wp.array(dtype=wp.uint32), ep: Episodes, joint_q: wp.array2d(dtype=float),
+                     default_q: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+        """Envs in ``mask`` (just reset, cube placed): cleared actions and commands (the end-effector and joint
+        targets where the arm is, the gripper open; counters too when ``clear``), the reset events (a new target),
+        observations."""
+        i = wp.tid()
+        if mask[i]:
+            if clear == 1:
+                clear_episode(ep, i)
+            for k in range(x.last_actions.shape[1]):
+                x.last_actions[i, k] = 0.0
+            u.ee_target[i] = ee_pos(x, i)
+            for k in range(x.arm_dofs):
+                u.q_target[i, k] = joint_q[i, k]
+            u.grip[i] = 1.0
+            s = rng[i]
+            for e in range(wp.static(len(events))):
+                s = wp.static(events[e])(x, i, s)
+            rng[i] = s
+            _write_obs(x, u, i, True, joint_q, default_q, x.target, t.ee_mode, state, obs)
+
+    return lift_observe
 
 
 def scene(cfg: LiftConfig, arm: ArmRobot | None = None) -> tuple[RigidObject, StaticProp]:
@@ -345,6 +341,8 @@ class LiftEnv(ArticulatedTaskEnv):
     """Where ``reward_scales``' keys are looked up."""
     termination_set = LIFT_TERMINATIONS
     """Where ``terminations``' names are looked up."""
+    event_set = LIFT_EVENTS
+    """Where ``reset_events``' names are looked up."""
 
     def __init__(self, cfg: LiftConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
@@ -366,8 +364,6 @@ class LiftEnv(ArticulatedTaskEnv):
         t = self._task = LiftTask()
         sc = arm.scene
         t.max_episode_length, t.table_z = cfg.episode_length, sc.table_height
-        t.target_lo, t.target_hi = sc.target_height
-        t.target_dx, t.target_dy = cfg.target_xy
         t.ee_mode, t.gripper_mode, t.gripper_rate = int(cfg.arm == "ee_delta"), GRIPPER_MODES.index(cfg.gripper), \
             cfg.gripper_rate
         t.ee_step, t.ee_lead = cfg.ee_step, cfg.ee_lead
@@ -402,7 +398,12 @@ class LiftEnv(ArticulatedTaskEnv):
         self._ee = (ee_body, ee_offset)
         self.termination_names = tuple(cfg.terminations)
         self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
-        self.step_kernels = (lift_command, self._post_step, lift_observe) + w.kernels
+        self.reset_event_names = tuple(cfg.reset_events)
+        """Reset events in the order they run (``task.reset_events``)."""
+        LIFT_EVENTS.check_params(cfg.reset_events, cfg.event_params)
+        self._observe_kernel = observe_kernel(LIFT_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events",
+                                                                       cfg.event_params))
+        self.step_kernels = (lift_command, self._post_step, self._observe_kernel) + w.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
@@ -491,8 +492,12 @@ class LiftEnv(ArticulatedTaskEnv):
         (j0, s0, z0), (j1, s1, z1) = arm.opening
         x.finger_q = wp.vec2i(*self._opening_columns)
         x.finger_scale, x.finger_zero = wp.vec2(s0, s1), wp.vec2(z0, z1)
+        x.target_lo, x.target_hi = sc.target_height
+        x.target_dx, x.target_dy = cfg.target_xy
+        x.spawn_lo, x.spawn_hi = wp.vec2(sc.cube_x[0], sc.cube_y[0]), wp.vec2(sc.cube_x[1], sc.cube_y[1])
         x.actions, x.last_actions = self._actions, self._last_actions
-        x.joint_q, x.joint_qd, x.body_q, x.contact = a.joint_q, a.joint_qd, a.body_q, self._contact
+        x.joint_q, x.joint_qd, x.body_q, x.body_qd, x.contact = a.joint_q, a.joint_qd, a.body_q, a.body_qd, \
+            self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
         return x
 
@@ -520,7 +525,7 @@ class LiftEnv(ArticulatedTaskEnv):
 
     def _observe(self, mask: wp.array, *, clear: bool) -> None:
         w = self.world
-        wp.launch(lift_observe, self.num_envs, device=self.dev.warp, inputs=[
+        wp.launch(self._observe_kernel, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self.manip, self._command, mask, int(clear), self._rng, self.episodes(), w.arrays.joint_q,
             w.arrays.default_joint_q], outputs=[self._state, self._obs])
 

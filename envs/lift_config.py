@@ -183,3 +183,9 @@ class LiftConfig(TaskConfig):
     termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the configured termination terms, by name, over their functions' defaults (``func`` makes a
     new term of a registered one); ``task.termination_params.<term>.<param>=v``."""
+    reset_events: list[str] = field(default_factory=lambda: ["target_above_cube"])
+    """Reset event terms of LIFT_EVENTS, in order: run in every reset of an env after the cube is placed and before
+    its first observation; the target draw is one (``target_above_cube``: ``target_height`` and ``target_xy``)."""
+    event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured reset events, by name, over their functions' defaults (``func`` makes a new
+    term of a registered one); ``task.event_params.<term>.<param>=v``."""

@@ -1,15 +1,16 @@
-"""The lift task's reward terms: what a term reads of an env (:class:`Manip`) and the terms themselves, Warp functions
+"""The lift family's terms: what a term reads of an env (:class:`Manip`) and the terms themselves, Warp functions
 ``(x: Manip, i: int, <parameters>) -> float`` in :data:`LIFT_TERMS`, fused into the step kernel of
-:mod:`horde.envs.lift`. ``reaching_fine`` and ``target_fine`` are ``reaching`` and ``target_tracking`` registered again
+:mod:`horde.envs.lift`; its terminations (:data:`LIFT_TERMINATIONS`) and reset events (:data:`LIFT_EVENTS`: the
+target draw, ``target_above_cube``). ``reaching_fine`` and ``target_fine`` are ``reaching`` and ``target_tracking`` registered again
 with a narrower ``std`` (``task.reward_params`` sets any configured term's)."""
 
 from __future__ import annotations
 
 import warp as wp
 
-from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
+from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
 
-__all__ = ["LIFT_TERMINATIONS", "LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted", "pinched"]
+__all__ = ["LIFT_EVENTS", "LIFT_TERMINATIONS", "LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted", "pinched"]
 
 
 @wp.struct
@@ -37,12 +38,23 @@ class Manip:
     finger_scale: wp.vec2
     """Per finger body: its half opening [m] is finger_scale x (q - finger_zero) (the arm entry's ``opening``)."""
     finger_zero: wp.vec2
+    target_lo: float
+    """Range of the target's height above the table top [m] (``target_above_cube``)."""
+    target_hi: float
+    target_dx: float
+    """The target's x and y are the cube's + uniform in +- these [m] (``target_above_cube``)."""
+    target_dy: float
+    spawn_lo: wp.vec2
+    """Low corner (x, y) of the area where the cube spawns on the table [m]."""
+    spawn_hi: wp.vec2
     actions: wp.array2d(dtype=float)
     last_actions: wp.array2d(dtype=float)
     joint_q: wp.array2d(dtype=float)
     """Joint coordinates: the arm's angles [rad], then its gripper's (arm7: 7 angles, two finger openings [m])."""
     joint_qd: wp.array2d(dtype=float)
     body_q: wp.array2d(dtype=wp.transform)
+    body_qd: wp.array2d(dtype=wp.spatial_vector)
+    """Body twists, linear [m/s] then angular [rad/s], world frame."""
     contact: wp.array2d(dtype=wp.vec3)
     """Total contact force on the left and right finger [N]."""
     target: wp.array(dtype=wp.vec3)
@@ -57,6 +69,10 @@ lift_term = LIFT_TERMS.term
 LIFT_TERMINATIONS = TerminationSet("lift termination", Manip)
 """Termination terms of the lift family (``task.terminations``; unstable physics always fails an episode)."""
 
+LIFT_EVENTS = EventSet("lift event", Manip)
+"""Reset events of the lift family (``task.reset_events``, in order, after the cube is placed and before the first
+observation): ``(x: Manip, i: int, s: wp.uint32) -> wp.uint32``; the target draw is one."""
+
 
 @wp.func
 def ee_pos(x: Manip, i: int) -> wp.vec3:
@@ -66,6 +82,18 @@ def ee_pos(x: Manip, i: int) -> wp.vec3:
 @wp.func
 def cube_pos(x: Manip, i: int) -> wp.vec3:
     return wp.transform_get_translation(x.body_q[i, x.cube_body])
+
+
+@LIFT_EVENTS.term(mode="reset")
+def target_above_cube(x: Manip, i: int, s: wp.uint32) -> wp.uint32:
+    """The target above the cube's (new) spot (moved by up to ``target_dx``, ``target_dy``), at a random height
+    over the table in [``target_lo``, ``target_hi``]."""
+    c = cube_pos(x, i)
+    x.target[i] = wp.vec3(c[0], c[1], x.table_z + wp.randf(s, x.target_lo, x.target_hi))
+    if x.target_dx > 0.0 or x.target_dy > 0.0:  # no draw otherwise: the lift's random stream is unchanged
+        x.target[i] = x.target[i] + wp.vec3(wp.randf(s, -x.target_dx, x.target_dx),
+                                            wp.randf(s, -x.target_dy, x.target_dy), 0.0)
+    return s
 
 
 @LIFT_TERMINATIONS.term

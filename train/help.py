@@ -35,6 +35,8 @@ BUILTIN_TASKS: dict[str, tuple[str, bool]] = {
     "lift": ("horde's 7-DoF arm with a parallel gripper lifts a cube from a random spot on a table to a random "
              "height", False),
     "pendulum": ("swing a torque-limited pendulum up and hold it (Pendulum-v1 dynamics)", True),
+    "place": ("horde's 7-DoF arm (robot=: any arm entry) picks a cube and sets it down on a pad drawn on the table, "
+              "released and resting", False),
     "push": ("horde's 7-DoF arm pushes a cube across a table to a random target on it", False),
     "quadruped": ("Go2-like quadruped, flat ground: track commanded (vx, vy, yaw rate); fails on base contact", False),
     "quadruped-rough": ("quadruped on rough heightfield tiles (noise, slopes, stairs) with a terrain curriculum and "

@@ -12,9 +12,9 @@ SAME_PHYSICS = {"quadruped-rough-perceptive": "quadruped-rough", "quadruped-roug
 """Tasks that only add observations to another task's physics: the long runs below (1,000 and 3 x 600 steps: about
 2 minutes on 2 cores for a rough-terrain task until 2026-11-28, 30 s since its MuJoCo model has no contact gap)
 already run on that task, so these get a fifth of the steps."""
-SAME_SCENE = {"push": "lift"}
+SAME_SCENE = {"push": "lift", "place": "lift"}
 """Tasks on another task's scene and physics with targets and rewards of their own: a third of the long runs (the
-push's 250-step episodes must end in the 1,000-step one), and no backend runs of their own."""
+push's 250-step and the place's 300-step episodes must end in the 1,000-step one), and no backend runs of their own."""
 COMBINED = {"g1-velocity-rough": ("g1-velocity", "quadruped-rough")}
 """Tasks whose parts each get the long runs in another task: g1-velocity-rough is the G1 of g1-velocity on the
 terrain (and its curriculum and randomization) of quadruped-rough. Its long runs took 6 minutes on 2 cores, a

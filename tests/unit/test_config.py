@@ -31,7 +31,7 @@ def test_task_switch_takes_its_tuned_values():
 @pytest.mark.parametrize("overrides, expected", [
     (["task=cartpol"], "valid choices: " + ", ".join(task_names())),
     (["task=quadruped", "robot=spot"], "unknown robot 'spot'; valid robots: quad12, go2"),
-    (["task=cartpole", "robot=go2"], "robot= needs a task with a robot choice (g1-velocity, g1-velocity-rough, lift, push, quadruped, quadruped-rough, quadruped-rough-depth, quadruped-rough-perceptive, quadruped-rough-student)"),
+    (["task=cartpole", "robot=go2"], "robot= needs a task with a robot choice (g1-velocity, g1-velocity-rough, lift, place, push, quadruped, quadruped-rough, quadruped-rough-depth, quadruped-rough-perceptive, quadruped-rough-student)"),
     (["algo=sacc"], "valid choices: distillation, ppo, sac, shac"),
     (["num_env=4"], "valid keys there: algo, cpu, deterministic, device"),
     (["task.max_forse=3"], "max_force"),
