@@ -4,8 +4,9 @@ holds it at a random height above the table. The table, cube and targets are the
 
 The scene is the arm, one free object (the cube, :class:`horde.sim.scene.RigidObject`, placed anew on every reset)
 and one static prop (the table); the target is drawn by a reset event (``task.reset_events``: terms of
-:data:`LIFT_EVENTS`, ``target_above_cube`` by default; the place's pad is another). 50 Hz control (4 x 5 ms substeps), 250-step episodes (5 s). The episode fails when
-the cube leaves the table (falls below its top) or the physics health check flags the world.
+:data:`LIFT_EVENTS`, ``target_above_cube`` by default; the place's pad is another). 50 Hz control (4 x 5 ms
+substeps), 250-step episodes (5 s). The episode fails when the cube leaves the table (falls below its top) or the
+physics health check flags the world.
 
 Actions (``arm`` and ``gripper`` choose them; the peers' recipes, ../shared/RECIPES.md):
 - ``arm=ee_delta`` (default): three actions move the end-effector target by up to ``ee_step`` [m] per control step

@@ -1,8 +1,8 @@
 """The lift family's terms: what a term reads of an env (:class:`Manip`) and the terms themselves, Warp functions
 ``(x: Manip, i: int, <parameters>) -> float`` in :data:`LIFT_TERMS`, fused into the step kernel of
 :mod:`horde.envs.lift`; its terminations (:data:`LIFT_TERMINATIONS`) and reset events (:data:`LIFT_EVENTS`: the
-target draw, ``target_above_cube``). ``reaching_fine`` and ``target_fine`` are ``reaching`` and ``target_tracking`` registered again
-with a narrower ``std`` (``task.reward_params`` sets any configured term's)."""
+target draw, ``target_above_cube``). ``reaching_fine`` and ``target_fine`` are ``reaching`` and
+``target_tracking`` registered again with a narrower ``std`` (``task.reward_params`` sets any configured term's)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import warp as wp
 
 from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
 
-__all__ = ["LIFT_EVENTS", "LIFT_TERMINATIONS", "LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted", "pinched"]
+__all__ = ["LIFT_EVENTS", "LIFT_TERMINATIONS", "LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted",
+           "pinched"]
 
 
 @wp.struct

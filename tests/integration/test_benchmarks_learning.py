@@ -165,6 +165,9 @@ PPO_COMMANDS = {
     ("push", "cpu"): "python benchmarks/learn_push.py --minutes 15 --seed 0 --eval-every 25 num_envs=512",
     ("push", "cuda:0"): "python benchmarks/learn_push.py --minutes 0.5 --seed 0 --eval-every 25 num_envs=4096 "
                         "device=cuda:0",
+    ("place", "cpu"): "python benchmarks/learn_place.py --minutes 60 --seed 0 --eval-every 25 num_envs=512",
+    ("place", "cuda:0"): "python benchmarks/learn_place.py --minutes 60 --seed 0 --eval-every 25 num_envs=4096 "
+                         "device=cuda:0",
 }
 """Every entry's PPO command at its own budget, seed 0, as the scoreboard wrote it before ``--algo sac`` (commit
 fd9f0eb, a machine with a C++ compiler): adding SAC must not change PPO's runs."""
@@ -310,6 +313,14 @@ def test_learn_push_quick_reports_the_share_on_target(tmp_path):
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["iterations"] == 2 and row["target_fraction"] == 0.5 and row["target_key"] == "on_target_fraction"
     assert 0.0 <= row["on_target_fraction"] <= 1.0 and 0.0 <= row["baseline_zero_action"]["on_target_fraction"] <= 1.0
+
+
+def test_learn_place_quick_reports_the_share_on_the_pad_beside_zero_actions(tmp_path):
+    out = run_benchmark("learn_place.py", "--quick", "--json", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["iterations"] == 2 and row["target_fraction"] == 0.5 and row["target_key"] == "on_pad_fraction"
+    assert 0.0 <= row["on_pad_fraction"] <= 1.0 and row["baseline_zero_action"]["on_pad_fraction"] == 0.0
 
 
 def test_push_zero_action_baseline_is_the_share_of_targets_drawn_near_the_cube():
