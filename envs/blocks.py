@@ -37,6 +37,7 @@ class BlockStepEnv(WarpTaskEnv):
 
     def _configure_step(self) -> None:
         self._stats_parts = [self._stats]
+        self._causes_parts = [self._causes]
         self._configure_cpu_path(blocks=not self.dev.is_cuda)
 
     def _configure_cpu_path(self, *, blocks: bool, threads: int | None = None) -> None:
@@ -56,23 +57,27 @@ class BlockStepEnv(WarpTaskEnv):
         with wp.ScopedDevice(d):
             while len(self._stats_parts) < threads:  # one statistics buffer per thread: CPU atomics are plain adds
                 self._stats_parts.append(wp.zeros_like(self._stats))
+                self._causes_parts.append(wp.zeros_like(self._causes))
         blocks_total = self.num_envs // LANES
         bounds = [LANES * (blocks_total * k // threads) for k in range(threads)] + [self.num_envs]
         self._graph = ParallelStepGraph([
-            StepGraph(functools.partial(self._launch_step_range, bounds[k], bounds[k + 1], self._stats_parts[k]), d,
-                      kernels=kernels, use_graph=use_graph)
+            StepGraph(functools.partial(self._launch_step_range, bounds[k], bounds[k + 1], self._stats_parts[k],
+                                        self._causes_parts[k]), d, kernels=kernels, use_graph=use_graph)
             for k in range(threads)
         ])
 
     def _fold_stats(self) -> None:
-        """Add the other threads' statistics buffers into ``_stats`` (host side, between steps)."""
+        """Add the other threads' statistics buffers into ``_stats`` and ``_causes`` (host side, between steps)."""
         for extra in self._stats_parts[1:]:
             wp.to_torch(self._stats).add_(wp.to_torch(extra))
+            extra.zero_()
+        for extra in self._causes_parts[1:]:
+            wp.to_torch(self._causes).add_(wp.to_torch(extra))
             extra.zero_()
 
     def set_env_state(self, saved) -> None:
         super().set_env_state(saved)
-        for extra in self._stats_parts[1:]:
+        for extra in self._stats_parts[1:] + self._causes_parts[1:]:
             extra.zero_()
 
     def _block_end(self, start: int, stop: int) -> int:
@@ -81,9 +86,9 @@ class BlockStepEnv(WarpTaskEnv):
         return start + (stop - start) // LANES * LANES if self._use_blocks else start
 
     def _launch_step(self) -> None:
-        self._launch_step_range(0, self.num_envs, self._stats)
+        self._launch_step_range(0, self.num_envs, self._stats, self._causes)
 
-    def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
+    def _launch_step_range(self, start: int, stop: int, stats: wp.array, causes: wp.array) -> None:
         """Step envs [start, stop) only (``start`` a multiple of ``LANES``), accumulating episode statistics into
-        ``stats``; ranges run concurrently on CPU threads."""
+        ``stats`` and termination causes into ``causes``; ranges run concurrently on CPU threads."""
         raise NotImplementedError

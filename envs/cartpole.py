@@ -1,13 +1,16 @@
 """Cart-pole: ``cartpole`` (balance from a random near-upright state) and ``cartpole-swingup`` (from hanging).
 
 Observations: cart position [m], cart velocity [m/s], cos and sin of the pole angle from upright, pole rate
-[rad/s]. Action: cart force in [-1, 1] x ``max_force`` [N]. 50 Hz control (2 x 10 ms substeps), 500 steps.
+[rad/s]. Action: cart force in [-1, 1] x ``max_force`` [N]. 50 Hz control (2 x 10 ms substeps), 500 steps. The episode fails on a non-finite
+state or a termination term of :data:`CARTPOLE_TERMINATIONS` that ``task.terminations`` lists (``cart_out``: past
+``cart_limit``; ``pole_fallen``: past ``pole_limit``).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import warp as wp
@@ -18,7 +21,8 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs import render
 from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TermSet, term_values_torch, unit_clip
+from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
+from horde.sim.device import resolve_device
 from horde.sim.fields import bounded
 from horde.sim.classic import (
     CARTPOLE_STATE,
@@ -32,6 +36,8 @@ from horde.sim.classic import (
 
 TERMS = ("alive", "upright", "pole_angle", "cart_pos", "cart_vel", "pole_vel", "action", "terminated")
 NUM_TERMS = len(TERMS)
+TERMINATIONS = ("cart_out", "pole_fallen")
+"""The built-in termination terms, the ones the CPU block step (:mod:`horde.envs.cartpole_block`) runs too."""
 OBS_DIM = 5
 
 Obs = wp.types.vector(length=OBS_DIM, dtype=float)
@@ -58,9 +64,10 @@ class CartpoleConfig(TaskConfig):
     max_force: float = bounded(10.0, ge=0)
     """Force at action 1 [N]."""
     cart_limit: float = bounded(2.4, gt=0)
-    """The episode fails when |cart position| exceeds this [m]."""
+    """The episode fails when |cart position| exceeds this [m] (the ``cart_out`` termination term)."""
     pole_limit: float = bounded(0.4, ge=0)
-    """The episode fails when |pole angle| exceeds this [rad]; 0 disables the check (swing-up)."""
+    """The episode fails when |pole angle| exceeds this [rad] (the ``pole_fallen`` termination term); 0 disables the
+    check (swing-up)."""
     init_pole_angle: float = 0.0
     """Centre of the initial pole angle [rad]: 0 upright, pi hanging."""
     init_pole_angle_range: float = bounded(0.1, ge=0)
@@ -70,6 +77,14 @@ class CartpoleConfig(TaskConfig):
     init_vel_range: float = bounded(0.1, ge=0)
     """Initial cart [m/s] and pole [rad/s] velocities are +- this."""
     reward_scales: dict[str, float] = field(default_factory=_balance_scales)
+    terminations: list[str] = field(default_factory=lambda: list(TERMINATIONS))
+    """Termination terms of CARTPOLE_TERMINATIONS (a non-finite state always fails an episode); the share of
+    finished episodes each one ended is logged as ``termination/<name>``. A list of other terms than the built-in
+    ones runs the one-env-per-thread kernels on the CPU too (the block step's C++ runs only ``cart_out`` and
+    ``pole_fallen``)."""
+    termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured termination terms, by name, over their functions' defaults
+    (``task.termination_params.<term>.<param>=v``; ``func`` makes a new term of a registered one)."""
 
 
 @wp.struct
@@ -130,7 +145,10 @@ class Cart:
     cart_limit: float
     """The episode fails past this cart position [m]."""
     pole_limit: float
-    """The episode fails past this pole angle [rad]; 0: never (swing-up)."""
+    """The ``pole_fallen`` term fails past this pole angle [rad]; 0: never (swing-up)."""
+    failed: wp.array(dtype=wp.bool)
+    """The episode fails on this step: a non-finite state or a configured termination term (written before the
+    reward terms run)."""
 
 
 CARTPOLE_TERMS = TermSet("cartpole", Cart)
@@ -160,16 +178,28 @@ def _squared(x: Cart, i: int, k: int) -> float:
     return v * v
 
 
-@wp.func
-def _failed(x: Cart, i: int) -> bool:
-    return (not _finite(x, i)) or wp.abs(_var(x, i, 0)) > x.cart_limit or (
-        x.pole_limit > 0.0 and wp.abs(_var(x, i, 2)) > x.pole_limit)
+CARTPOLE_TERMINATIONS = TerminationSet("cartpole termination", Cart)
+"""Termination terms of the cart-pole: Warp functions ``(x: Cart, i: int) -> bool`` (``task.terminations``); the
+step kernel fuses them, the differentiable model (SHAC) ends its episodes on the same ones, and the CPU block step's
+C++ mirrors the built-in two (:data:`TERMINATIONS`)."""
+
+
+@CARTPOLE_TERMINATIONS.term
+def cart_out(x: Cart, i: int) -> bool:
+    """|cart position| > ``task.cart_limit`` [m] (a finite state)."""
+    return wp.abs(_var(x, i, 0)) > x.cart_limit
+
+
+@CARTPOLE_TERMINATIONS.term
+def pole_fallen(x: Cart, i: int) -> bool:
+    """|pole angle from upright| > ``task.pole_limit`` [rad] (a finite state; never with a limit of 0)."""
+    return x.pole_limit > 0.0 and wp.abs(_var(x, i, 2)) > x.pole_limit
 
 
 @CARTPOLE_TERMS.term
 def alive(x: Cart, i: int) -> float:
     """1 while the episode goes on, 0 on the failing step."""
-    return 1.0 - wp.where(_failed(x, i), 1.0, 0.0)
+    return 1.0 - wp.where(x.failed[i], 1.0, 0.0)
 
 
 @CARTPOLE_TERMS.term
@@ -213,13 +243,15 @@ def action(x: Cart, i: int) -> float:
 @CARTPOLE_TERMS.term
 def terminated(x: Cart, i: int) -> float:
     """1 on the failing step."""
-    return wp.where(_failed(x, i), 1.0, 0.0)
+    return wp.where(x.failed[i], 1.0, 0.0)
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The one-env-per-thread step kernel (CUDA, and the envs after the last CPU block) for these reward terms,
-    fused with ``wp.static``."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+    """The one-env-per-thread step kernel (CUDA, the envs after the last CPU block, and the CPU with terminations
+    of a config's own) for these reward terms and terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+    check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
     def cartpole_post_step(
@@ -228,23 +260,29 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
         state: wp.array2d(dtype=float),
         rng: wp.array(dtype=wp.uint32),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
+        failed_now: wp.array(dtype=wp.bool),
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
     ):
-        """Reward terms, failure, time-out, statistics, auto-reset and observations for env i."""
+        """Failure, reward terms, time-out, statistics, auto-reset and observations for env i."""
         i = wp.tid()
         x = Cart()
         x.state = state
         x.actions = actions
         x.cart_limit = t.cart_limit
         x.pole_limit = t.pole_limit
+        x.failed = failed_now
+        hits, failed, timed_out = wp.static(check)(x, i)
+        failed = failed or (not _finite(x, i))
+        x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
-        failed = _failed(x, i)
-        done = close_step(ep, i, weighted_reward(ep, i), failed, t.max_episode_length)
+        done = close_step(ep, i, weighted_reward(ep, i), failed, wp.where(timed_out, 0, t.max_episode_length))
         # the post-step state as scored: the pole angle wrapped, zeros for a non-finite state
         v0, v1, v2, v3 = _var(x, i, 0), _var(x, i, 1), _var(x, i, 2), _var(x, i, 3)
         if done:
+            wp.static(count)(hits, causes)
             _write_obs(final_obs, i, v0, v1, v2, v3)
             _sample_state(t, rng, state, i)
             _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
@@ -254,8 +292,9 @@ def post_step_kernel(terms: tuple[wp.Function, ...]) -> wp.Kernel:
     return cartpole_post_step
 
 
-cartpole_post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS))
-"""The step kernel of :data:`TERMS` (every cart-pole task scores all of them; ``reward_scales`` weights them)."""
+cartpole_post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS), CARTPOLE_TERMINATIONS.fused(TERMINATIONS))
+"""The step kernel of :data:`TERMS` and :data:`TERMINATIONS` (every cart-pole task scores all of the reward terms;
+``reward_scales`` weights them)."""
 
 
 @wp.kernel(enable_backward=False)
@@ -282,6 +321,8 @@ class CartpoleEnv(BlockStepEnv):
     action_names = ("cart_force",)
     state_names = CARTPOLE_STATE
     term_names = TERMS
+    termination_set = CARTPOLE_TERMINATIONS
+    """Where ``terminations``' names are looked up."""
     action_type = "force"
     action_unit = "N"
 
@@ -297,6 +338,13 @@ class CartpoleEnv(BlockStepEnv):
 
     def __init__(self, cfg: CartpoleConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         CARTPOLE_TERMS.configure(TERMS, cfg.reward_params)  # its terms take none: an entry fails in one line
+        ends = CARTPOLE_TERMINATIONS.configure(cfg.terminations, cfg.termination_params)
+        self.termination_names = tuple(cfg.terminations)
+        self._post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS),
+                                           CARTPOLE_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
+        bases = [t.base for t in ends]
+        self._builtin_ends = len(set(bases)) == len(bases) and set(bases) <= set(TERMINATIONS)
+        """The configured terminations are built-in ones the block step's C++ runs (else: per-env kernels only)."""
         self.physics = physics_params(cfg)
         self._task = CartpoleTask()
         self._task.cart_limit = cfg.cart_limit
@@ -308,26 +356,37 @@ class CartpoleEnv(BlockStepEnv):
         self._task.max_episode_length = cfg.episode_length
         from horde.envs.cartpole_block import cartpole_block_kernel
 
-        self.block_kernels = (cartpole_block_kernel(cfg.decimation),)
+        self.block_kernels = ((cartpole_block_kernel(cfg.decimation, *(bases.index(n) if n in bases else -1
+                                                                       for n in TERMINATIONS)),)
+                              if self._builtin_ends else ())
+        self.step_kernels = (cartpole_advance, self._post_step)
+        self._failed = wp.zeros(num_envs, dtype=wp.bool, device=resolve_device(device).warp)
+        """Whether each env failed on the last step (what ``alive`` and ``terminated`` read; the per-env kernels)."""
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     step_kernels = (cartpole_advance, cartpole_post_step)
 
+    def _configure_cpu_path(self, *, blocks: bool, threads: int | None = None) -> None:
+        super()._configure_cpu_path(blocks=blocks and self._builtin_ends, threads=threads)
+
     def action_scale(self) -> list[float]:
         return [self.cfg.max_force]
 
-    def _launch_step_range(self, start: int, stop: int, stats: wp.array) -> None:
+    def _launch_step_range(self, start: int, stop: int, stats: wp.array, causes: wp.array) -> None:
         d, mid = self.dev.warp, self._block_end(start, stop)
         if mid > start:
             wp.launch(self.block_kernels[0], (mid - start) // LANES,
                       inputs=[self.physics, self._task, self._actions, self._state, self._rng, self.episodes(0, stats),
-                              start],
+                              causes, start],
                       outputs=[self._obs, self._final_obs], device=d)
         if mid < stop:  # the envs after the last full block (stop is num_envs here)
-            wp.launch(cartpole_advance, stop - mid,
-                      inputs=[self.physics, self.cfg.decimation, self._env_slice(self._actions, mid)],
-                      outputs=[self._env_slice(self._state, mid)], device=d)
-            self._launch_post_step(cartpole_post_step, self._task, start=mid, stats=stats)
+            v = self._env_slice
+            wp.launch(cartpole_advance, stop - mid, inputs=[self.physics, self.cfg.decimation, v(self._actions, mid)],
+                      outputs=[v(self._state, mid)], device=d)
+            wp.launch(self._post_step, stop - mid,
+                      inputs=[self._task, v(self._actions, mid), v(self._state, mid), v(self._rng, mid),
+                              self.episodes(mid, stats), causes, v(self._failed, mid)],
+                      outputs=[v(self._obs, mid), v(self._final_obs, mid)], device=d)
 
     def _launch_reset(self) -> None:
         self._launch_masked_reset(cartpole_reset, self._task)
@@ -353,13 +412,15 @@ def obs_from_state(state: torch.Tensor) -> torch.Tensor:
 
 
 def failed_from_state(state: torch.Tensor, cfg: CartpoleConfig) -> torch.Tensor:
-    """Failure, bool [N], of post-step states [N, 4] (non-finite, cart past its limit, or pole past its limit): the
-    env's own ``terminated`` term, which is 1 exactly on a failing step."""
+    """Failure, bool [N], of post-step states [N, 4]: non-finite, or a failure among the configured termination
+    terms (the env's own Warp functions, :data:`CARTPOLE_TERMINATIONS`: by default the cart or the pole past its
+    limit)."""
+    bad = ~torch.isfinite(state).all(dim=-1)
     actions = torch.zeros(state.shape[0], 1, dtype=state.dtype, device=state.device)
-    (terminated,) = term_values_torch(Cart, CARTPOLE_TERMS.resolve(["terminated"]), {
-        "state": (state.detach(), float), "actions": (actions, float)},
-        {"cart_limit": cfg.cart_limit, "pole_limit": cfg.pole_limit})
-    return terminated > 0.5
+    fail = CARTPOLE_TERMINATIONS.failure_term(cfg.terminations, cfg.termination_params)
+    (failed,) = term_values_torch(Cart, (fail,), {"state": (state.detach(), float), "actions": (actions, float)},
+                                  {"cart_limit": cfg.cart_limit, "pole_limit": cfg.pole_limit})
+    return bad | (failed > 0.5)
 
 
 def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: CartpoleConfig) -> dict[str, torch.Tensor]:
@@ -367,8 +428,9 @@ def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: Car
     the env's own Warp terms (:data:`CARTPOLE_TERMS`) on torch tensors, differentiable
     (:func:`horde.envs.terms.term_values_torch`)."""
     names = tuple(cfg.reward_scales)
-    values = term_values_torch(Cart, CARTPOLE_TERMS.resolve(names), {"state": (state, float), "actions": (actions, float)},
-                               {"cart_limit": cfg.cart_limit, "pole_limit": cfg.pole_limit})
+    values = term_values_torch(Cart, CARTPOLE_TERMS.resolve(names), {
+        "state": (state, float), "actions": (actions, float), "failed": (failed_from_state(state, cfg), wp.bool)},
+        {"cart_limit": cfg.cart_limit, "pole_limit": cfg.pole_limit})
     return dict(zip(names, values))
 
 

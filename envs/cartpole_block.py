@@ -33,7 +33,8 @@ __all__ = ["cartpole_block_kernel"]
 # at 4096 envs, the best Warp-only block kernel took 34-38 us a step, this native one 17 us. Each Warp thread calls one
 # native function for its block: a vectorized loop over the block's envs (physics substeps, reward terms, failure,
 # time-out, observations) reading and writing the env buffers in place through raw pointers, then the few finished envs
-# in env order (statistics, final observation, a fresh state from the env's random stream). Reward terms and episode
+# in env order (statistics, which built-in termination terms fired, final observation, a fresh state from the env's
+# random stream). Termination terms of a config's own cannot reach this C++: such a config runs the per-env kernels. Reward terms and episode
 # sums are term-major ([num_terms, num_envs], see horde.envs.core), so those stores are contiguous across lanes.
 # The C++ mirrors, statement for statement, ``sincos``, ``is_finite``, ``wrap_angle`` and ``cartpole_substep``
 # (horde.sim.classic), the reward terms, ``_failed``, ``_draw_state`` and ``_obs`` above, and ``weighted_reward``, ``close_step`` and
@@ -119,8 +120,9 @@ for (int j = 0; j < lanes; ++j) {
     x = finite ? x : 0.0f;
     x_dot = finite ? x_dot : 0.0f;
     theta_dot = finite ? theta_dot : 0.0f;
-    const bool failed = (!finite) || wp::abs(x) > t.cart_limit
-        || (t.pole_limit > 0.0f && wp::abs(angle) > t.pole_limit);
+    // the configured termination terms (cart_out, pole_fallen): horde.envs.cartpole.CARTPOLE_TERMINATIONS
+    const bool failed = (!finite) || (@CART_ON@ && wp::abs(x) > t.cart_limit)
+        || (@POLE_ON@ && t.pole_limit > 0.0f && wp::abs(angle) > t.pole_limit);
     const float fail = failed ? 1.0f : 0.0f;
     float sin_a, cos_a;
     sin_cos(angle, sin_a, cos_a);
@@ -172,6 +174,15 @@ for (wp::uint64 left = mask; left != 0; left &= left - 1) {
     }
     len[j] = 0;
     ret[j] = 0.0f;
+    {   // which termination terms fired (termination/<name>): their functions on the post-step state, still in st
+        const float cx = st[n_state * j], cx_dot = st[n_state * j + 1];
+        const float ct = st[n_state * j + 2], ct_dot = st[n_state * j + 3];
+        const bool cfin = wp::abs(cx) <= flt_max && wp::abs(cx_dot) <= flt_max && wp::abs(ct) <= flt_max
+            && wp::abs(ct_dot) <= flt_max;
+        const float cw = ct - 6.283185307179586f * wp::floor((ct + 3.141592653589793f) * 0.15915494309189535f);
+        (void)cfin;
+        (void)cw;
+@COUNT@    }
     for (int k = 0; k < n_obs; ++k) fin[n_obs * j + k] = ob[n_obs * j + k];
     wp::uint32 s = seed[j];
     const float x = wp::randf(s, -t.init_cart_pos_range, t.init_cart_pos_range);
@@ -196,10 +207,16 @@ for (wp::uint64 left = mask; left != 0; left &= left - 1) {
 
 
 @functools.cache
-def cartpole_block_kernel(decimation: int):
+def cartpole_block_kernel(decimation: int, cart_k: int = 0, pole_k: int = 1):
     """The CPU block-step kernel for ``decimation`` substeps per control step (a compile-time constant, so that the
-    substeps unroll inside the vectorized lane loop; one module per value, compiled once and cached)."""
-    values = {"LANES": LANES, "DECIMATION": decimation, "STATE_DIM": len(CARTPOLE_STATE), "OBS_DIM": OBS_DIM,
+    substeps unroll inside the vectorized lane loop; one module per value, compiled once and cached) and the
+    built-in termination terms at positions ``cart_k`` (``cart_out``) and ``pole_k`` (``pole_fallen``) of the
+    configured list (-1: not configured), counted into ``causes``."""
+    count = "".join(f"        if (cfin && {cond}) causes.data[{k}] += 1.0;\n"
+                    for k, cond in ((cart_k, "wp::abs(cx) > t.cart_limit"),
+                                    (pole_k, "t.pole_limit > 0.0f && wp::abs(cw) > t.pole_limit")) if k >= 0)
+    values = {"CART_ON": "true" if cart_k >= 0 else "false", "POLE_ON": "true" if pole_k >= 0 else "false",
+              "COUNT": count, "LANES": LANES, "DECIMATION": decimation, "STATE_DIM": len(CARTPOLE_STATE), "OBS_DIM": OBS_DIM,
               "NUM_TERMS": NUM_TERMS, "S_EPISODES": STATS_EPISODES, "S_RETURN": STATS_RETURN,
               "S_RETURN_SQ": STATS_RETURN_SQ, "S_LENGTH": STATS_LENGTH, "S_LENGTH_SQ": STATS_LENGTH_SQ,
               "S_TERMINATIONS": STATS_TERMINATIONS, "S_TIME_OUTS": STATS_TIME_OUTS, "S_TERMS": STATS_TERMS}
@@ -219,6 +236,7 @@ def cartpole_block_kernel(decimation: int):
         state: wp.array2d(dtype=float),
         rng: wp.array(dtype=wp.uint32),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
     ):
@@ -233,6 +251,7 @@ def cartpole_block_kernel(decimation: int):
         state: wp.array2d(dtype=float),
         rng: wp.array(dtype=wp.uint32),
         ep: Episodes,
+        causes: wp.array(dtype=wp.float64),
         first_env: int,
         obs: wp.array2d(dtype=float),
         final_obs: wp.array2d(dtype=float),
@@ -240,6 +259,6 @@ def cartpole_block_kernel(decimation: int):
         """``cartpole_advance`` then ``cartpole_post_step`` for the ``LANES`` envs of block b (from ``first_env``) on
         the full buffers. Finished envs are ended and reset in env order, so that the statistics are summed in the
         order the one-env-per-thread kernels sum them on a CPU."""
-        step_lanes(first_env + wp.tid() * LANES, p, t, actions, state, rng, ep, obs, final_obs)
+        step_lanes(first_env + wp.tid() * LANES, p, t, actions, state, rng, ep, causes, obs, final_obs)
 
     return cartpole_step_blocks

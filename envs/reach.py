@@ -561,7 +561,7 @@ def reward_terms_from_state(state: torch.Tensor, actions: torch.Tensor, cfg: Rea
     values = term_values_torch(Arm, REACH_TERMS.resolve(names, cfg.reward_params), {
         "actions": (actions, float), "last_actions": (state[:, DIFF_STATE["prev_actions"]], float),
         "joint_qd": (state[:, DIFF_STATE["joint_qd"]], float), "body_q": (body_q, wp.transform),
-        "target": (state[:, DIFF_STATE["target"]], wp.vec3),
+        "target": (state[:, DIFF_STATE["target"]], wp.vec3), "joint_q": (state[:, DIFF_STATE["joint_q"]], float),
         "unstable": (torch.zeros(ee.shape[0], dtype=torch.bool, device=ee.device), wp.bool)},
         {"ee_body": 0, "ee_offset": wp.vec3(0.0, 0.0, 0.0)})
     return dict(zip(names, values))
@@ -578,6 +578,8 @@ def failed_from_state(state: torch.Tensor, cfg: ReachConfig) -> torch.Tensor:
     ee = state[:, DIFF_STATE["ee"]]
     body_q = torch.cat([ee, _IDENTITY_ROTATION.to(ee).expand(ee.shape[0], 4)], dim=-1).unsqueeze(1)
     (failed,) = term_values_torch(Arm, (REACH_TERMINATIONS.failure_term(cfg.terminations, cfg.termination_params),), {
+        "actions": (state[:, DIFF_STATE["last_actions"]], float),  # the step's (clipped) actions
+        "last_actions": (state[:, DIFF_STATE["prev_actions"]], float),
         "joint_qd": (state[:, DIFF_STATE["joint_qd"]], float), "body_q": (body_q, wp.transform),
         "joint_q": (state[:, DIFF_STATE["joint_q"]], float), "target": (state[:, DIFF_STATE["target"]], wp.vec3),
         "unstable": (bad, wp.bool)}, {"ee_body": 0, "ee_offset": wp.vec3(0.0, 0.0, 0.0)})
