@@ -29,7 +29,8 @@ OBS_NAMES = obs_names(JOINTS)
 ANT_TERMINATIONS = locomotion_terminations("ant", height=0.31)
 """The ant's termination terms: Warp functions ``(x: Runner, i: int) -> bool`` (``task.terminations``); a term of
 your own is ``@ANT_TERMINATIONS.term`` on such a function plus its name in ``task.terminations``."""
-__all__ = ["ANT_TERMINATIONS", "JOINTS", "OBS_NAMES", "ROOT_COORDS", "ROOT_DOFS", "TERMS", "AntConfig", "AntEnv", "build_world"]
+__all__ = ["ANT_TERMINATIONS", "JOINTS", "OBS_NAMES", "ROOT_COORDS", "ROOT_DOFS", "TERMS", "AntConfig", "AntEnv",
+           "build_world"]
 
 
 def _scales() -> dict[str, float]:

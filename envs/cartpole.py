@@ -1,9 +1,9 @@
 """Cart-pole: ``cartpole`` (balance from a random near-upright state) and ``cartpole-swingup`` (from hanging).
 
 Observations: cart position [m], cart velocity [m/s], cos and sin of the pole angle from upright, pole rate
-[rad/s]. Action: cart force in [-1, 1] x ``max_force`` [N]. 50 Hz control (2 x 10 ms substeps), 500 steps. The episode fails on a non-finite
-state or a termination term of :data:`CARTPOLE_TERMINATIONS` that ``task.terminations`` lists (``cart_out``: past
-``cart_limit``; ``pole_fallen``: past ``pole_limit``).
+[rad/s]. Action: cart force in [-1, 1] x ``max_force`` [N]. 50 Hz control (2 x 10 ms substeps), 500 steps. The
+episode fails on a non-finite state or a termination term of :data:`CARTPOLE_TERMINATIONS` that
+``task.terminations`` lists (``cart_out``: past ``cart_limit``; ``pole_fallen``: past ``pole_limit``).
 """
 
 from __future__ import annotations

@@ -216,7 +216,8 @@ def cartpole_block_kernel(decimation: int, cart_k: int = 0, pole_k: int = 1):
                     for k, cond in ((cart_k, "wp::abs(cx) > t.cart_limit"),
                                     (pole_k, "t.pole_limit > 0.0f && wp::abs(cw) > t.pole_limit")) if k >= 0)
     values = {"CART_ON": "true" if cart_k >= 0 else "false", "POLE_ON": "true" if pole_k >= 0 else "false",
-              "COUNT": count, "LANES": LANES, "DECIMATION": decimation, "STATE_DIM": len(CARTPOLE_STATE), "OBS_DIM": OBS_DIM,
+              "COUNT": count,
+              "LANES": LANES, "DECIMATION": decimation, "STATE_DIM": len(CARTPOLE_STATE), "OBS_DIM": OBS_DIM,
               "NUM_TERMS": NUM_TERMS, "S_EPISODES": STATS_EPISODES, "S_RETURN": STATS_RETURN,
               "S_RETURN_SQ": STATS_RETURN_SQ, "S_LENGTH": STATS_LENGTH, "S_LENGTH_SQ": STATS_LENGTH_SQ,
               "S_TERMINATIONS": STATS_TERMINATIONS, "S_TIME_OUTS": STATS_TIME_OUTS, "S_TERMS": STATS_TERMS}

@@ -270,8 +270,8 @@ def failed_from_state(state: torch.Tensor, cfg: PendulumConfig) -> torch.Tensor:
     if not cfg.terminations:
         return bad
     actions = torch.zeros(state.shape[0], 1, dtype=state.dtype, device=state.device)
-    (failed,) = term_values_torch(Swing, (PENDULUM_TERMINATIONS.failure_term(cfg.terminations, cfg.termination_params),),
-                                  {"state": (state.detach(), float), "actions": (actions, float)})
+    fail = PENDULUM_TERMINATIONS.failure_term(cfg.terminations, cfg.termination_params)
+    (failed,) = term_values_torch(Swing, (fail,), {"state": (state.detach(), float), "actions": (actions, float)})
     return bad | (failed > 0.5)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-ANT_PLUGIN = '''"""A user's termination: the torso above a configurable height (here: every step, so that episodes end)."""
+ANT_PLUGIN = '''"""A user's termination: the torso above a configurable height (set low here: every episode ends)."""
 import warp as wp
 from horde.envs.ant import ANT_TERMINATIONS
 from horde.envs.locomotion import Runner

@@ -171,3 +171,32 @@ def test_reach_target_is_an_episode_event_and_retarget_an_interval_one():
     with pytest.raises(ConfigError, match=r"^task.episode_events: unknown reach event term targte; valid terms: "
                                           r"target, retarget"):
         compose(["task=reach", "task.episode_events=[targte]"])
+
+
+def test_pendulum_time_out_and_failure_terms_end_episodes_in_the_env_and_the_differentiable_model(monkeypatch):
+    from horde.envs.pendulum import Swing, failed_from_state as pendulum_failed
+
+    for attr in ("_terms", "_time_out"):
+        monkeypatch.setattr(PENDULUM_TERMINATIONS, attr, dict(getattr(PENDULUM_TERMINATIONS, attr)))
+
+    @PENDULUM_TERMINATIONS.term(time_out=True)
+    def spinning(x: Swing, i: int, speed: float = 1.0) -> bool:
+        return wp.abs(x.state[i, 1]) > speed
+
+    @PENDULUM_TERMINATIONS.term
+    def tipped(x: Swing, i: int, angle: float = 3.0) -> bool:
+        return wp.abs(x.state[i, 0]) > angle
+
+    base = get_task("pendulum").config
+    cfg = dataclasses.replace(base, terminations=["spinning", "tipped"],
+                              termination_params={"spinning": {"speed": 4.0}})
+    env = make("pendulum", num_envs=3, seed=0, config=cfg)
+    env.reset()
+    env.state.copy_(torch.tensor([[0.0, 6.0], [-3.1, 0.0], [0.5, 0.0]]))
+    r = env.step(torch.zeros(3, 1))
+    assert r.truncated.tolist() == [True, False, False] and r.terminated.tolist() == [False, True, False]
+    stats = env.pop_episode_stats()
+    assert stats["termination/spinning"] == 0.5 and stats["termination/tipped"] == 0.5
+    state = torch.tensor([[0.0, 6.0], [-3.1, 0.0], [0.5, 0.0], [math.nan, 0.0]])
+    assert pendulum_failed(state, cfg).tolist() == [False, True, False, True], "a time-out is no failure"
+    assert pendulum_failed(state, base).tolist() == [False, False, False, True]
