@@ -64,6 +64,8 @@ TASK_MEMORY: dict[str, TaskMemory] = {
     "lift": TaskMemory(cpu=23_240, cuda=203_814, obs=43, actions=4),
     "push": TaskMemory(cpu=42_016, cuda=203_782, obs=43, actions=4),  # the lift's world; its RSS growth is noisy
     "pendulum": TaskMemory(cpu=536, cuda=80, obs=3, actions=1, tape=28),
+    # the lift's world: its CUDA figure is the lift's (no GPU lent when place was measured, 2026-12-06)
+    "place": TaskMemory(cpu=18_944, cuda=203_814, obs=43, actions=4),
     "quadruped": TaskMemory(cpu=26_384, cuda=102_384, obs=48, actions=12),
     "quadruped-rough": TaskMemory(cpu=47_304, cuda=12_422_128, obs=48, actions=12),
     "quadruped-rough-depth": TaskMemory(cpu=47_416, cuda=12_438_073, obs=2491, actions=12),
