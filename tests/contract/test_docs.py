@@ -278,7 +278,7 @@ def _check_outside(words: list[str]) -> None:
     schema of the task and learner the command picks (a value an unimported module would register is not checked)."""
     from omegaconf import DictConfig
 
-    from horde.train.config import RESUMABLE_OVERRIDES, ConfigError, compose
+    from horde.train.config import RESUMABLE_OVERRIDES, TERM_PARAMS, ConfigError, compose
 
     keys = [w.partition("=")[0] for w in words]
     if "resume" in keys:
@@ -294,6 +294,10 @@ def _check_outside(words: list[str]) -> None:
             continue
         adding = key.startswith("+")
         parts = key.lstrip("+~").split(".")
+        if len(parts) >= 3 and parts[0] == "task" and parts[1] in TERM_PARAMS:
+            # a term's parameter (compose adds it with ++): the field must exist; a user module's term and its
+            # parameters are checked once the module is imported
+            parts, adding = parts[:2], False
         node = tree
         for depth, part in enumerate(parts[:-1] if adding else parts):
             if not isinstance(node, DictConfig) or part not in node:
