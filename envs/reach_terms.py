@@ -1,0 +1,142 @@
+"""The reach family's terms: what a term reads of an env (:class:`Arm`), its reward terms (:data:`REACH_TERMS`),
+terminations (:data:`REACH_TERMINATIONS`: :func:`reached` on offer) and events (:data:`REACH_EVENTS`: the target
+draw, ``target`` and ``retarget``), Warp functions ``(x: Arm, i: int, <parameters>)`` fused into the step kernels of
+:mod:`horde.envs.reach`; and the kernels that fuse its interval and reset events."""
+
+from __future__ import annotations
+
+import functools
+
+import warp as wp
+
+from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
+
+__all__ = ["REACH_EVENTS", "REACH_TERMINATIONS", "REACH_TERMS", "Arm", "action_rate", "distance", "draw_target",
+           "joint_vel", "precision", "pre_step_kernel", "reached", "reset_events_kernel"]
+
+
+@wp.struct
+class Arm:
+    """What a reach reward term reads of env ``i`` (arrays ``[num_envs, ...]``)."""
+
+    ee_body: int
+    ee_offset: wp.vec3
+    actions: wp.array2d(dtype=float)
+    """Actions of this step (unclipped)."""
+    last_actions: wp.array2d(dtype=float)
+    """Clipped actions of the previous step."""
+    joint_qd: wp.array2d(dtype=float)
+    body_q: wp.array2d(dtype=wp.transform)
+    target: wp.array(dtype=wp.vec3)
+    """Target position of each env [m], world frame."""
+    unstable: wp.array(dtype=wp.bool)
+    target_low: wp.vec3
+    """Lower corner of the target box [m] (``task.target_low``)."""
+    target_high: wp.vec3
+    """Upper corner of the target box [m] (``task.target_high``)."""
+    joint_q: wp.array2d(dtype=float)
+    """Joint angles [rad] (events may write them in a reset event)."""
+
+
+REACH_TERMS = TermSet("reach", Arm)
+"""Reward terms of reach: Warp functions ``(x: Arm, i: int) -> float``."""
+REACH_TERMINATIONS = TerminationSet("reach termination", Arm)
+"""Termination terms of reach: Warp functions ``(x: Arm, i: int) -> bool`` (``task.terminations``; none built in,
+:func:`reached` on offer). The step kernel fuses them; the differentiable model and the MuJoCo twin end their
+episodes on the same ones."""
+REACH_EVENTS = EventSet("reach event", Arm)
+"""Event terms of reach: Warp functions ``(x: Arm, i: int, s: wp.uint32) -> wp.uint32`` by mode
+(:data:`horde.envs.terms.EVENT_MODES`; startup events are not run by reach): ``task.episode_events``,
+``task.events`` (interval), ``task.reset_events``."""
+
+
+@wp.func
+def draw_target(x: Arm, i: int, s: wp.uint32) -> wp.uint32:
+    """A target uniform in the box ``task.target_low`` to ``task.target_high`` [m]."""
+    px = wp.randf(s, x.target_low[0], x.target_high[0])
+    py = wp.randf(s, x.target_low[1], x.target_high[1])
+    pz = wp.randf(s, x.target_low[2], x.target_high[2])
+    x.target[i] = wp.vec3(px, py, pz)
+    return s
+
+
+REACH_EVENTS.term(draw_target, name="target", mode="episode")
+REACH_EVENTS.term(draw_target, name="retarget", mode="interval")
+"""The target draw, once per episode (``target``, in ``task.episode_events`` by default) or every ``task.events``
+seconds (``retarget``: a moving target)."""
+
+
+@wp.func
+def _distance(x: Arm, i: int) -> float:
+    ee = wp.transform_point(x.body_q[i, x.ee_body], x.ee_offset)
+    return wp.where(x.unstable[i], 0.0, wp.length(x.target[i] - ee))
+
+
+@REACH_TERMS.term
+def distance(x: Arm, i: int) -> float:
+    """End effector to target [m]."""
+    return _distance(x, i)
+
+
+@REACH_TERMS.term(bounds={"std": {"gt": 0}})
+def precision(x: Arm, i: int, std: float = 0.05) -> float:
+    """1 - tanh(distance / std) [std: m] (``task.reward_params.precision.std``)."""
+    return wp.where(x.unstable[i], 0.0, 1.0 - wp.tanh(_distance(x, i) / std))
+
+
+@REACH_TERMS.term
+def action_rate(x: Arm, i: int) -> float:
+    """sum (a - a_prev)^2 of clipped actions."""
+    return clipped_action_rate(x.actions, x.last_actions, i)
+
+
+@REACH_TERMS.term
+def joint_vel(x: Arm, i: int) -> float:
+    """sum qd^2 [rad^2/s^2]."""
+    vel = float(0.0)
+    for k in range(x.joint_qd.shape[1]):
+        vel += wp.where(x.unstable[i], 0.0, x.joint_qd[i, k] * x.joint_qd[i, k])
+    return vel
+
+
+@REACH_TERMINATIONS.term(bounds={"distance": {"gt": 0}})
+def reached(x: Arm, i: int, distance: float = 0.02) -> bool:
+    """A success that ends the episode: the end effector within ``distance`` [m] of the target (add it to
+    ``task.terminations``)."""
+    return _distance(x, i) < distance and not x.unstable[i]
+
+
+@functools.lru_cache(maxsize=None)
+def pre_step_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's first kernel for these interval events (``task.events``), fused with ``wp.static``: each runs
+    on the steps of an episode that are multiples of its interval."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_pre_step(x: Arm, episode_length: wp.array(dtype=wp.int32), event_steps: wp.array(dtype=int),
+                       rng: wp.array(dtype=wp.uint32)):
+        i = wp.tid()
+        step = episode_length[i] + 1
+        s = rng[i]
+        for e in range(wp.static(len(events))):
+            if step % event_steps[e] == 0:
+                s = wp.static(events[e])(x, i, s)
+        rng[i] = s
+
+    return reach_pre_step
+
+
+@functools.lru_cache(maxsize=None)
+def reset_events_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The reset events (``task.reset_events``) of the envs in ``mask``, in order, fused with ``wp.static``; run
+    by ``world.reset`` between the joint state and forward kinematics."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_reset_events(x: Arm, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32)):
+        i = wp.tid()
+        if mask[i]:
+            s = rng[i]
+            for e in range(wp.static(len(events))):
+                s = wp.static(events[e])(x, i, s)
+            rng[i] = s
+
+    return reach_reset_events
