@@ -3,8 +3,8 @@ stands alone. Read from the source with ``ast`` (nothing is imported); an import
 as one at module level, since a lazy import is still a dependency.
 
 The direction the code needs: sim <- envs, sim <- policies, {sim, envs, policies} <- train <- deploy <- the root's
-command line (cli.py, demo.py, __main__.py). No two folders reach each other (deploy <-> train did until the CLI
-and the demo moved to the root and a run's policy came to load through horde.train.checkpoint)."""
+command line (cli.py, cli_keys.py, demo.py, __main__.py). No two folders reach each other (deploy <-> train did
+until the CLI and the demo moved to the root and a run's policy came to load through horde.train.checkpoint)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("sim", "envs", "policies", "train", "deploy")
 
-FRONT_DOOR = ("cli", "demo", "__main__")
+FRONT_DOOR = ("cli", "cli_keys", "demo", "__main__")
 """The package root's modules: the ``horde`` command and the demo, above every folder; no folder imports them."""
 
 
