@@ -21,17 +21,13 @@ over sessions).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
-import time
-from pathlib import Path
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from learning import append_result, plot_curve, plot_seeds, train_with_evals, write_result  # noqa: E402
+from learn_fraction import FractionTask, main_fraction  # noqa: E402
 
 from horde.envs import make  # noqa: E402
 from horde.envs.push import PUSHED  # noqa: E402
@@ -68,66 +64,12 @@ def push_success(policy, task_cfg, seed: int, *, num_envs: int, device: str = "c
             "off_table_fraction": float((ended & ~torch.isfinite(error)).float().mean())}
 
 
+TASK = FractionTask(task="push", key=TARGET_KEY, fraction=TARGET_FRACTION, minutes=15.0, success=push_success,
+                    short="on target", state="within 3 cm of its target")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--minutes", type=float, default=15.0, help="wall-time budget for training")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--append", default=None, help="append the summary as a JSON line to this file")
-    ap.add_argument("--eval-every", type=int, default=25, help="iterations between evaluations")
-    ap.add_argument("--eval-envs", type=int, default=64)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
-    ap.add_argument("--replot", default=None, metavar="FILE", help="plot every run of an --append file into "
-                    "<out>/push_learning.png and exit")
-    ap.add_argument("--keep", default=None, help="keep the run (checkpoints, config) under this folder")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="2 iterations on 16 envs (smoke test)")
-    ap.add_argument("overrides", nargs="*", help="config overrides, e.g. num_envs=512 device=cuda:0")
-    args = ap.parse_args(argv)
-    if args.replot:
-        path = Path(args.out) / "push_learning.png"
-        plot_seeds(Path(args.replot), path, key=TARGET_KEY, target=TARGET_FRACTION,
-                   ylabel="cube within 3 cm of its target at the end", baseline_label="zero actions (arm at rest)",
-                   title="horde push, PPO on {device} (64 fresh envs, deterministic policy)")
-        print(f"wrote {path}")
-        return 0
-    overrides = ["task=push", f"seed={args.seed}", *args.overrides]
-    if args.quick:
-        overrides += ["num_envs=16", "max_iterations=2", "task.episode_length=20"]
-        args.eval_every, args.eval_envs = 2, 4
-    device = next((o.split("=", 1)[1] for o in overrides if o.startswith("device=")), "cpu")
-    run = train_with_evals(
-        overrides, lambda pol, cfg, seed: push_success(pol.to(device), cfg, seed, num_envs=args.eval_envs,
-                                                       device=device),
-        run_root=args.keep, eval_every=args.eval_every, minutes=args.minutes, baseline=True,
-        describe=lambda p: f"on target {p[TARGET_KEY]:.2f}  final error "
-                           f"{p['final_error_m'] if p['final_error_m'] is None else round(p['final_error_m'], 3)} m")
-    curve, out, cfg, baseline = run["curve"], Path(args.out), run["cfg"], run["baseline"]
-    if not curve:
-        print("push: no evaluation ran (training stopped before the first one)", file=sys.stderr)
-        return 1
-    reached = next((c for c in curve if c[TARGET_KEY] >= TARGET_FRACTION), None)
-    result = {"task": "push", "overrides": overrides, "device": cfg.device, "num_envs": cfg.num_envs,
-              "iterations": run["iterations"], "train_s": run["train_s"], "seed": args.seed,
-              TARGET_KEY: curve[-1][TARGET_KEY], "final_error_m": curve[-1]["final_error_m"],
-              "best_on_target_fraction": max(c[TARGET_KEY] for c in curve), "target_key": TARGET_KEY,
-              "target_fraction": TARGET_FRACTION, "baseline_zero_action": baseline,
-              "env_steps": curve[-1]["env_steps"], "date": time.strftime("%Y-%m-%d"),
-              "target_reached_at_s": reached["wall_s"] if reached else None, "curve": curve}
-    if not args.quick:
-        plot_curve(curve, out / "push_learning.png", key=TARGET_KEY, target=TARGET_FRACTION,
-                   ylabel="fraction of 64 envs, cube within 3 cm of its target",
-                   title=f"horde push (arm7 + gripper), PPO, {cfg.num_envs} envs on {cfg.device}; zero actions "
-                         f"{baseline[TARGET_KEY]:.2f}")
-    write_result(result, out, "push", quick=args.quick)
-    append_result(args.append, result)
-    if args.json:
-        print(json.dumps({k: v for k, v in result.items() if k != "curve"}))
-    else:
-        at = f"reached at {reached['wall_s'] / 60:.1f} min" if reached else "not reached"
-        print(f"push: {run['iterations']} iterations, {run['train_s'] / 60:.1f} min training on {cfg.device}; cube "
-              f"within 3 cm of its target at the episode's end in {100 * result[TARGET_KEY]:.0f}% of {args.eval_envs} "
-              f"envs (target {100 * TARGET_FRACTION:.0f}%: {at}; zero actions {100 * baseline[TARGET_KEY]:.0f}%)")
-    return 0
+    return main_fraction(argv, TASK, __doc__)
 
 
 if __name__ == "__main__":
