@@ -17,7 +17,7 @@ from typing import Any
 
 from horde.envs.core import TaskConfig
 from horde.envs.locomotion import (ROOT_COORDS, ROOT_DOFS, TERMINATIONS, TERMS, LocomotionEnv, build_locomotion_world,
-                                   locomotion_terminations, obs_names)
+                                   locomotion_terminations, migrate_termination_fields, obs_names)
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import ACTION_MODES
@@ -81,17 +81,8 @@ class AntConfig(TaskConfig):
 
     @staticmethod
     def migrate(task: dict) -> dict:
-        """An ant config saved before its fields moved, as today's: ``termination_height`` and ``min_up`` (until
-        2026-12-06) are the ``torso_low`` term's ``height`` and the ``upside_down`` term's ``min_up``."""
-        moved = {"termination_height": ("torso_low", "height"), "min_up": ("upside_down", "min_up")}
-        if not set(moved) & set(task):
-            return task
-        task = dict(task)
-        params = {k: dict(v) for k, v in (task.get("termination_params") or {}).items()}
-        for old, (term, param) in moved.items():
-            if old in task:
-                params[term] = {param: task.pop(old), **params.get(term, {})}
-        return {**task, "termination_params": params}
+        """A config saved before ``termination_height`` and ``min_up`` became term parameters, as today's."""
+        return migrate_termination_fields(task)
 
 
 def build_world(cfg: AntConfig, num_envs: int, device: str) -> NewtonWorld:

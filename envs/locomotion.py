@@ -39,9 +39,24 @@ if TYPE_CHECKING:
     import newton
 
 __all__ = ["LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMINATIONS", "TERMS", "LocomotionEnv", "LocomotionTask",
-           "Runner", "build_locomotion_world", "locomotion_terminations", "obs_names", "torso_low", "upside_down"]
+           "Runner", "build_locomotion_world", "locomotion_terminations", "migrate_termination_fields", "obs_names",
+           "torso_low", "upside_down"]
 
 TERMS = ("forward_vel", "alive", "ctrl", "terminated")
+
+
+def migrate_termination_fields(task: dict) -> dict:
+    """An ant or humanoid config saved before its fields moved, as today's: ``termination_height`` and ``min_up``
+    (until 2026-12-06) are the ``torso_low`` term's ``height`` and the ``upside_down`` term's ``min_up``."""
+    moved = {"termination_height": ("torso_low", "height"), "min_up": ("upside_down", "min_up")}
+    if not set(moved) & set(task):
+        return task
+    task = dict(task)
+    params = {k: dict(v) for k, v in (task.get("termination_params") or {}).items()}
+    for old, (term, param) in moved.items():
+        if old in task:
+            params[term] = {param: task.pop(old), **params.get(term, {})}
+    return {**task, "termination_params": params}
 """The default reward terms, in statistics order."""
 TERMINATIONS = ("torso_low", "upside_down")
 """The default termination terms."""
