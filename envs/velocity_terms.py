@@ -257,19 +257,22 @@ def _moving(x: Legged, i: int) -> bool:
     return wp.abs(x.command[i, 0]) + wp.abs(x.command[i, 1]) + wp.abs(x.command[i, 2]) > 0.1
 
 
-@velocity_term
-def track_lin_vel(x: Legged, i: int) -> float:
-    """exp(-|cmd_xy - v_xy|^2 / sigma^2), base frame."""
+@velocity_term(bounds={"std": {"ge": 0}})
+def track_lin_vel(x: Legged, i: int, std: float = 0.0) -> float:
+    """exp(-|cmd_xy - v_xy|^2 / std^2), base frame [std: m/s; 0: the task's ``tracking_sigma``]."""
     ex = x.command[i, 0] - x.root_vel_base[i, 0]
     ey = x.command[i, 1] - x.root_vel_base[i, 1]
-    return wp.where(x.unstable[i], 0.0, wp.exp(-(ex * ex + ey * ey) / (x.sigma * x.sigma)))
+    s = wp.where(std > 0.0, std, x.sigma)
+    return wp.where(x.unstable[i], 0.0, wp.exp(-(ex * ex + ey * ey) / (s * s)))
 
 
-@velocity_term
-def track_ang_vel(x: Legged, i: int) -> float:
-    """exp(-(cmd_yaw_rate - w_z)^2 / sigma^2)."""
+@velocity_term(bounds={"std": {"ge": 0}})
+def track_ang_vel(x: Legged, i: int, std: float = 0.0) -> float:
+    """exp(-(cmd_yaw_rate - w_z)^2 / std^2) [std: rad/s; 0: the task's ``tracking_sigma``; mjlab's G1 uses
+    sqrt(0.5) for yaw: ``task.reward_params.track_ang_vel.std=0.707``]."""
     ez = x.command[i, 2] - x.root_vel_base[i, 5]
-    return wp.where(x.unstable[i], 0.0, wp.exp(-(ez * ez) / (x.sigma * x.sigma)))
+    s = wp.where(std > 0.0, std, x.sigma)
+    return wp.where(x.unstable[i], 0.0, wp.exp(-(ez * ez) / (s * s)))
 
 
 @velocity_term
