@@ -17,8 +17,10 @@ from horde.deploy.robot.run_policy import BUNDLE_SCHEMA
 def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     """The observation from the task's terms (``env.observation_terms()``, :mod:`horde.envs.observations`):
     ``sources``, one block per term (the raw quantity it reads, its columns' slice, offset, scale and clip; what
-    :func:`horde.deploy.robot.observations.build_observation` reads), and ``terms``, the same per column. The value
-    fed to the graph is ``clip((raw - offset) * scale, -clip, clip)``; the normalizer is inside the graph."""
+    :func:`horde.deploy.robot.observations.build_observation` reads; ``training_noise``, the half-width of the
+    uniform noise added to the raw value in training only, where a term has it), and ``terms``, the same per column.
+    The value fed to the graph is ``clip((raw - offset) * scale, -clip, clip)``; the normalizer is inside the
+    graph."""
     from horde.envs.observations import columns_of, raw_term, term_slices
 
     names = layout["obs_names"]
@@ -32,7 +34,8 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
         offsets, scales = t.per_column("offset"), t.per_column("scale")
         blocks.append({"term": t.name, "source": t.source, "slice": [lo, hi], "columns": list(t.columns),
                        "offset": offsets, "scale": scales, "clip": t.clip, "unit": t.units(), "frame": t.frame,
-                       "joints": list(t.joints) or None})
+                       "joints": list(t.joints) or None,
+                       **({"training_noise": t.noise} if t.noise > 0 else {})})
         columns += [{"name": c, "slice": [lo + k, lo + k + 1], "term": t.name, "source": t.source,
                      "offset": offsets[k], "scale": scales[k], "clip": t.clip, "unit": t.units()[k], "frame": t.frame}
                     for k, c in enumerate(t.columns)]

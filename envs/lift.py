@@ -47,9 +47,11 @@ from horde.envs.episode import Episodes, clear_episode, close_step, weighted_rew
 from horde.envs.arms import ArmRobot
 from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
                                     IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, arm_of,
-                                    obs_names_of)
+                                    OBSERVATIONS)
 from horde.envs.lift_terms import LIFT_EVENTS, LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
-from horde.envs.observations import ObsTerm, quat_rotate
+from horde.envs.lift_obs import LIFT_OBSERVATIONS, lift_observation_terms
+from horde.envs.obs_writer import observation_writer, raw_kernel
+from horde.envs.observations import ObsTerm, columns_of, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command  # noqa: F401
 from horde.sim.device import resolve_device
@@ -105,41 +107,14 @@ class Command:
 
 
 @wp.func
-def _hand_yaw_sincos4(x: Manip, i: int) -> wp.vec2:
-    """sin and cos of 4 x the cube's yaw relative to the hand (a cube repeats every 90 degrees)."""
-    cube_x_axis = wp.quat_rotate(wp.transform_get_rotation(x.body_q[i, x.cube_body]), wp.vec3(1.0, 0.0, 0.0))
-    hand_x_axis = wp.quat_rotate(wp.transform_get_rotation(x.body_q[i, x.ee_body]), wp.vec3(1.0, 0.0, 0.0))
-    yaw = wp.atan2(cube_x_axis[1], cube_x_axis[0]) - wp.atan2(hand_x_axis[1], hand_x_axis[0])
-    return wp.vec2(wp.sin(4.0 * yaw), wp.cos(4.0 * yaw))
-
-
-@wp.func
-def _write_obs(x: Manip, u: Command, i: int, ok: bool, joint_q: wp.array2d(dtype=float),
-               default_q: wp.array(dtype=float), target: wp.array(dtype=wp.vec3), ee_mode: int,
-               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    nj = u.joint_actions.shape[1]  # the actuated joints: arm, then driven fingers
+def _write_state(x: Manip, i: int, ok: bool, state: wp.array2d(dtype=float)):
+    """The state row of env i: the actuated joints' coordinates, then the cube's position (zeros while not ok)."""
+    nj = state.shape[1] - 3
     for k in range(nj):
-        obs[i, k] = wp.where(ok, joint_q[i, k] - default_q[k], 0.0)
-        obs[i, nj + k] = wp.where(ok, x.joint_qd[i, k], 0.0)
-        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
-    ee = ee_pos(x, i)
+        state[i, k] = wp.where(ok, x.joint_q[i, k], 0.0)
     c = cube_pos(x, i)
-    g = target[i]
-    lead = wp.where(ee_mode == 1, u.ee_target[i] - ee, wp.vec3(0.0, 0.0, 0.0))
-    yaw = _hand_yaw_sincos4(x, i)
     for k in range(3):
-        obs[i, 2 * nj + k] = wp.where(ok, ee[k], 0.0)
-        obs[i, 2 * nj + 3 + k] = wp.where(ok, c[k], 0.0)
-        obs[i, 2 * nj + 6 + k] = wp.where(ok, c[k] - ee[k], 0.0)
-        obs[i, 2 * nj + 9 + k] = g[k]
-        obs[i, 2 * nj + 12 + k] = wp.where(ok, g[k] - c[k], 0.0)
-        obs[i, 2 * nj + 17 + k] = wp.where(ok, lead[k], 0.0)
         state[i, nj + k] = wp.where(ok, c[k], 0.0)
-    obs[i, 2 * nj + 15] = wp.where(ok, yaw[0], 0.0)
-    obs[i, 2 * nj + 16] = wp.where(ok, yaw[1], 1.0)
-    obs[i, 2 * nj + 20] = u.grip[i]
-    for k in range(x.last_actions.shape[1]):
-        obs[i, 2 * nj + 21 + k] = x.last_actions[i, k]
 
 
 @wp.kernel(enable_backward=False)
@@ -193,15 +168,16 @@ def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
-    """The step's kernel for these reward terms and terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
+                     write_obs: wp.Function) -> wp.Kernel:
+    """The step's kernel for these reward terms, terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`) and observation writer (:func:`observation_writer` of the
+    task's terms), fused with ``wp.static``."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
-    def lift_post_step(t: LiftTask, x: Manip, u: Command, joint_q: wp.array2d(dtype=float),
-                       default_q: wp.array(dtype=float), ep: Episodes, causes: wp.array(dtype=wp.float64),
-                       state: wp.array2d(dtype=float),
+    def lift_post_step(t: LiftTask, x: Manip, ep: Episodes, causes: wp.array(dtype=wp.float64),
+                       rng: wp.array(dtype=wp.uint32), state: wp.array2d(dtype=float),
                        obs: wp.array2d(dtype=float), final_obs: wp.array2d(dtype=float),
                        cube_z: wp.array(dtype=float)):
         i = wp.tid()
@@ -216,7 +192,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         for k in range(x.actions.shape[1]):
             x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         cube_z[i] = wp.where(ok, c[2] - x.rest_z, 0.0)
-        _write_obs(x, u, i, ok, joint_q, default_q, x.target, t.ee_mode, state, obs)
+        _write_state(x, i, ok, state)
+        rng[i] = wp.static(write_obs)(x, i, ok, rng[i], obs, 0)
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
             wp.static(count)(hits, causes)
@@ -229,13 +206,14 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
 
 
 @functools.lru_cache(maxsize=None)
-def observe_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The observe kernel for these reset events (``task.reset_events``, fused with ``wp.static``)."""
+def observe_kernel(events: tuple[wp.Function, ...], write_obs: wp.Function) -> wp.Kernel:
+    """The observe kernel for these reset events (``task.reset_events``) and observation writer, fused with
+    ``wp.static``."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def lift_observe(t: LiftTask, x: Manip, u: Command, mask: wp.array(dtype=wp.bool), clear: int,
                      rng: wp.array(dtype=wp.uint32), ep: Episodes, joint_q: wp.array2d(dtype=float),
-                     default_q: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+                     state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
         """Envs in ``mask`` (just reset, cube placed): cleared actions and commands (the end-effector and joint
         targets where the arm is, the gripper open; counters too when ``clear``), the reset events (a new target),
         observations."""
@@ -252,8 +230,8 @@ def observe_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
             s = rng[i]
             for e in range(wp.static(len(events))):
                 s = wp.static(events[e])(x, i, s)
-            rng[i] = s
-            _write_obs(x, u, i, True, joint_q, default_q, x.target, t.ee_mode, state, obs)
+            _write_state(x, i, True, state)
+            rng[i] = wp.static(write_obs)(x, i, True, s, obs, 0)
 
     return lift_observe
 
@@ -344,6 +322,16 @@ class LiftEnv(ArticulatedTaskEnv):
     """Where ``terminations``' names are looked up."""
     event_set = LIFT_EVENTS
     """Where ``reset_events``' names are looked up."""
+    observation_set = LIFT_OBSERVATIONS
+    """Where a user's terms of ``observations`` are looked up (beside the built-in ones of :mod:`lift_obs`)."""
+
+    @staticmethod
+    def check_observations(cfg: LiftConfig) -> None:
+        """``task.observations`` and ``task.observation_params`` name known terms and parameters (one line each:
+        :class:`horde.envs.terms.UnknownTermError`), checked before an env is built."""
+        lift_observation_terms([*cfg.observations, *cfg.extra_observations], cfg.observation_params,
+                               joints=("j",), joint_units=("rad",),
+                               default_pos=(0.0,), action_names=("a",))
 
     def __init__(self, cfg: LiftConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
@@ -351,7 +339,6 @@ class LiftEnv(ArticulatedTaskEnv):
         """The arm entry this env runs (:func:`arm_of`: ``cfg.robot`` with the config's overrides)."""
         self.state_names = (*arm.joints, "cube_x", "cube_y", "cube_z")
         self.action_names = action_names_of(cfg.arm, cfg.gripper, arm)
-        self.obs_names = obs_names_of(self.action_names, arm.joints)
         self.action_type = "ee_delta" if cfg.arm == "ee_delta" else "position_target"
         self.action_unit = "m (end effector), gripper command" if cfg.arm == "ee_delta" else "rad (arm), gripper"
         self.gripper = gripper_of(cfg)
@@ -362,6 +349,14 @@ class LiftEnv(ArticulatedTaskEnv):
             cfg, num_envs, d)
         self.world.warm_up()
         w = self.world
+        nj = len(arm.joints)
+        self._obs_terms = lift_observation_terms(
+            [*cfg.observations, *cfg.extra_observations], cfg.observation_params, joints=arm.joints, joint_units=self._units,
+            default_pos=[float(v) for v in w.arrays.default_joint_q.numpy()[:nj]], action_names=self.action_names)
+        """The observation's terms in column order (``task.observations``, then ``task.extra_observations``); the
+        generator writes them."""
+        self.obs_names = columns_of(self._obs_terms)
+        write_obs = observation_writer(Manip, self._obs_terms)
         t = self._task = LiftTask()
         sc = arm.scene
         t.max_episode_length, t.table_z = cfg.episode_length, sc.table_height
@@ -398,12 +393,13 @@ class LiftEnv(ArticulatedTaskEnv):
         """What the actuation law ran in the last step: one action per actuated joint [num_envs, arm + fingers]."""
         self._ee = (ee_body, ee_offset)
         self.termination_names = tuple(cfg.terminations)
-        self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
+        self._post_step = post_step_kernel(terms, LIFT_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
+                                           write_obs)
         self.reset_event_names = tuple(cfg.reset_events)
         """Reset events in the order they run (``task.reset_events``)."""
         LIFT_EVENTS.check_params(cfg.reset_events, cfg.event_params)
         self._observe_kernel = observe_kernel(LIFT_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events",
-                                                                       cfg.event_params))
+                                                                       cfg.event_params), write_obs)
         self.step_kernels = (lift_command, self._post_step, self._observe_kernel) + w.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
@@ -412,30 +408,9 @@ class LiftEnv(ArticulatedTaskEnv):
         """The reward terms' view of the state (:class:`Manip`)."""
 
     def observation_terms(self) -> tuple[ObsTerm, ...]:
-        """The observation's terms in column order (:mod:`horde.envs.observations`); the names of the columns are
-        :func:`obs_names_of`'s."""
-        cols = self.obs_names
-        joints = self.arm.joints
-        nj = len(joints)
-        joint_units = self._units
-
-        def block(name, source, start, width, **kw):
-            return ObsTerm(name, source=source, columns=cols[start:start + width], **kw)
-
-        c = 2 * nj
-        return (block("joint_pos", "joint_pos", 0, nj, unit=joint_units, frame="joint",
-                      offset=tuple(float(v) for v in self.arm.default_joint_pos), joints=joints),
-                block("joint_vel", "joint_vel", nj, nj, unit=tuple(u + "/s" for u in joint_units), frame="joint",
-                      joints=joints),
-                block("ee_pos", "ee_pos", c, 3, unit="m", frame="world"),
-                block("cube_pos", "object_pos", c + 3, 3, unit="m", frame="world"),
-                block("cube_rel_ee", "object_rel_ee", c + 6, 3, unit="m", frame="world"),
-                block("target_pos", "goal_pos", c + 9, 3, unit="m", frame="world"),
-                block("target_rel_cube", "goal_rel_object", c + 12, 3, unit="m", frame="world"),
-                block("cube_yaw", "object_yaw_sincos4", c + 15, 2, unit="1"),
-                block("ik_lead", "ik_lead", c + 17, 3, unit="m", frame="world"),
-                block("gripper_command", "gripper_command", c + 20, 1, unit="1"),
-                block("last_action", "last_action", c + 21, len(self.action_names), unit="1"))  # not joints
+        """The observation's terms in column order (``task.observations``, :mod:`horde.envs.lift_obs`): what the
+        step's kernels write, through :func:`horde.envs.obs_writer.observation_writer`."""
+        return self._obs_terms
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         a = self.world.arrays
@@ -450,12 +425,21 @@ class LiftEnv(ArticulatedTaskEnv):
         yaw = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
         lead = self.ee_target - ee if self.cfg.arm == "ee_delta" else torch.zeros_like(ee)
         nj = len(self.arm.joints)
-        return {"joint_pos": wp.to_torch(a.joint_q)[:, :nj], "joint_vel": wp.to_torch(a.joint_qd)[:, :nj],
-                "ee_pos": ee, "object_pos": c, "object_rel_ee": c - ee, "goal_pos": self.target,
-                "goal_rel_object": self.target - c,
-                "object_yaw_sincos4": torch.stack((torch.sin(4 * yaw), torch.cos(4 * yaw)), dim=-1),
-                "ik_lead": lead, "gripper_command": wp.to_torch(self._command.grip)[:, None],
-                "last_action": wp.to_torch(self._last_actions)}
+        builtin = {"joint_pos": wp.to_torch(a.joint_q)[:, :nj], "joint_vel": wp.to_torch(a.joint_qd)[:, :nj],
+                   "ee_pos": ee, "object_pos": c, "object_rel_ee": c - ee, "goal_pos": self.target,
+                   "goal_rel_object": self.target - c,
+                   "object_yaw_sincos4": torch.stack((torch.sin(4 * yaw), torch.cos(4 * yaw)), dim=-1),
+                   "ik_lead": lead, "gripper_command": wp.to_torch(self._command.grip)[:, None],
+                   "last_action": wp.to_torch(self._last_actions)}
+        user = [t for t in self._obs_terms if t.name in LIFT_OBSERVATIONS.names() or t.source not in builtin]
+        if user:  # a user's terms: their functions' raw values (Warp, the same functions the step runs)
+            raw = wp.zeros((self.num_envs, sum(t.width for t in user)), dtype=float, device=self.dev.warp)
+            wp.launch(raw_kernel(Manip, tuple(user)), self.num_envs, device=self.dev.warp, inputs=[self.manip],
+                      outputs=[raw])
+            raw, c0 = wp.to_torch(raw), 0
+            for t in user:
+                builtin[t.source], c0 = raw[:, c0:c0 + t.width], c0 + t.width
+        return builtin
 
     def command_spec(self) -> dict:
         """How the actions become the actuated joints' PD targets, for ``policy.json``: the arm mode, the gripper law
@@ -500,6 +484,7 @@ class LiftEnv(ArticulatedTaskEnv):
         x.joint_q, x.joint_qd, x.body_q, x.body_qd, x.contact = a.joint_q, a.joint_qd, a.body_q, a.body_qd, \
             self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
+        x.ee_mode, x.ee_target, x.grip = int(cfg.arm == "ee_delta"), self._command.ee_target, self._command.grip
         return x
 
     def action_scale(self) -> list[float]:
@@ -515,11 +500,9 @@ class LiftEnv(ArticulatedTaskEnv):
         return self._command.joint_actions
 
     def _post_physics(self) -> None:
-        w = self.world
         wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self.manip, self._command, w.arrays.joint_q, w.arrays.default_joint_q, self.episodes(),
-            self._causes],
-            outputs=[self._state, self._obs, self._final_obs, self._cube_height])
+            self._task, self.manip, self.episodes(), self._causes],
+            outputs=[self._rng, self._state, self._obs, self._final_obs, self._cube_height])
 
     def _observe_step(self) -> None:
         self._observe(self._dones, clear=False)
@@ -527,8 +510,8 @@ class LiftEnv(ArticulatedTaskEnv):
     def _observe(self, mask: wp.array, *, clear: bool) -> None:
         w = self.world
         wp.launch(self._observe_kernel, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self.manip, self._command, mask, int(clear), self._rng, self.episodes(), w.arrays.joint_q,
-            w.arrays.default_joint_q], outputs=[self._state, self._obs])
+            self._task, self.manip, self._command, mask, int(clear), self._rng, self.episodes(), w.arrays.joint_q],
+            outputs=[self._state, self._obs])
 
     def _observe_reset(self) -> None:
         self._observe(self._reset_mask, clear=True)

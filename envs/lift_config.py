@@ -17,7 +17,7 @@ from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import SimConfig
 
 __all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
-           "action_names_of", "arm_of", "obs_names_of"]
+           "OBSERVATIONS", "action_names_of", "arm_of"]
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
 """horde's own arm's MJCF (the ``arm7`` entry's)."""
@@ -36,12 +36,9 @@ HAND_DOWN = ARMS["arm7"].hand_down
 down); an entry's is ``hand_down``."""
 
 
-def obs_names_of(action_names: tuple[str, ...], joints: tuple[str, ...] = JOINTS) -> tuple[str, ...]:
-    """Observation columns for the given action columns (the last block repeats the actions) and actuated joints."""
-    return (*(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints), "ee_x", "ee_y", "ee_z", "cube_x",
-            "cube_y", "cube_z", "cube_ee_x", "cube_ee_y", "cube_ee_z", "target_x", "target_y", "target_z",
-            "target_cube_x", "target_cube_y", "target_cube_z", "cube_yaw_sin4", "cube_yaw_cos4", "ee_cmd_dx",
-            "ee_cmd_dy", "ee_cmd_dz", "gripper_cmd", *(f"last_action_{a}" for a in action_names))
+OBSERVATIONS = ("joint_pos", "joint_vel", "ee_pos", "cube_pos", "cube_rel_ee", "target_pos", "target_rel_cube",
+                "cube_yaw", "ik_lead", "gripper_command", "last_action")
+"""The lift family's built-in observation terms (:mod:`horde.envs.lift_obs`), the default ``task.observations``."""
 
 
 def action_names_of(arm: str, gripper: str, robot: ArmRobot | str = "arm7") -> tuple[str, ...]:
@@ -189,3 +186,13 @@ class LiftConfig(TaskConfig):
     event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the configured reset events, by name, over their functions' defaults (``func`` makes a new
     term of a registered one); ``task.event_params.<term>.<param>=v``."""
+    observations: list[str] = field(default_factory=lambda: list(OBSERVATIONS))
+    """The policy's observation terms in column order: the built-in ones (:data:`OBSERVATIONS`) and a user's of
+    LIFT_OBSERVATIONS (:mod:`horde.envs.lift_obs`); ``policy.json`` and the observation contract follow them."""
+    extra_observations: list[str] = field(default_factory=list)
+    """A user's observation terms of LIFT_OBSERVATIONS appended after ``observations`` (as the velocity family's):
+    ``task.extra_observations=[cube_height]``."""
+    observation_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per observation term: its function's parameters (``func`` makes a new term of a registered one) and, for any
+    term, ``noise`` (uniform half-width in raw units, training only), ``scale`` and ``clip``;
+    ``task.observation_params.<term>.<key>=v``."""

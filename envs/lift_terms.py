@@ -61,6 +61,12 @@ class Manip:
     target: wp.array(dtype=wp.vec3)
     unstable: wp.array(dtype=wp.bool)
     failed: wp.array(dtype=wp.bool)
+    ee_mode: int
+    """1: the actions move an end-effector target (arm=ee_delta), 0: joint targets (arm=joint)."""
+    ee_target: wp.array(dtype=wp.vec3)
+    """End-effector target [m], world frame (arm=ee_delta)."""
+    grip: wp.array(dtype=float)
+    """Gripper opening command [0, 1] (1 open; the first finger's with gripper=independent)."""
 
 
 LIFT_TERMS = TermSet("lift", Manip)

@@ -18,6 +18,7 @@ contract test holds the two together for every registered task.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 import dataclasses
 from dataclasses import dataclass
 
@@ -81,9 +82,16 @@ class ObsTerm:
     """Half-width of the uniform noise added in training (not on the robot); 0: none."""
     joints: tuple[str, ...] = ()
     """For a per-joint source (``joint_pos``, ``joint_vel``, ``last_action``): the joint of each column."""
+    func: Any = None
+    """The Warp function ``(x: Context, i: int, k: int) -> float`` giving column ``k``'s raw value of env ``i``:
+    :func:`horde.envs.obs_writer.observation_writer` writes the term from it, applying ``noise``, ``offset``,
+    ``scale``, ``clip`` and ``fallback`` (None: the task's kernel writes the term itself)."""
+    fallback: float | tuple[float, ...] | None = None
+    """What the generator writes in the term's columns (one value or one per column) while the env's world is not
+    sound (NaN or flagged), instead of its value; None: the value as computed."""
 
     def __post_init__(self) -> None:
-        for attr in ("offset", "scale", "unit"):
+        for attr in ("offset", "scale", "unit", "fallback"):
             v = getattr(self, attr)
             if isinstance(v, tuple) and len(v) != len(self.columns):
                 raise ValueError(f"observation term '{self.name}': {attr} has {len(v)} values for "

@@ -186,6 +186,8 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
             ("event_set", "reset_events", "reset", "event_params"),
             ("event_set", "startup_events", "startup", "event_params")):
         term_set = getattr(env_cls, attr, None)
+        if attr == "observation_set" and hasattr(env_cls, "check_observations"):
+            continue  # the family checks its own list (below)
         if term_set is not None and hasattr(task_cfg, field):
             try:
                 names = list(getattr(task_cfg, field))
@@ -197,6 +199,12 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
             except UnknownTermError as exc:
                 msg = str(exc)
                 raise ConfigError(msg if msg.startswith("task.") else f"task.{field}: {msg}") from None
+    check_observations = getattr(env_cls, "check_observations", None)
+    if check_observations is not None:  # a family whose observation list mixes its own terms and a user's
+        try:
+            check_observations(task_cfg)
+        except UnknownTermError as exc:
+            raise ConfigError(str(exc)) from None
     events = getattr(env_cls, "event_set", None)
     if events is not None and getattr(task_cfg, "event_params", None):
         # the env adds events of its own (the randomization's): their parameters may be set too

@@ -1,0 +1,114 @@
+"""The observation generator: a group of :class:`~horde.envs.observations.ObsTerm` s with functions becomes one Warp
+function that writes the group's columns of an env, fused into the step's kernel.
+
+A term with a ``func`` (a Warp function ``(x: Context, i: int, k: int) -> float``: column ``k``'s raw value for env
+``i``) is written as its description says, in this order: the raw value, plus uniform noise in +- ``noise`` (raw
+units; drawn from the env's RNG state), minus ``offset``, times ``scale``, clipped to +- ``clip``, and, where the
+term has a ``fallback``, that value instead while the env's world is not ok (a NaN guard). Columns follow the term
+list; each term's start column is computed here once, at build time. So ``policy.json`` (which reads the same terms)
+states what ran::
+
+    writer = observation_writer(Manip, env.observation_terms())   # at build time
+    # in the step kernel, one thread per env:
+    s = wp.static(writer)(x, i, ok, s, obs, 0)                       # every column of env i; returns the RNG state
+
+Offsets, scales, clips and noise are compiled into the code as constants (no per-step host work, no kernel
+argument); a term's columns are a loop, not unrolled, so a wide term (a height scan, a depth image) compiles as fast
+as a narrow one. Identity constants cost nothing and change no bit (``v - 0.0`` and ``v * 1.0`` are exact).
+"""
+# no `from __future__ import annotations`: Warp reads the annotations of the generated functions
+
+import functools
+from collections.abc import Sequence
+
+import warp as wp
+
+from horde.envs.observations import ObsTerm
+
+__all__ = ["observation_writer", "raw_kernel", "term_writer"]
+
+
+@functools.lru_cache(maxsize=None)
+def term_writer(context: type, func: wp.Function, width: int, offset: tuple[float, ...], scale: tuple[float, ...],
+                clip: float, noise: float, fallback: tuple[float, ...] | None) -> wp.Function:
+    """``(x, i, ok, s, obs, col) -> s``: one term's ``width`` columns of env ``i`` from ``obs[i, col]`` on (see the
+    module's docstring for the order); ``clip`` 0 and ``fallback`` None: none."""
+    off = wp.types.vector(length=width, dtype=float)(*offset)
+    scl = wp.types.vector(length=width, dtype=float)(*scale)
+    fb = wp.types.vector(length=width, dtype=float)(*(fallback or (0.0,) * width))
+    noisy, clipped, guarded = noise > 0.0, clip > 0.0, fallback is not None
+
+    @wp.func
+    def write_term(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int) -> wp.uint32:
+        for k in range(width):
+            v = func(x, i, k)
+            if noisy:
+                v = v + wp.randf(s, -noise, noise)
+            v = (v - off[k]) * scl[k]
+            if clipped:
+                v = wp.clamp(v, -clip, clip)
+            if guarded:
+                v = wp.where(ok, v, fb[k])
+            obs[i, col + k] = v
+        return s
+
+    return write_term
+
+
+def _per_column(term: ObsTerm, attr: str) -> tuple[float, ...]:
+    v = getattr(term, attr)
+    if v is None:
+        return ()
+    return tuple(float(v) for _ in range(term.width)) if isinstance(v, (int, float)) else tuple(float(c) for c in v)
+
+
+def _writer_of(context: type, term: ObsTerm) -> wp.Function:
+    if term.func is None:
+        raise ValueError(f"observation term '{term.name}' has no function to write it (ObsTerm.func)")
+    fb = _per_column(term, "fallback")
+    if fb and len(fb) != term.width:
+        raise ValueError(f"observation term '{term.name}': fallback has {len(fb)} values for {term.width} columns")
+    return term_writer(context, term.func, term.width, _per_column(term, "offset"), _per_column(term, "scale"),
+                       float(term.clip or 0.0), float(term.noise), fb or None)
+
+
+@functools.lru_cache(maxsize=None)
+def _group_writer(context: type, terms: tuple[ObsTerm, ...]) -> wp.Function:
+    writers = tuple(_writer_of(context, t) for t in terms)
+    starts = tuple(sum(t.width for t in terms[:e]) for e in range(len(terms)))
+
+    @wp.func
+    def write_group(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float),
+                    start: int) -> wp.uint32:
+        for e in range(wp.static(len(writers))):
+            s = wp.static(writers[e])(x, i, ok, s, obs, start + wp.static(starts[e]))
+        return s
+
+    return write_group
+
+
+def observation_writer(context: type, terms: Sequence[ObsTerm]) -> wp.Function:
+    """``(x: context, i, ok, s, obs, start) -> s``: writes every term of ``terms`` (each with a ``func``) for env
+    ``i`` into ``obs[i, start:start + width]``, in order, and returns the RNG state ``s`` after the terms' noise
+    (unchanged without noise). ``ok``: the env's world is sound (terms with a ``fallback`` write it otherwise). One
+    function per context and term list (cached): a kernel calls it with ``wp.static``."""
+    return _group_writer(context, tuple(terms))
+
+
+@functools.lru_cache(maxsize=None)
+def raw_kernel(context: type, terms: tuple[ObsTerm, ...]) -> wp.Kernel:
+    """A kernel ``(x: context, out [num_envs, width])`` that writes the terms' functions' raw values (no noise,
+    offset, scale, clip or fallback), one thread per env: the raw sources of terms that exist only as functions
+    (``env.observation_sources()``, checked by the observation contract)."""
+    funcs = tuple(t.func for t in terms)
+    widths = tuple(t.width for t in terms)
+    starts = tuple(sum(widths[:e]) for e in range(len(terms)))
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def raw_observation(x: context, out: wp.array2d(dtype=float)):
+        i = wp.tid()
+        for e in range(wp.static(len(funcs))):
+            for k in range(wp.static(widths[e])):
+                out[i, wp.static(starts[e]) + k] = wp.static(funcs[e])(x, i, k)
+
+    return raw_observation

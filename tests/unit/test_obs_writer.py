@@ -1,0 +1,89 @@
+"""The observation generator (issue 71, item 1): terms with functions become one Warp function that writes the
+columns as the terms describe them: raw + noise, minus offset, times scale, clipped, the fallback while not ok."""
+
+import numpy as np
+import warp as wp
+
+from horde.envs.obs_writer import observation_writer, raw_kernel
+from horde.envs.observations import ObsTerm, columns_of
+
+
+@wp.struct
+class Ctx:
+    a: wp.array2d(dtype=float)
+
+
+@wp.func
+def _column(x: Ctx, i: int, k: int) -> float:
+    return x.a[i, k]
+
+
+@wp.func
+def _twice(x: Ctx, i: int, k: int) -> float:
+    return 2.0 * x.a[i, k]
+
+
+TERMS = (
+    ObsTerm("plain", source="a", columns=("p0", "p1"), func=_column),
+    ObsTerm("shaped", source="a", columns=("s0", "s1", "s2"), func=_twice, offset=(1.0, 2.0, 3.0), scale=0.5,
+            clip=1.5, fallback=(7.0, 8.0, 9.0)),
+    ObsTerm("wide", source="a", columns=tuple(f"w{k}" for k in range(40)), func=_column, scale=-1.0),
+)
+
+
+def _kernel(terms):
+    write = observation_writer(Ctx, terms)
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe(x: Ctx, ok: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        rng[i] = wp.static(write)(x, i, ok[i], rng[i], obs, 1)
+
+    return observe
+
+
+def _run(terms, a: np.ndarray, ok: list[bool]):
+    n, width = a.shape[0], sum(t.width for t in terms)
+    x = Ctx()
+    x.a = wp.array(a, dtype=float)
+    rng = wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)
+    before = rng.numpy().copy()
+    obs = wp.full((n, 1 + width), -99.0, dtype=float)
+    wp.launch(_kernel(terms), n, inputs=[x, wp.array(ok, dtype=wp.bool), rng], outputs=[obs])
+    return obs.numpy(), before, rng.numpy()
+
+
+def test_each_term_is_written_at_its_offset_as_its_description_says():
+    a = np.arange(2 * 40, dtype=np.float32).reshape(2, 40) / 10.0
+    obs, before, after = _run(TERMS, a, [True, False])
+    assert (obs[:, 0] == -99.0).all()  # the start column: nothing written before it
+    np.testing.assert_array_equal(obs[:, 1:3], a[:, :2])  # no offset, scale, clip or fallback: as computed
+    shaped = np.clip((2.0 * a[0, :3] - np.array([1.0, 2.0, 3.0])) * 0.5, -1.5, 1.5)
+    np.testing.assert_allclose(obs[0, 3:6], shaped, rtol=1e-6)
+    np.testing.assert_array_equal(obs[1, 3:6], [7.0, 8.0, 9.0])  # not ok: the fallback
+    np.testing.assert_array_equal(obs[1, 1:3], a[1, :2])  # a term without a fallback keeps its value
+    np.testing.assert_array_equal(obs[:, 6:], -a)  # 40 columns, scale -1
+    np.testing.assert_array_equal(after, before)  # no noise: the RNG state is untouched
+    assert len(columns_of(TERMS)) == 45
+
+
+def test_noise_is_uniform_in_its_half_width_and_advances_the_rng():
+    noisy = (ObsTerm("n", source="a", columns=tuple(f"n{k}" for k in range(8)), func=_column, noise=0.25,
+                     scale=2.0),)
+    a = np.full((64, 8), 1.0, dtype=np.float32)
+    obs, before, after = _run(noisy, a, [True] * 64)
+    noise = obs[:, 1:] / 2.0 - 1.0  # (raw + noise) * scale
+    assert np.abs(noise).max() <= 0.25 + 1e-6 and noise.std() > 0.1  # uniform(-0.25, 0.25): std 0.144
+    assert (after != before).all()
+    assert len({tuple(r) for r in obs[:, 1:]}) == 64  # every env draws its own
+
+
+def test_the_raw_kernel_writes_the_functions_values_only():
+    a = np.arange(2 * 40, dtype=np.float32).reshape(2, 40)
+    x = Ctx()
+    x.a = wp.array(a, dtype=float)
+    out = wp.zeros((2, 45), dtype=float)
+    wp.launch(raw_kernel(Ctx, TERMS), 2, inputs=[x], outputs=[out])
+    np.testing.assert_array_equal(out.numpy()[:, :2], a[:, :2])
+    np.testing.assert_array_equal(out.numpy()[:, 2:5], 2.0 * a[:, :3])
+    np.testing.assert_array_equal(out.numpy()[:, 5:], a)
