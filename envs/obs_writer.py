@@ -4,7 +4,8 @@ function that writes the group's columns of an env, fused into the step's kernel
 A term with a ``func`` (a Warp function ``(x: Context, i: int, k: int) -> float``: column ``k``'s raw value for env
 ``i``) is written as its description says, in this order: the raw value, plus uniform noise in +- ``noise`` (raw
 units; drawn from the env's RNG state), minus ``offset``, times ``scale``, clipped to +- ``clip``, and, where the
-term has a ``fallback``, that value instead while the env's world is not ok (a NaN guard). Columns follow the term
+term has a ``fallback`` (a value per column, or a function of the env), that instead while the env's world is not ok
+(a NaN guard). Columns follow the term
 list; each term's start column is computed here once, at build time. So ``policy.json`` (which reads the same terms)
 states what ran::
 
@@ -30,13 +31,21 @@ __all__ = ["observation_writer", "raw_kernel", "term_writer"]
 
 @functools.lru_cache(maxsize=None)
 def term_writer(context: type, func: wp.Function, width: int, offset: tuple[float, ...], scale: tuple[float, ...],
-                clip: float, noise: float, fallback: tuple[float, ...] | None) -> wp.Function:
+                clip: float, noise: float, fallback: tuple[float, ...] | wp.Function | None) -> wp.Function:
     """``(x, i, ok, s, obs, col) -> s``: one term's ``width`` columns of env ``i`` from ``obs[i, col]`` on (see the
-    module's docstring for the order); ``clip`` 0 and ``fallback`` None: none."""
+    module's docstring for the order); ``clip`` 0 and ``fallback`` None: none; a function as ``fallback``
+    (``(x, i, k) -> float``) gives the value while not ok."""
     off = wp.types.vector(length=width, dtype=float)(*offset)
     scl = wp.types.vector(length=width, dtype=float)(*scale)
-    fb = wp.types.vector(length=width, dtype=float)(*(fallback or (0.0,) * width))
     noisy, clipped, guarded = noise > 0.0, clip > 0.0, fallback is not None
+    if isinstance(fallback, wp.Function):
+        other = fallback
+    else:
+        fb = wp.types.vector(length=width, dtype=float)(*(fallback or (0.0,) * width))
+
+        @wp.func
+        def other(x: context, i: int, k: int) -> float:
+            return fb[k]
 
     @wp.func
     def write_term(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int) -> wp.uint32:
@@ -48,7 +57,8 @@ def term_writer(context: type, func: wp.Function, width: int, offset: tuple[floa
             if clipped:
                 v = wp.clamp(v, -clip, clip)
             if guarded:
-                v = wp.where(ok, v, fb[k])
+                if not ok:
+                    v = other(x, i, k)
             obs[i, col + k] = v
         return s
 
@@ -65,11 +75,9 @@ def _per_column(term: ObsTerm, attr: str) -> tuple[float, ...]:
 def _writer_of(context: type, term: ObsTerm) -> wp.Function:
     if term.func is None:
         raise ValueError(f"observation term '{term.name}' has no function to write it (ObsTerm.func)")
-    fb = _per_column(term, "fallback")
-    if fb and len(fb) != term.width:
-        raise ValueError(f"observation term '{term.name}': fallback has {len(fb)} values for {term.width} columns")
+    fb = term.fallback if isinstance(term.fallback, wp.Function) else (_per_column(term, "fallback") or None)
     return term_writer(context, term.func, term.width, _per_column(term, "offset"), _per_column(term, "scale"),
-                       float(term.clip or 0.0), float(term.noise), fb or None)
+                       float(term.clip or 0.0), float(term.noise), fb)
 
 
 @functools.lru_cache(maxsize=None)

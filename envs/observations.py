@@ -86,12 +86,13 @@ class ObsTerm:
     """The Warp function ``(x: Context, i: int, k: int) -> float`` giving column ``k``'s raw value of env ``i``:
     :func:`horde.envs.obs_writer.observation_writer` writes the term from it, applying ``noise``, ``offset``,
     ``scale``, ``clip`` and ``fallback`` (None: the task's kernel writes the term itself)."""
-    fallback: float | tuple[float, ...] | None = None
-    """What the generator writes in the term's columns (one value or one per column) while the env's world is not
-    sound (NaN or flagged), instead of its value; None: the value as computed."""
+    fallback: Any = None
+    """What the generator writes in the term's columns while the env's world is not sound (NaN or flagged), instead
+    of its value: one value, one per column, or a Warp function ``(x, i, k) -> float``; None: the value as
+    computed."""
 
     def __post_init__(self) -> None:
-        for attr in ("offset", "scale", "unit", "fallback"):
+        for attr in ("offset", "scale", "unit", "fallback"):  # a function as fallback is no tuple
             v = getattr(self, attr)
             if isinstance(v, tuple) and len(v) != len(self.columns):
                 raise ValueError(f"observation term '{self.name}': {attr} has {len(v)} values for "

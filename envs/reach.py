@@ -23,12 +23,13 @@ import warp as wp
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.observations import ObsTerm
+from horde.envs.obs_writer import observation_writer
+from horde.envs.observations import ObsTerm, columns_of
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.reach_terms import (  # noqa: F401  (re-exported: horde.envs.reach's names before the split)
     REACH_EVENTS, REACH_TERMINATIONS, REACH_TERMS, Arm, _distance, action_rate, distance, draw_target, joint_vel,
-    pre_step_kernel, precision, reached, reset_events_kernel)
+    pre_step_kernel, precision, reach_observation_terms, reached, reset_events_kernel)
 from horde.envs.terms import term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
@@ -40,8 +41,8 @@ from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
 ARM_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7.xml"
 JOINTS = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
 TERMS = ("distance", "precision", "action_rate", "joint_vel")
-OBS_NAMES = (*(f"pos_{j}" for j in JOINTS), *(f"vel_{j}" for j in JOINTS), "ee_x", "ee_y", "ee_z", "target_x",
-             "target_y", "target_z", "error_x", "error_y", "error_z", *(f"last_action_{j}" for j in JOINTS))
+OBS_NAMES = columns_of(reach_observation_terms(JOINTS))
+"""The observation's columns (:func:`reach_observation_terms`)."""
 
 
 def _scales() -> dict[str, float]:
@@ -130,37 +131,18 @@ class ReachTask:
 
 
 @wp.func
-def ee_position(t: ReachTask, i: int, body_q: wp.array2d(dtype=wp.transform)) -> wp.vec3:
-    """End-effector (site) position of env i, world frame [m]."""
-    return wp.transform_point(body_q[i, t.ee_body], t.ee_offset)
-
-
-@wp.func
-def _write_obs(t: ReachTask, i: int, ok: bool, joint_q: wp.array2d(dtype=float), joint_qd: wp.array2d(dtype=float),
-               body_q: wp.array2d(dtype=wp.transform), target: wp.array(dtype=wp.vec3),
-               last_actions: wp.array2d(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    """Observation row i (physics entries zero when the world is not ``ok``) and the state row (joint angles)."""
-    nj = last_actions.shape[1]
-    for k in range(nj):
-        obs[i, k] = wp.where(ok, joint_q[i, k], 0.0)
-        obs[i, nj + k] = wp.where(ok, joint_qd[i, k], 0.0)
-        obs[i, 2 * nj + 9 + k] = last_actions[i, k]
+def _write_state(i: int, ok: bool, joint_q: wp.array2d(dtype=float), state: wp.array2d(dtype=float)):
+    """The state row of env i: the joint angles (zeros while the world is not ``ok``)."""
+    for k in range(state.shape[1]):
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
-    ee = ee_position(t, i, body_q)
-    g = target[i]
-    for k in range(3):
-        e = wp.where(ok, ee[k], 0.0)
-        obs[i, 2 * nj + k] = e
-        obs[i, 2 * nj + 3 + k] = g[k]
-        obs[i, 2 * nj + 6 + k] = g[k] - e
 
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
-                     episode_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+                     episode_events: tuple[wp.Function, ...], write_obs: wp.Function) -> wp.Kernel:
     """The step's kernel for these reward terms, terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`) and episode events (a finished env's next episode: its target),
-    fused with ``wp.static``."""
+    :meth:`horde.envs.terms.TerminationSet.fused`), episode events (a finished env's next episode: its target) and
+    observation writer (:func:`horde.envs.obs_writer.observation_writer`), fused with ``wp.static``."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -187,7 +169,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         for k in range(x.actions.shape[1]):
             x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         r = weighted_reward(ep, i)
-        _write_obs(t, i, ok, joint_q, x.joint_qd, x.body_q, x.target, x.last_actions, state, obs)
+        _write_state(i, ok, joint_q, state)
+        rng[i] = wp.static(write_obs)(x, i, ok, rng[i], obs, 0)
         done = close_step(ep, i, r, failed or (not ok), wp.where(timed_out, 0, t.max_episode_length))
         if done:
             wp.static(count)(hits, causes)
@@ -204,22 +187,20 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     return reach_post_step
 
 
-@wp.kernel(enable_backward=False)
-def reach_observe(
-    t: ReachTask,
-    mask: wp.array(dtype=wp.bool),
-    joint_q: wp.array2d(dtype=float),
-    joint_qd: wp.array2d(dtype=float),
-    body_q: wp.array2d(dtype=wp.transform),
-    target: wp.array(dtype=wp.vec3),
-    last_actions: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    obs: wp.array2d(dtype=float),
-):
-    """Observations of the envs in ``mask``."""
-    i = wp.tid()
-    if mask[i]:
-        _write_obs(t, i, True, joint_q, joint_qd, body_q, target, last_actions, state, obs)
+@functools.lru_cache(maxsize=None)
+def observe_kernel(write_obs: wp.Function) -> wp.Kernel:
+    """The observe kernel of this observation writer."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reach_observe(x: Arm, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
+                      state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+        """Observations of the envs in ``mask``."""
+        i = wp.tid()
+        if mask[i]:
+            _write_state(i, True, x.joint_q, state)
+            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
+
+    return reach_observe
 
 
 @functools.lru_cache(maxsize=None)
@@ -269,7 +250,6 @@ class ReachEnv(ArticulatedTaskEnv):
     """Where ``terminations``' names are looked up."""
     event_set = REACH_EVENTS
     """Where ``episode_events``', ``events``' and ``reset_events``' names are looked up."""
-    step_kernels = (reach_observe,)
 
     def __init__(self, cfg: ReachConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
@@ -284,9 +264,12 @@ class ReachEnv(ArticulatedTaskEnv):
         bad = [f"{n}={v}" for n, v in cfg.events.items() if not float(v) > 0]
         if bad:
             raise FieldError(f"task.events: every interval must be > 0 seconds, got {', '.join(bad)}")
+        self._obs_terms = reach_observation_terms(JOINTS)
+        write_obs = observation_writer(Arm, self._obs_terms)
         self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
                                            REACH_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
-                                           episode_events)
+                                           episode_events, write_obs)
+        self._observe_kernel = observe_kernel(write_obs)
         self._reset_episode = reset_episode_kernel(episode_events)
         self._pre_step = pre_step_kernel(events) if events else None
         reset_kernel = reset_events_kernel(reset_events) if reset_events else None
@@ -310,7 +293,7 @@ class ReachEnv(ArticulatedTaskEnv):
         """Target positions [m], world frame, shape [num_envs, 3]."""
         self.final_error = wp.to_torch(self._final_error)
         """End-effector distance to the target at the last step of each env's last finished episode [m] (-1: none)."""
-        self.step_kernels = ((self._post_step,) + self.step_kernels + self.world.kernels
+        self.step_kernels = ((self._post_step, self._observe_kernel) + self.world.kernels
                              + tuple(k for k in (self._pre_step, reset_kernel) if k is not None))
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
@@ -329,16 +312,9 @@ class ReachEnv(ArticulatedTaskEnv):
         return list(self.cfg.action_scale)
 
     def observation_terms(self) -> tuple[ObsTerm, ...]:
-        """Joint angles (absolute) and rates, end effector, target and their difference, the last actions."""
-        nj, c = len(JOINTS), OBS_NAMES
-        return (ObsTerm("joint_pos", source="joint_pos", columns=c[:nj], unit="rad", frame="joint", joints=JOINTS),
-                ObsTerm("joint_vel", source="joint_vel", columns=c[nj:2 * nj], unit="rad/s", frame="joint",
-                        joints=JOINTS),
-                ObsTerm("ee_pos", source="ee_pos", columns=c[2 * nj:2 * nj + 3], unit="m", frame="world"),
-                ObsTerm("target_pos", source="goal_pos", columns=c[2 * nj + 3:2 * nj + 6], unit="m", frame="world"),
-                ObsTerm("target_rel_ee", source="goal_rel_ee", columns=c[2 * nj + 6:2 * nj + 9], unit="m",
-                        frame="world"),
-                ObsTerm("last_action", source="last_action", columns=c[2 * nj + 9:], unit="1", joints=JOINTS))
+        """Joint angles (absolute) and rates, end effector, target and their difference, the last actions
+        (:func:`reach_observation_terms`: what the step's kernels write)."""
+        return self._obs_terms
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         a, nj, ee = self.world.arrays, len(JOINTS), self.ee_position()
@@ -365,10 +341,8 @@ class ReachEnv(ArticulatedTaskEnv):
             outputs=[self._final_error, self._state, self._obs, self._final_obs])
 
     def _observe(self, mask: wp.array) -> None:
-        w = self.world
-        wp.launch(reach_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, mask, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, self._target, self._last_actions],
-            outputs=[self._state, self._obs])
+        wp.launch(self._observe_kernel, self.num_envs, device=self.dev.warp, inputs=[self.arm, mask, self._rng],
+                  outputs=[self._state, self._obs])
 
     def _reset_task(self) -> None:
         wp.launch(self._reset_episode, self.num_envs, device=self.dev.warp,
@@ -417,7 +391,7 @@ class ReachRollout(TapedRollout):
 
 
 def obs_from_state(state: torch.Tensor) -> torch.Tensor:
-    """Observations [N, 30] of differentiable states [N, 34], in ``OBS_NAMES`` order (``_write_obs``)."""
+    """Observations [N, 30] of differentiable states [N, 34], in ``OBS_NAMES`` order (:func:`reach_observation_terms`)."""
     ee, target = state[:, DIFF_STATE["ee"]], state[:, DIFF_STATE["target"]]
     return torch.cat([state[:, DIFF_STATE["joint_q"]], state[:, DIFF_STATE["joint_qd"]], ee, target, target - ee,
                       state[:, DIFF_STATE["last_actions"]]], dim=-1)

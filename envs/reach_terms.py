@@ -9,10 +9,11 @@ import functools
 
 import warp as wp
 
+from horde.envs.observations import ObsTerm
 from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
 
 __all__ = ["REACH_EVENTS", "REACH_TERMINATIONS", "REACH_TERMS", "Arm", "action_rate", "distance", "draw_target",
-           "joint_vel", "precision", "pre_step_kernel", "reached", "reset_events_kernel"]
+           "joint_vel", "precision", "pre_step_kernel", "reach_observation_terms", "reached", "reset_events_kernel"]
 
 
 @wp.struct
@@ -140,3 +141,57 @@ def reset_events_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
             rng[i] = s
 
     return reach_reset_events
+
+
+# --- observation terms: (x, i, k) -> column k's raw value, written by horde.envs.obs_writer ------------------------
+@wp.func
+def _ee(x: Arm, i: int) -> wp.vec3:
+    return wp.transform_point(x.body_q[i, x.ee_body], x.ee_offset)
+
+
+@wp.func
+def _obs_joint_pos(x: Arm, i: int, k: int) -> float:
+    return x.joint_q[i, k]
+
+
+@wp.func
+def _obs_joint_vel(x: Arm, i: int, k: int) -> float:
+    return x.joint_qd[i, k]
+
+
+@wp.func
+def _obs_ee_pos(x: Arm, i: int, k: int) -> float:
+    return _ee(x, i)[k]
+
+
+@wp.func
+def _obs_target_pos(x: Arm, i: int, k: int) -> float:
+    return x.target[i][k]
+
+
+@wp.func
+def _obs_target_rel_ee(x: Arm, i: int, k: int) -> float:
+    return x.target[i][k] - _ee(x, i)[k]
+
+
+@wp.func
+def _obs_last_action(x: Arm, i: int, k: int) -> float:
+    return x.last_actions[i, k]
+
+
+def reach_observation_terms(joints: tuple[str, ...]) -> tuple[ObsTerm, ...]:
+    """Joint angles (absolute) and rates, end effector, target and their difference, the last actions; while a
+    world is unsound its physics columns read 0 (the error: the target)."""
+    xyz = ("x", "y", "z")
+    return (ObsTerm("joint_pos", source="joint_pos", columns=tuple(f"pos_{j}" for j in joints), unit="rad",
+                    frame="joint", joints=joints, func=_obs_joint_pos, fallback=0.0),
+            ObsTerm("joint_vel", source="joint_vel", columns=tuple(f"vel_{j}" for j in joints), unit="rad/s",
+                    frame="joint", joints=joints, func=_obs_joint_vel, fallback=0.0),
+            ObsTerm("ee_pos", source="ee_pos", columns=tuple(f"ee_{a}" for a in xyz), unit="m", frame="world",
+                    func=_obs_ee_pos, fallback=0.0),
+            ObsTerm("target_pos", source="goal_pos", columns=tuple(f"target_{a}" for a in xyz), unit="m",
+                    frame="world", func=_obs_target_pos),
+            ObsTerm("target_rel_ee", source="goal_rel_ee", columns=tuple(f"error_{a}" for a in xyz), unit="m",
+                    frame="world", func=_obs_target_rel_ee, fallback=_obs_target_pos),
+            ObsTerm("last_action", source="last_action", columns=tuple(f"last_action_{j}" for j in joints), unit="1",
+                    joints=joints, func=_obs_last_action))
