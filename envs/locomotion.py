@@ -28,7 +28,8 @@ import warp as wp
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.observations import ObsTerm, quat_rotate_inverse
+from horde.envs.obs_writer import observation_writer
+from horde.envs.observations import ObsTerm, columns_of, quat_rotate_inverse
 from horde.envs.terms import TerminationSet, TermSet
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
@@ -65,10 +66,9 @@ ROOT_DOFS = 6
 
 
 def obs_names(joints: Sequence[str]) -> tuple[str, ...]:
-    """Observation columns of a locomotion task whose actuated joints are ``joints``."""
-    return ("torso_z", "gravity_x", "gravity_y", "gravity_z", "lin_vel_x", "lin_vel_y", "lin_vel_z", "ang_vel_x",
-            "ang_vel_y", "ang_vel_z", *(f"pos_{j}" for j in joints), *(f"vel_{j}" for j in joints),
-            *(f"last_action_{j}" for j in joints))
+    """Observation columns of a locomotion task whose actuated joints are ``joints``
+    (:func:`locomotion_observation_terms`)."""
+    return columns_of(locomotion_observation_terms(tuple(joints)))
 
 
 @wp.struct
@@ -82,23 +82,8 @@ class LocomotionTask:
 
 
 @wp.func
-def _write_obs(t: LocomotionTask, i: int, ok: bool, joint_q: wp.array2d(dtype=float),
-               joint_qd: wp.array2d(dtype=float), body_q: wp.array2d(dtype=wp.transform),
-               root_vel_base: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float),
-               state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-    """Observation row i (zeros when the world is not ``ok``) and the state row (joint coordinates)."""
-    tf = body_q[i, t.root]
-    g = wp.quat_rotate_inv(wp.transform_get_rotation(tf), wp.vec3(0.0, 0.0, -1.0))
-    obs[i, 0] = wp.where(ok, wp.transform_get_translation(tf)[2], 0.0)
-    for k in range(3):
-        obs[i, 1 + k] = wp.where(ok, g[k], 0.0)
-    for k in range(6):
-        obs[i, 4 + k] = root_vel_base[i, k]
-    nj = last_actions.shape[1]
-    for k in range(nj):
-        obs[i, 10 + k] = wp.where(ok, joint_q[i, t.q0 + k], 0.0)
-        obs[i, 10 + nj + k] = wp.where(ok, joint_qd[i, t.qd0 + k], 0.0)
-        obs[i, 10 + 2 * nj + k] = last_actions[i, k]
+def _write_state(i: int, ok: bool, joint_q: wp.array2d(dtype=float), state: wp.array2d(dtype=float)):
+    """The state row of env i: the joint coordinates (zeros while the world is not ``ok``)."""
     for k in range(state.shape[1]):
         state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
 
@@ -118,10 +103,76 @@ class Runner:
     unstable: wp.array(dtype=wp.bool)
     failed: wp.array(dtype=wp.bool)
     """The episode fails on this step (written before the reward terms run)."""
+    joint_q: wp.array2d(dtype=float)
+    """Coordinates: the root's 7 (position [m], quaternion xyzw), then the actuated joints' [rad] from ``q0``."""
+    joint_qd: wp.array2d(dtype=float)
+    """Velocities: the root's 6, then the actuated joints' [rad/s] from ``qd0``."""
+    q0: int
+    qd0: int
+    root_vel_base: wp.array2d(dtype=float)
+    """The root's linear [m/s] and angular [rad/s] velocity in its own frame (zeros while unsound)."""
+    last_actions: wp.array2d(dtype=float)
+    """Clipped actions of the previous step."""
 
 
 LOCOMOTION_TERMS = TermSet("locomotion", Runner)
 """Reward terms of the ant and the humanoid: Warp functions ``(x: Runner, i: int) -> float``."""
+
+
+# --- observation terms: (x, i, k) -> column k's raw value, written by horde.envs.obs_writer ------------------------
+@wp.func
+def _obs_base_height(x: Runner, i: int, k: int) -> float:
+    return wp.transform_get_translation(x.body_q[i, x.root])[2]
+
+
+@wp.func
+def _obs_gravity(x: Runner, i: int, k: int) -> float:
+    return wp.quat_rotate_inv(wp.transform_get_rotation(x.body_q[i, x.root]), wp.vec3(0.0, 0.0, -1.0))[k]
+
+
+@wp.func
+def _obs_lin_vel(x: Runner, i: int, k: int) -> float:
+    return x.root_vel_base[i, k]
+
+
+@wp.func
+def _obs_ang_vel(x: Runner, i: int, k: int) -> float:
+    return x.root_vel_base[i, 3 + k]
+
+
+@wp.func
+def _obs_joint_pos(x: Runner, i: int, k: int) -> float:
+    return x.joint_q[i, x.q0 + k]
+
+
+@wp.func
+def _obs_joint_vel(x: Runner, i: int, k: int) -> float:
+    return x.joint_qd[i, x.qd0 + k]
+
+
+@wp.func
+def _obs_last_action(x: Runner, i: int, k: int) -> float:
+    return x.last_actions[i, k]
+
+
+def locomotion_observation_terms(joints: tuple[str, ...]) -> tuple[ObsTerm, ...]:
+    """Torso height, gravity in the torso frame, base velocities, joint angles (absolute) and rates, the last
+    actions; while a world is unsound the pose columns read 0 (its velocities are zeroed by the health check)."""
+    xyz = ("x", "y", "z")
+    return (ObsTerm("base_height", source="base_height", columns=("torso_z",), unit="m", frame="world",
+                    func=_obs_base_height, fallback=0.0),
+            ObsTerm("projected_gravity", source="projected_gravity", columns=tuple(f"gravity_{a}" for a in xyz),
+                    unit="1", frame="base", func=_obs_gravity, fallback=0.0),
+            ObsTerm("base_lin_vel", source="base_lin_vel", columns=tuple(f"lin_vel_{a}" for a in xyz), unit="m/s",
+                    frame="base", func=_obs_lin_vel),
+            ObsTerm("base_ang_vel", source="base_ang_vel", columns=tuple(f"ang_vel_{a}" for a in xyz),
+                    unit="rad/s", frame="base", func=_obs_ang_vel),
+            ObsTerm("joint_pos", source="joint_pos", columns=tuple(f"pos_{j}" for j in joints), unit="rad",
+                    frame="joint", joints=joints, func=_obs_joint_pos, fallback=0.0),
+            ObsTerm("joint_vel", source="joint_vel", columns=tuple(f"vel_{j}" for j in joints), unit="rad/s",
+                    frame="joint", joints=joints, func=_obs_joint_vel, fallback=0.0),
+            ObsTerm("last_action", source="last_action", columns=tuple(f"last_action_{j}" for j in joints),
+                    unit="1", joints=joints, func=_obs_last_action))
 
 
 @LOCOMOTION_TERMS.term
@@ -176,7 +227,8 @@ def locomotion_terminations(robot: str, *, height: float) -> TerminationSet:
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
+                     write_obs: wp.Function) -> wp.Kernel:
     """The step's kernel for these reward terms and terminations (``(check, count)`` of
     :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
     check, count = terminations
@@ -191,6 +243,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         root_vel_base: wp.array2d(dtype=float),
         ep: Episodes,
         causes: wp.array(dtype=wp.float64),
+        rng: wp.array(dtype=wp.uint32),
         last_actions: wp.array2d(dtype=float),
         state: wp.array2d(dtype=float),
         obs: wp.array2d(dtype=float),
@@ -207,7 +260,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         for k in range(x.actions.shape[1]):
             last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         r = weighted_reward(ep, i)
-        _write_obs(t, i, ok, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
+        _write_state(i, ok, joint_q, state)
+        rng[i] = wp.static(write_obs)(x, i, ok, rng[i], obs, 0)
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
             wp.static(count)(hits, causes)
@@ -219,24 +273,22 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     return locomotion_post_step
 
 
-@wp.kernel(enable_backward=False)
-def locomotion_observe(
-    t: LocomotionTask,
-    mask: wp.array(dtype=wp.bool),
-    joint_q: wp.array2d(dtype=float),
-    joint_qd: wp.array2d(dtype=float),
-    body_q: wp.array2d(dtype=wp.transform),
-    root_vel_base: wp.array2d(dtype=float),
-    last_actions: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    obs: wp.array2d(dtype=float),
-):
-    """Observations of the envs in ``mask`` (just reset: root twist zeroed until the next health check)."""
-    i = wp.tid()
-    if mask[i]:
-        for k in range(6):
-            root_vel_base[i, k] = 0.0
-        _write_obs(t, i, True, joint_q, joint_qd, body_q, root_vel_base, last_actions, state, obs)
+@functools.lru_cache(maxsize=None)
+def observe_kernel(write_obs: wp.Function) -> wp.Kernel:
+    """The observe kernel of this observation writer."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def locomotion_observe(x: Runner, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
+                           state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+        """Observations of the envs in ``mask`` (just reset: root twist zeroed until the next health check)."""
+        i = wp.tid()
+        if mask[i]:
+            for k in range(6):
+                x.root_vel_base[i, k] = 0.0
+            _write_state(i, True, x.joint_q, state)
+            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
+
+    return locomotion_observe
 
 
 @wp.kernel(enable_backward=False)
@@ -290,14 +342,17 @@ class LocomotionEnv(ArticulatedTaskEnv):
     """Where ``reward_scales``' keys are looked up."""
     termination_set: ClassVar[TerminationSet]
     """Where ``terminations``' names are looked up (the robot's own set: :func:`locomotion_terminations`)."""
-    step_kernels = (locomotion_observe,)
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
         self.termination_names = tuple(cfg.terminations)
+        self._obs_terms = locomotion_observation_terms(tuple(self.joints))
+        write_obs = observation_writer(Runner, self._obs_terms)
         self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
-                                           self.termination_set.fused(cfg.terminations, cfg.termination_params))
+                                           self.termination_set.fused(cfg.terminations, cfg.termination_params),
+                                           write_obs)
+        self._observe_kernel = observe_kernel(write_obs)
         self.world = self._build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"
@@ -309,15 +364,18 @@ class LocomotionEnv(ArticulatedTaskEnv):
         self._task.max_episode_length = cfg.episode_length
         self._last_actions = wp.zeros((num_envs, len(self.joints)), dtype=float, device=d)
         self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
-        self.step_kernels = (self._post_step,) + self.step_kernels + self.world.kernels
+        self.step_kernels = (self._post_step, self._observe_kernel) + self.world.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
         x = self.runner = Runner()
         """The reward terms' view of the state (:class:`Runner`)."""
         x.root, x.actions, x.body_qd = self.world.root_body, self._actions, self.world.arrays.body_qd
-        x.body_q = self.world.arrays.body_q
-        x.unstable, x.failed = self.world.arrays.unstable, self._failed
+        a = self.world.arrays
+        x.body_q = a.body_q
+        x.unstable, x.failed = a.unstable, self._failed
+        x.joint_q, x.joint_qd, x.q0, x.qd0 = a.joint_q, a.joint_qd, self._task.q0, self._task.qd0
+        x.root_vel_base, x.last_actions = a.root_vel_base, self._last_actions
 
     def _build_world(self, cfg: TaskConfig, num_envs: int, device: str) -> NewtonWorld:
         raise NotImplementedError
@@ -327,17 +385,8 @@ class LocomotionEnv(ArticulatedTaskEnv):
 
     def observation_terms(self) -> tuple[ObsTerm, ...]:
         """Torso height, gravity in the torso frame, base velocities, joint angles (absolute) and rates, the last
-        actions (:func:`obs_names`)."""
-        c, nj = self.obs_names, len(self.joints)
-        return (ObsTerm("base_height", source="base_height", columns=c[0:1], unit="m", frame="world"),
-                ObsTerm("projected_gravity", source="projected_gravity", columns=c[1:4], unit="1", frame="base"),
-                ObsTerm("base_lin_vel", source="base_lin_vel", columns=c[4:7], unit="m/s", frame="base"),
-                ObsTerm("base_ang_vel", source="base_ang_vel", columns=c[7:10], unit="rad/s", frame="base"),
-                ObsTerm("joint_pos", source="joint_pos", columns=c[10:10 + nj], unit="rad", frame="joint",
-                        joints=self.joints),
-                ObsTerm("joint_vel", source="joint_vel", columns=c[10 + nj:10 + 2 * nj], unit="rad/s", frame="joint",
-                        joints=self.joints),
-                ObsTerm("last_action", source="last_action", columns=c[10 + 2 * nj:], unit="1", joints=self.joints))
+        actions (:func:`locomotion_observation_terms`: what the step's kernels write)."""
+        return self._obs_terms
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         a, t, nj = self.world.arrays, self._task, len(self.joints)
@@ -354,13 +403,12 @@ class LocomotionEnv(ArticulatedTaskEnv):
         w = self.world
         wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
             self._task, self.runner, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base,
-            self.episodes(), self._causes], outputs=[self._last_actions, self._state, self._obs, self._final_obs])
+            self.episodes(), self._causes, self._rng], outputs=[self._last_actions, self._state, self._obs,
+                                                                self._final_obs])
 
     def _observe(self, mask: wp.array) -> None:
-        w = self.world
-        wp.launch(locomotion_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, mask, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q, w.arrays.root_vel_base, self._last_actions],
-            outputs=[self._state, self._obs])
+        wp.launch(self._observe_kernel, self.num_envs, device=self.dev.warp, inputs=[self.runner, mask, self._rng],
+                  outputs=[self._state, self._obs])
 
     def _reset_task(self) -> None:
         wp.launch(locomotion_reset_episode, self.num_envs, device=self.dev.warp,
