@@ -29,8 +29,8 @@ from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.reach_terms import (  # noqa: F401  (re-exported: horde.envs.reach's names before the split)
     REACH_EVENTS, REACH_TERMINATIONS, REACH_TERMS, Arm, _distance, action_rate, distance, draw_target, joint_vel,
-    pre_step_kernel, precision, reach_observation_terms, reached, reset_events_kernel)
-from horde.envs.terms import term_values_torch
+    pre_step_kernel, precision, reach_observation_terms, reached)
+from horde.envs.terms import reset_events_kernel, term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
@@ -272,7 +272,7 @@ class ReachEnv(ArticulatedTaskEnv):
         self._observe_kernel = observe_kernel(write_obs)
         self._reset_episode = reset_episode_kernel(episode_events)
         self._pre_step = pre_step_kernel(events) if events else None
-        reset_kernel = reset_events_kernel(reset_events) if reset_events else None
+        reset_kernel = reset_events_kernel(Arm, reset_events) if reset_events else None
         if reset_kernel is not None:
             self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
                                                              inputs=[self.arm, mask], outputs=[rng])

@@ -13,7 +13,7 @@ from horde.envs.observations import ObsTerm
 from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
 
 __all__ = ["REACH_EVENTS", "REACH_TERMINATIONS", "REACH_TERMS", "Arm", "action_rate", "distance", "draw_target",
-           "joint_vel", "precision", "pre_step_kernel", "reach_observation_terms", "reached", "reset_events_kernel"]
+           "joint_vel", "precision", "pre_step_kernel", "reach_observation_terms", "reached"]
 
 
 @wp.struct
@@ -124,23 +124,6 @@ def pre_step_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
         rng[i] = s
 
     return reach_pre_step
-
-
-@functools.lru_cache(maxsize=None)
-def reset_events_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The reset events (``task.reset_events``) of the envs in ``mask``, in order, fused with ``wp.static``; run
-    by ``world.reset`` between the joint state and forward kinematics."""
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def reach_reset_events(x: Arm, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32)):
-        i = wp.tid()
-        if mask[i]:
-            s = rng[i]
-            for e in range(wp.static(len(events))):
-                s = wp.static(events[e])(x, i, s)
-            rng[i] = s
-
-    return reach_reset_events
 
 
 # --- observation terms: (x, i, k) -> column k's raw value, written by horde.envs.obs_writer ------------------------

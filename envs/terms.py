@@ -42,7 +42,8 @@ from horde.sim.device import init_warp, on_torch_stream
 from horde.sim.fields import _in_bounds, _rule
 
 __all__ = ["EVENT_MODES", "PARAM_TYPES", "ConfiguredTerm", "EventSet", "bind_params", "term_values_kernel",
-           "term_values_torch", "TerminationSet", "TermSet", "UnknownTermError", "clipped_action_rate", "unit_clip"]
+           "reset_events_kernel", "term_values_torch", "TerminationSet", "TermSet", "UnknownTermError",
+           "clipped_action_rate", "unit_clip"]
 
 
 class UnknownTermError(ValueError):
@@ -443,6 +444,24 @@ class EventSet(TermSet):
         if unused:
             raise UnknownTermError(f"{self.params_field}.{unused[0]}: not a configured {self.family} term; "
                                    f"configured: {', '.join(names) or 'none'}")
+
+
+@functools.lru_cache(maxsize=None)
+def reset_events_kernel(context: type, events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The reset events (``task.reset_events``: :class:`EventSet` functions ``(x, i, s) -> s``) of the envs in
+    ``mask``, in order, fused with ``wp.static``, one thread per env: ``(x: context, mask, rng)``, run by
+    ``world.reset`` between the joint state and forward kinematics (reach and the velocity family)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def reset_events(x: context, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32)):
+        i = wp.tid()
+        if mask[i]:
+            s = rng[i]
+            for e in range(wp.static(len(events))):
+                s = wp.static(events[e])(x, i, s)
+            rng[i] = s
+
+    return reset_events
 
 
 @functools.lru_cache(maxsize=None)

@@ -41,12 +41,13 @@ from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, per_joint, re
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
 from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_step_kernel,  # noqa: F401
-                                         reset_episode_kernel, reset_events_kernel, velocity_critic,
+                                         reset_episode_kernel, velocity_critic,
                                          velocity_observe, velocity_pre_step)
 from horde.envs.velocity_terms import (CLOCK_OBS, EPISODE_EVENTS, ROOT_COORDS, ROOT_DOFS,  # noqa: F401
                                        VELOCITY_EVENTS,
                                        VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
                                        obs_names, velocity_term)
+from horde.envs.terms import reset_events_kernel
 from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.actuation import Actuation
 from horde.sim.depth_camera import DepthCamera
@@ -285,7 +286,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         self._reset_episode = reset_episode_kernel(episode_events)
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
-        reset_kernel = reset_events_kernel(reset_events) if reset_events else None
+        reset_kernel = reset_events_kernel(Legged, reset_events) if reset_events else None
         if reset_kernel is not None:
             self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
                                                              inputs=[self.legged, mask], outputs=[rng])

@@ -165,23 +165,6 @@ def pre_step_kernel(events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
     return velocity_pre_step
 
 
-@functools.lru_cache(maxsize=None)
-def reset_events_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The reset events (``task.reset_events``) of the envs in ``mask``, in order, fused with ``wp.static``; run
-    by ``world.reset`` between the joint state and forward kinematics."""
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def velocity_reset_events(x: Legged, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32)):
-        i = wp.tid()
-        if mask[i]:
-            s = rng[i]
-            for e in range(wp.static(len(events))):
-                s = wp.static(events[e])(x, i, s)
-            rng[i] = s
-
-    return velocity_reset_events
-
-
 velocity_pre_step = pre_step_kernel((push,))
 """The pre-step of a task whose only event is the push (precompiled with the other kernels)."""
 
