@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 
-def run_cli(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    """``horde <args>`` in ``cwd``; returns the finished process with text stdout and stderr."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def run_cli(*args: str, cwd: Path, timeout: int = 600, plugins: Path | None = None) -> subprocess.CompletedProcess:
+    """``horde <args>`` in ``cwd``, with ``plugins`` (a folder of the user's modules) first on PYTHONPATH; returns
+    the finished process with text stdout and stderr."""
+    path = ([str(plugins)] if plugins else []) + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"PYTHONPATH": os.pathsep.join(path)} if path else {})}
     return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
 

@@ -3,15 +3,13 @@ from ``task.observations`` and ``task.extra_observations``, a user's term with a
 config line, and noise, scale and clip set on any term are what the step applies and what ``policy.json`` states."""
 
 import dataclasses
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import warp as wp
+from clihelp import run_cli
 
 from horde.deploy.robot.observations import build_observation
 from horde.deploy.spec import observation_spec
@@ -115,11 +113,9 @@ def test_a_plugin_term_trains_from_the_command_line(tmp_path):
     """The journey from outside the package: a module on PYTHONPATH, ``imports=``, one override for the term and one
     for its parameter, in a subprocess as a user runs it."""
     (tmp_path / "my_lift_obs.py").write_text(PLUGIN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-m", "horde.cli", "train", "task=lift", "imports=[my_lift_obs]",
-                          "task.extra_observations=[cube_height]", "task.observation_params.cube_height.above=0.02",
-                          "num_envs=8", "max_iterations=1", f"run_root={tmp_path / 'runs'}"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = run_cli("train", "task=lift", "imports=[my_lift_obs]", "task.extra_observations=[cube_height]",
+                  "task.observation_params.cube_height.above=0.02", "num_envs=8", "max_iterations=1",
+                  f"run_root={tmp_path / 'runs'}", cwd=tmp_path, plugins=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     saved = next(Path(tmp_path / "runs" / "lift").glob("*/config.yaml")).read_text()
     assert "cube_height" in saved and "above: 0.02" in saved

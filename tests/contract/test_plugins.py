@@ -9,12 +9,12 @@ same way, sim2sim included; it is not run here because one quadruped export take
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from clihelp import run_cli
 
 PLUGIN = '''"""A user's plugin: a cartpole with a longer pole, registered as a task of its own."""
 from horde.envs.cartpole import CartpoleConfig, CartpoleEnv
@@ -28,10 +28,7 @@ register_task("cartpole-longpole", TaskSpec(
 
 def horde(*args: str, cwd: Path, plugins: Path | None) -> subprocess.CompletedProcess:
     """``horde <args>`` in ``cwd``, with ``plugins`` (a folder) on PYTHONPATH or, when None, without it."""
-    path = ([str(plugins)] if plugins else []) + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return run_cli(*args, cwd=cwd, plugins=plugins, timeout=300)
 
 
 @pytest.fixture(scope="module")

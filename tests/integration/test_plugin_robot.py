@@ -11,10 +11,10 @@ own record of the imports."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from clihelp import run_cli
 
 PLUGIN = '''"""A user's robot and reward term."""
 import dataclasses
@@ -35,10 +35,7 @@ def base_height_error(x: Legged, i: int) -> float:
 
 
 def horde(*args: str, cwd: Path, plugins: Path) -> subprocess.CompletedProcess:
-    path = [str(plugins)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return run_cli(*args, cwd=cwd, plugins=plugins)
 
 
 def test_a_plugin_robot_and_reward_term_train_and_export(tmp_path):

@@ -4,10 +4,10 @@ saves the parameter with the run, and a misspelt parameter ends the command in o
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from clihelp import run_cli
 
 import yaml
 
@@ -23,10 +23,7 @@ def ee_above(x: Arm, i: int, height: float = 0.0) -> float:
 
 
 def _horde(*args: str, plugins: Path, cwd: Path) -> subprocess.CompletedProcess:
-    path = [str(plugins), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return run_cli(*args, cwd=cwd, plugins=plugins)
 
 
 def test_a_plugin_term_with_a_parameter_trains_and_a_bad_parameter_is_one_line(tmp_path):

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from clihelp import run_cli
+
 import yaml
 
 ANT_PLUGIN = '''"""A user's termination: the torso above a configurable height (set low here: every episode ends)."""
@@ -55,8 +57,7 @@ def _env(plugins: Path) -> dict:
 
 
 def _horde(*args: str, plugins: Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "horde.cli", *args], cwd=cwd, env=_env(plugins), capture_output=True,
-                          text=True, timeout=900)
+    return run_cli(*args, cwd=cwd, plugins=plugins, timeout=900)
 
 
 def _last_line(proc: subprocess.CompletedProcess) -> str:
