@@ -86,6 +86,7 @@ def eval_config(task_cfg):
     cfg = copy.deepcopy(task_cfg)
     cfg.command_resample_s = 0.0
     cfg.vx_curriculum = False
+    cfg.heading_fraction = 0.0  # commands set by hand: no heading tracking over them
     return cfg
 
 

@@ -222,6 +222,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         t.vy_lo, t.vy_hi = cfg.command_vy
         t.yaw_lo, t.yaw_hi = cfg.command_yaw_rate
         t.standing_fraction = cfg.standing_fraction
+        t.heading_fraction, t.heading_stiffness = cfg.heading_fraction, cfg.heading_stiffness
         t.rough = int(cfg.terrain.kind == "rough")
         hs = cfg.height_scan
         t.scan_n, t.scan_offset, t.scan_clip, t.scan_yaw = len(points), hs.offset, hs.clip, int(hs.yaw_aligned)
@@ -256,6 +257,7 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._gait_phase = wp.zeros(num_envs, dtype=float)
             self._gait_offset = wp.array(list(self.robot.foot_phase_offsets), dtype=float)
             t.vx_range = wp.array(self._vx_start(cfg), dtype=float)
+            t.heading = wp.zeros((num_envs if cfg.heading_fraction > 0 else 1, 2), dtype=float)
             self._push_velocity = wp.array([self._push_start(cfg)], dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
             self._scan = wp.array(points if len(points) else np.zeros((1, 2), np.float32), dtype=wp.vec2)
@@ -506,4 +508,5 @@ class VelocityEnv(ArticulatedTaskEnv):
                 "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {}),
-                **({"push_velocity": self.push_velocity} if self.cfg.push_curriculum else {})}
+                **({"push_velocity": self.push_velocity} if self.cfg.push_curriculum else {}),
+                **({"heading": wp.to_torch(self._task.heading)} if self.cfg.heading_fraction > 0 else {})}

@@ -121,6 +121,12 @@ class VelocityConfig(TaskConfig):
     """Share of commands that are zero (stand still)."""
     command_resample_s: float = bounded(10.0, ge=0)
     """Commands are drawn again every this many seconds within an episode (0: once per episode)."""
+    heading_fraction: float = bounded(0.0, ge=0, le=1)
+    """Share of the (moving) commands that track a heading drawn in [-pi, pi) instead of a yaw rate: their yaw-rate
+    command is ``heading_stiffness`` x the heading error every step, clipped to ``command_yaw_rate`` (Isaac Lab's
+    velocity commands: all, mjlab's: 0.3). Training only: evaluations hold their commands."""
+    heading_stiffness: float = bounded(0.5, gt=0)
+    """Yaw-rate command per radian of heading error [1/s] (``heading_fraction``)."""
     tracking_sigma: float = bounded(0.5, gt=0)
     """Width of the exponential tracking rewards [m/s, rad/s]."""
     feet_air_time_target: float = bounded(0.5, ge=0)

@@ -37,6 +37,10 @@ class VelocityTask:
     yaw_lo: float
     yaw_hi: float
     standing_fraction: float
+    heading_fraction: float
+    heading_stiffness: float
+    heading: wp.array2d(dtype=float)
+    """Per env: the heading target [rad] and 1 where the command tracks it (``heading_fraction``), else 0."""
     rough: int
     scan_n: int
     scan_offset: float
@@ -69,7 +73,23 @@ def _sample_command(t: VelocityTask, i: int, s: wp.uint32, command: wp.array2d(d
     command[i, 0] = wp.where(stand, 0.0, vx)
     command[i, 1] = wp.where(stand, 0.0, vy)
     command[i, 2] = wp.where(stand, 0.0, wz)
+    if t.heading_fraction > 0.0:  # no draw otherwise: the random stream of a run without headings is unchanged
+        track = wp.randf(s) < t.heading_fraction
+        t.heading[i, 0] = wp.randf(s, -wp.pi, wp.pi)
+        t.heading[i, 1] = wp.where(track and not stand, 1.0, 0.0)
     return s
+
+
+@wp.func
+def _track_heading(t: VelocityTask, i: int, body_q: wp.array2d(dtype=wp.transform), command: wp.array2d(dtype=float)):
+    """A heading env's yaw-rate command from its heading error (``heading_stiffness``, clipped to the yaw range)."""
+    if t.heading_fraction > 0.0:
+        if t.heading[i, 1] > 0.5:
+            q = wp.transform_get_rotation(body_q[i, t.root])
+            yaw = wp.atan2(2.0 * (q[3] * q[2] + q[0] * q[1]), 1.0 - 2.0 * (q[1] * q[1] + q[2] * q[2]))
+            err = t.heading[i, 0] - yaw
+            err = err - 2.0 * wp.pi * wp.floor((err + wp.pi) / (2.0 * wp.pi))
+            command[i, 2] = wp.clamp(t.heading_stiffness * err, t.yaw_lo, t.yaw_hi)
 
 
 @wp.func
@@ -210,6 +230,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         s = rng[i]
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
             s = _sample_command(t, i, s, x.command)
+        _track_heading(t, i, x.body_q, x.command)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
                        x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, obs)
         c = obs.shape[1] - t.extra_n

@@ -100,6 +100,8 @@ def eval_config(task_cfg, pushes: dict | None):
     ``push_interval``/``push_velocity``) replace the run's when given."""
     cfg = copy.deepcopy(task_cfg)
     cfg.command_resample_s = 0.0
+    if hasattr(cfg, "heading_fraction"):
+        cfg.heading_fraction = 0.0  # the sets hold yaw-rate commands
     for name in ("vx_curriculum", "push_curriculum"):
         if hasattr(cfg, name):
             setattr(cfg, name, False)
