@@ -2,8 +2,9 @@
 function that writes the group's columns of an env, fused into the step's kernel.
 
 A term with a ``func`` (a Warp function ``(x: Context, i: int, k: int) -> float``: column ``k``'s raw value for env
-``i``) is written as its description says, in this order: the raw value, plus uniform noise in +- ``noise`` (raw
-units; drawn from the env's RNG state), minus ``offset``, times ``scale``, clipped to +- ``clip``, and, where the
+``i``) is written as its description says, in this order: the raw value minus ``offset``, plus uniform noise in +-
+``noise`` (raw units, ``randf(-1, 1) x noise`` from the env's RNG state, training only), times ``scale``, clipped to
++- ``clip``, and, where the
 term has a ``fallback`` (a value per column, or a function of the env), that instead while the env's world is not ok
 (a NaN guard). Columns follow the term
 list; each term's start column is computed here once, at build time. So ``policy.json`` (which reads the same terms)
@@ -50,10 +51,10 @@ def term_writer(context: type, func: wp.Function, width: int, offset: tuple[floa
     @wp.func
     def write_term(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int) -> wp.uint32:
         for k in range(width):
-            v = func(x, i, k)
+            v = func(x, i, k) - off[k]
             if noisy:
-                v = v + wp.randf(s, -noise, noise)
-            v = (v - off[k]) * scl[k]
+                v = v + wp.randf(s, -1.0, 1.0) * noise
+            v = v * scl[k]
             if clipped:
                 v = wp.clamp(v, -clip, clip)
             if guarded:

@@ -1,5 +1,6 @@
 """The observation generator (issue 71, item 1): terms with functions become one Warp function that writes the
-columns as the terms describe them: raw + noise, minus offset, times scale, clipped, the fallback while not ok."""
+columns as the terms describe them: raw minus offset, plus noise, times scale, clipped, the fallback while not
+ok."""
 
 import numpy as np
 import warp as wp
