@@ -26,6 +26,7 @@ import torch
 import warp as wp
 
 from horde.envs import episode
+from horde.envs.curricula import CURRICULA
 from horde.envs.observations import ObsTerm, raw_term
 from horde.sim import StepGraph, resolve_device
 from horde.sim.fields import bounded
@@ -52,6 +53,12 @@ class TaskConfig:
     """Parameters of the configured reward terms, by name: ``{reaching: {std: 0.05}}`` (over the defaults next to
     the term's function), and ``func`` to make a new term of a registered one (``{reaching_coarse: {func: reaching,
     std: 0.3}}`` with a ``reward_scales`` line for its weight); ``task.reward_params.<term>.<param>=v``."""
+    curricula: list[str] = field(default_factory=list)
+    """Curricula (:data:`horde.envs.curricula.CURRICULA`) run once per training iteration, in order: e.g. a reward
+    weight that grows (``reward_weight``)."""
+    curriculum_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the listed curricula, by name (``func`` names the registered one a curriculum is made of);
+    ``task.curriculum_params.<name>.<param>=v``."""
 
     @property
     def control_dt(self) -> float:
@@ -138,6 +145,9 @@ class WarpTaskEnv:
             self._rng = wp.zeros(n, dtype=wp.uint32)
             self._causes = wp.zeros(max(len(self.termination_names), 1), dtype=wp.float64)
             self._reward_scales = wp.array([cfg.reward_scales[k] for k in self.term_names], dtype=float)
+        self._curricula = CURRICULA.configure(cfg.curricula, cfg.curriculum_params, self.term_names)
+        """The configured curricula (``task.curricula``), run by :meth:`pop_episode_stats`."""
+        self._curriculum_iteration = torch.zeros((), dtype=torch.int64)
 
         # Zero-copy torch views, created once (outside any inference mode).
         self.state = wp.to_torch(self._state)
@@ -255,6 +265,8 @@ class WarpTaskEnv:
             "state": self.state, "obs": self.obs, "episode_length": self.episode_length, "rng": self._rng_t,
             "episode_return": wp.to_torch(self._episode_return), "episode_sums": wp.to_torch(self._episode_sums).T,
             "stats": wp.to_torch(self._stats),
+            **({"curriculum_iteration": self._curriculum_iteration, "reward_scales": wp.to_torch(self._reward_scales)}
+               if self._curricula else {}),
         }
 
     def get_env_state(self) -> dict[str, torch.Tensor]:
@@ -287,7 +299,22 @@ class WarpTaskEnv:
         causes = self._causes.numpy()[:len(self.termination_names)].copy() if self.termination_names else ()
         if self.termination_names:
             self._causes.zero_()
-        return episode.summarize(s, self.term_names, self.termination_names, causes)
+        out = episode.summarize(s, self.term_names, self.termination_names, causes)
+        if self._curricula:  # once per training iteration, between graph replays
+            self._curriculum_iteration += 1
+            for c in self._curricula:
+                out.update(c(self, int(self._curriculum_iteration)))
+        return out
+
+    reward_scale_unit = 1.0
+    """What one unit of a ``reward_scales`` weight is in the step's scale (the velocity family's weights are per
+    second: its control period)."""
+
+    def set_reward_weight(self, term: str, weight: float) -> None:
+        """Set reward term ``term``'s weight (``reward_scales``' units) for the steps from now on; host side, between
+        iterations (the recorded step reads the weights from device memory). The differentiable models of SHAC
+        keep the config's weights."""
+        wp.to_torch(self._reward_scales)[self.term_names.index(term)] = weight * self.reward_scale_unit
 
     def describe(self) -> dict:
         """Layouts and timing that an exported policy must carry."""

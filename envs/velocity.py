@@ -307,7 +307,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         """The reward terms' view of the state (:class:`Legged`)."""
         if self.critic_names:  # the noise-free observations open the critic group
             self.teacher_obs = self.critic_obs[:, :self.obs_dim]
-        wp.to_torch(self._reward_scales).mul_(self.cfg.sim_dt * self.cfg.decimation)  # reward scales are per second
+        self.reward_scale_unit = self.cfg.sim_dt * self.cfg.decimation  # reward scales are per second
+        wp.to_torch(self._reward_scales).mul_(self.reward_scale_unit)
 
     def _context(self, cfg: VelocityConfig) -> Legged:
         w, a = self.world, self.world.arrays

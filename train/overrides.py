@@ -93,7 +93,7 @@ def cpu_profile(cfg: DictConfig, parsed) -> list[str]:
             if not any(k == g or k.startswith(g + ".") or g.startswith(k + ".") for g in given)]
 
 
-TERM_PARAMS = ("reward_params", "termination_params", "event_params", "observation_params")
+TERM_PARAMS = ("reward_params", "termination_params", "event_params", "observation_params", "curriculum_params")
 """Task fields that hold the parameters of configured terms (``{term: {param: value, func: registered term}}``)."""
 
 
@@ -199,6 +199,13 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
             except UnknownTermError as exc:
                 msg = str(exc)
                 raise ConfigError(msg if msg.startswith("task.") else f"task.{field}: {msg}") from None
+    if getattr(task_cfg, "curricula", None) or getattr(task_cfg, "curriculum_params", None):
+        from horde.envs.curricula import CURRICULA
+
+        try:
+            CURRICULA.configure(task_cfg.curricula, task_cfg.curriculum_params, list(task_cfg.reward_scales))
+        except UnknownTermError as exc:
+            raise ConfigError(str(exc)) from None
     check_observations = getattr(env_cls, "check_observations", None)
     if check_observations is not None:  # a family whose observation list mixes its own terms and a user's
         try:
@@ -214,7 +221,7 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
             events.check_params(named, task_cfg.event_params)
         except UnknownTermError as exc:
             raise ConfigError(str(exc)) from None
-    for params in TERM_PARAMS:
+    for params in TERM_PARAMS[:4]:  # curriculum_params: every family (checked above)
         if getattr(task_cfg, params, None) and not hasattr(env_cls, {"reward_params": "term_set",
                                                                      "termination_params": "termination_set",
                                                                      "event_params": "event_set",
