@@ -41,7 +41,7 @@ import warp as wp
 from horde.sim.device import init_warp, on_torch_stream
 from horde.sim.fields import _in_bounds, _rule
 
-__all__ = ["EVENT_MODES", "PARAM_TYPES", "ConfiguredTerm", "EventSet", "bind_params", "term_values_kernel",
+__all__ = ["EVENT_MODES", "CommandSet", "PARAM_TYPES", "ConfiguredTerm", "EventSet", "bind_params", "term_values_kernel",
            "reset_events_kernel", "term_values_torch", "TerminationSet", "TermSet", "UnknownTermError",
            "clipped_action_rate", "unit_clip"]
 
@@ -444,6 +444,16 @@ class EventSet(TermSet):
         if unused:
             raise UnknownTermError(f"{self.params_field}.{unused[0]}: not a configured {self.family} term; "
                                    f"configured: {', '.join(names) or 'none'}")
+
+
+class CommandSet(TermSet):
+    """Command terms of one task family: Warp functions ``(x: Context, i: int, s: wp.uint32) -> wp.uint32`` that
+    draw env ``i``'s next command (at a reset, at the end of an episode and every ``command_resample_s``) from the
+    env's random stream ``s``, returning it advanced; ``task.command`` names the one a task runs,
+    ``task.command_params`` sets its parameters (the arguments after ``s``)."""
+
+    lead = ("x", "i", "s")
+    params_field = "task.command_params"
 
 
 @functools.lru_cache(maxsize=None)

@@ -44,7 +44,7 @@ from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_ste
                                          reset_episode_kernel, velocity_critic,
                                          velocity_observe, velocity_pre_step)
 from horde.envs.velocity_terms import (CLOCK_OBS, EPISODE_EVENTS, ROOT_COORDS, ROOT_DOFS,  # noqa: F401
-                                       VELOCITY_EVENTS,
+                                       VELOCITY_COMMANDS, VELOCITY_EVENTS, CommandRanges,
                                        VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
                                        obs_names, velocity_term)
 from horde.envs.terms import reset_events_kernel
@@ -142,6 +142,8 @@ class VelocityEnv(ArticulatedTaskEnv):
     """Where ``reward_scales``' keys are looked up."""
     termination_set = VELOCITY_TERMINATIONS
     """Where ``terminations``' names are looked up."""
+    command_set = VELOCITY_COMMANDS
+    """Where ``command`` is looked up."""
     observation_set = VELOCITY_OBSERVATIONS
     """Where ``extra_observations``' names are looked up."""
     event_set = VELOCITY_EVENTS
@@ -219,10 +221,10 @@ class VelocityEnv(ArticulatedTaskEnv):
         self._max_delay = dr.max_action_delay if on else 0
         noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
         t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
-        t.vy_lo, t.vy_hi = cfg.command_vy
-        t.yaw_lo, t.yaw_hi = cfg.command_yaw_rate
-        t.standing_fraction = cfg.standing_fraction
-        t.heading_fraction, t.heading_stiffness = cfg.heading_fraction, cfg.heading_stiffness
+        c = self._cmd = CommandRanges()
+        c.vy, c.yaw = wp.vec2(*cfg.command_vy), wp.vec2(*cfg.command_yaw_rate)
+        c.standing_fraction = cfg.standing_fraction
+        c.heading_fraction, c.heading_stiffness = cfg.heading_fraction, cfg.heading_stiffness
         t.rough = int(cfg.terrain.kind == "rough")
         hs = cfg.height_scan
         t.scan_n, t.scan_offset, t.scan_clip, t.scan_yaw = len(points), hs.offset, hs.clip, int(hs.yaw_aligned)
@@ -256,8 +258,8 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._act_joint = wp.array([joints.index(j) for j in acting], dtype=int)
             self._gait_phase = wp.zeros(num_envs, dtype=float)
             self._gait_offset = wp.array(list(self.robot.foot_phase_offsets), dtype=float)
-            t.vx_range = wp.array(self._vx_start(cfg), dtype=float)
-            t.heading = wp.zeros((num_envs if cfg.heading_fraction > 0 else 1, 2), dtype=float)
+            c.vx = wp.array(self._vx_start(cfg), dtype=float)
+            c.heading = wp.zeros((num_envs if cfg.heading_fraction > 0 else 1, 2), dtype=float)
             self._push_velocity = wp.array([self._push_start(cfg)], dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
             self._scan = wp.array(points if len(points) else np.zeros((1, 2), np.float32), dtype=wp.vec2)
@@ -273,7 +275,7 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._feet_arm = wp.array([f.arm for f in self.feet], dtype=wp.vec3)
         self.command = wp.to_torch(self._command)
         """Commanded base velocity [num_envs, 3]: vx [m/s], vy [m/s], yaw rate [rad/s] (writable)."""
-        self.vx_range = wp.to_torch(t.vx_range)
+        self.vx_range = wp.to_torch(c.vx)
         """The vx range [lo, hi] [m/s] commands are drawn from now: ``command_vx``, or the curriculum's (writable)."""
         self.push_velocity = wp.to_torch(self._push_velocity)
         """The pushes' largest velocity change [m/s] [1]: ``randomization.push_velocity``, or the push curriculum's
@@ -283,9 +285,10 @@ class VelocityEnv(ArticulatedTaskEnv):
         self.terrain_level = wp.to_torch(self._level)
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
         ends = VELOCITY_TERMINATIONS.fused(cfg.terminations, cfg.termination_params)
+        draw = VELOCITY_COMMANDS.resolve([cfg.command], cfg.command_params)[0]
         self._post_step = post_step_kernel(terms, ends,
-                                           velocity_obs.extra_spec(self.extras), episode_events)
-        self._reset_episode = reset_episode_kernel(episode_events)
+                                           velocity_obs.extra_spec(self.extras), episode_events, draw)
+        self._reset_episode = reset_episode_kernel(episode_events, draw)
         self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
         reset_kernel = reset_events_kernel(Legged, reset_events) if reset_events else None
@@ -330,6 +333,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.delay, x.max_delay, x.ranges = self._delay, self._max_delay, self._ranges
         x.kp0, x.kd0, x.kp, x.kd = a.nominal_stiffness, a.nominal_damping, a.stiffness, a.damping
         x.strength = a.motor_strength
+        x.cmd = self._cmd
         return x
 
     @staticmethod
@@ -510,4 +514,4 @@ class VelocityEnv(ArticulatedTaskEnv):
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {}),
                 **({"push_velocity": self.push_velocity} if self.cfg.push_curriculum else {}),
-                **({"heading": wp.to_torch(self._task.heading)} if self.cfg.heading_fraction > 0 else {})}
+                **({"heading": wp.to_torch(self._cmd.heading)} if self.cfg.heading_fraction > 0 else {})}

@@ -53,6 +53,12 @@ def _g1_scales() -> dict[str, float]:
             "gait_contact": 2.0, "feet_swing_height": -20.0}
 
 
+def _command_names() -> tuple[str, ...]:
+    from horde.envs.velocity_terms import VELOCITY_COMMANDS  # Warp functions: loaded when a choice is checked
+
+    return tuple(VELOCITY_COMMANDS.names())
+
+
 def _sim() -> SimConfig:
     # MuJoCo-Warp, by measurement (16 envs, 200 control steps of random PD targets, 4 x 5 ms): no world flagged by
     # the health check. XPBD flagged worlds at the first step; Featherstone at 5 ms threw bases 42 m away within 10
@@ -121,6 +127,12 @@ class VelocityConfig(TaskConfig):
     """Share of commands that are zero (stand still)."""
     command_resample_s: float = bounded(10.0, ge=0)
     """Commands are drawn again every this many seconds within an episode (0: once per episode)."""
+    command: str = choice(lambda: _command_names(), default="uniform_velocity")
+    """The command term of VELOCITY_COMMANDS that draws each env's command (:func:`uniform_velocity`: the ranges
+    below); register your own with ``@VELOCITY_COMMANDS.term``."""
+    command_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the command term, by its name (its function's arguments after ``s``; ``func`` makes a new term
+    of a registered one): ``task.command_params.<command>.<param>=v``."""
     heading_fraction: float = bounded(0.0, ge=0, le=1)
     """Share of the (moving) commands that track a heading drawn in [-pi, pi) instead of a yaw rate: their yaw-rate
     command is ``heading_stiffness`` x the heading error every step, clipped to ``command_yaw_rate`` (Isaac Lab's

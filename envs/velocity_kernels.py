@@ -9,7 +9,7 @@ import functools
 import warp as wp
 
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.velocity_terms import Legged, advance, clock_phase, push
+from horde.envs.velocity_terms import Legged, advance, clock_phase, push, track_heading, uniform_velocity
 from horde.sim.randomize import delay_actions
 from horde.sim.terrain import TerrainGrid, height_scan, terrain_height, terrain_level_update
 
@@ -30,17 +30,6 @@ class VelocityTask:
     noise_grav: float
     noise_q: float
     noise_qd: float
-    vx_range: wp.array(dtype=float)
-    """Commanded vx range [lo, hi] [m/s]: an array, so that the curriculum can widen it between graph replays."""
-    vy_lo: float
-    vy_hi: float
-    yaw_lo: float
-    yaw_hi: float
-    standing_fraction: float
-    heading_fraction: float
-    heading_stiffness: float
-    heading: wp.array2d(dtype=float)
-    """Per env: the heading target [rad] and 1 where the command tracks it (``heading_fraction``), else 0."""
     rough: int
     scan_n: int
     scan_offset: float
@@ -62,34 +51,6 @@ class VelocityTask:
     """Coordinate index in ``joint_q`` of each actuated joint, in the robot config's joint order."""
     qd_index: wp.array(dtype=int)
     """Dof index in ``joint_qd`` of each actuated joint, in the robot config's joint order."""
-
-
-@wp.func
-def _sample_command(t: VelocityTask, i: int, s: wp.uint32, command: wp.array2d(dtype=float)) -> wp.uint32:
-    stand = wp.randf(s) < t.standing_fraction
-    vx = wp.randf(s, t.vx_range[0], t.vx_range[1])
-    vy = wp.randf(s, t.vy_lo, t.vy_hi)
-    wz = wp.randf(s, t.yaw_lo, t.yaw_hi)
-    command[i, 0] = wp.where(stand, 0.0, vx)
-    command[i, 1] = wp.where(stand, 0.0, vy)
-    command[i, 2] = wp.where(stand, 0.0, wz)
-    if t.heading_fraction > 0.0:  # no draw otherwise: the random stream of a run without headings is unchanged
-        track = wp.randf(s) < t.heading_fraction
-        t.heading[i, 0] = wp.randf(s, -wp.pi, wp.pi)
-        t.heading[i, 1] = wp.where(track and not stand, 1.0, 0.0)
-    return s
-
-
-@wp.func
-def _track_heading(t: VelocityTask, i: int, body_q: wp.array2d(dtype=wp.transform), command: wp.array2d(dtype=float)):
-    """A heading env's yaw-rate command from its heading error (``heading_stiffness``, clipped to the yaw range)."""
-    if t.heading_fraction > 0.0:
-        if t.heading[i, 1] > 0.5:
-            q = wp.transform_get_rotation(body_q[i, t.root])
-            yaw = wp.atan2(2.0 * (q[3] * q[2] + q[0] * q[1]), 1.0 - 2.0 * (q[1] * q[1] + q[2] * q[2]))
-            err = t.heading[i, 0] - yaw
-            err = err - 2.0 * wp.pi * wp.floor((err + wp.pi) / (2.0 * wp.pi))
-            command[i, 2] = wp.clamp(t.heading_stiffness * err, t.yaw_lo, t.yaw_hi)
 
 
 @wp.func
@@ -191,7 +152,8 @@ velocity_pre_step = pre_step_kernel((push,))
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
-                     extras: tuple = (), episode_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+                     extras: tuple = (), episode_events: tuple[wp.Function, ...] = (),
+                     draw_command: wp.Function = uniform_velocity) -> wp.Kernel:
     """The step's second kernel for these reward terms, terminations (``(check, count)`` of
     :meth:`horde.envs.terms.TerminationSet.fused`), user observation terms (``extras``:
     :func:`velocity_obs.extra_spec`) and episode events (finished envs' next episode's parameters, after the
@@ -229,8 +191,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         advance(x, i)
         s = rng[i]
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
-            s = _sample_command(t, i, s, x.command)
-        _track_heading(t, i, x.body_q, x.command)
+            s = wp.static(draw_command)(x, i, s)
+        track_heading(x, i)
         s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
                        x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, obs)
         c = obs.shape[1] - t.extra_n
@@ -252,7 +214,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
                 walked = wp.where(ok, wp.length(wp.vec2(p[0] - o[0], p[1] - o[1])), 0.0)
                 speed = wp.sqrt(x.command[i, 0] * x.command[i, 0] + x.command[i, 1] * x.command[i, 1])
                 s = terrain_level_update(grid, i, walked, speed * float(steps) * t.dt, centre_z, level, origin, s)
-            s = _sample_command(t, i, s, x.command)
+            s = wp.static(draw_command)(x, i, s)
             for k in range(x.actions.shape[1]):
                 x.last_actions[i, k] = 0.0
             for f in range(x.n_feet):
@@ -336,8 +298,10 @@ def velocity_observe(
 
 
 @functools.lru_cache(maxsize=None)
-def reset_episode_kernel(episode_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
-    """The explicit reset's task draws for these episode events (after the command), fused with ``wp.static``."""
+def reset_episode_kernel(episode_events: tuple[wp.Function, ...] = (),
+                         draw_command: wp.Function = uniform_velocity) -> wp.Kernel:
+    """The explicit reset's task draws for this command term and these episode events (after the command), fused
+    with ``wp.static``."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def velocity_reset_episode(
@@ -356,7 +320,7 @@ def reset_episode_kernel(episode_events: tuple[wp.Function, ...] = ()) -> wp.Ker
         i = wp.tid()
         if mask[i]:
             clear_episode(ep, i)
-            s = _sample_command(t, i, rng[i], command)
+            s = wp.static(draw_command)(x, i, rng[i])
             for e in range(wp.static(len(episode_events))):
                 s = wp.static(episode_events[e])(x, i, s)
             rng[i] = s

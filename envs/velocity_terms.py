@@ -10,12 +10,12 @@ into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state.
 import warp as wp
 
 from horde.envs.observations import ObsTermSet
-from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
+from horde.envs.terms import CommandSet, EventSet, TerminationSet, TermSet, clipped_action_rate
 from horde.sim.randomize import ActuationRanges, draw_actuation, randomize_friction, randomize_link_mass
 
-__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_OBSERVATIONS", "VELOCITY_TERMINATIONS",
-           "VELOCITY_TERMS", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
-           "obs_names", "velocity_term"]
+__all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_COMMANDS", "VELOCITY_OBSERVATIONS",
+           "VELOCITY_TERMINATIONS", "VELOCITY_TERMS", "CommandRanges", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
+           "obs_names", "track_heading", "uniform_velocity", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
@@ -39,6 +39,23 @@ def clock_phase(steps: int, dt: float, period: float) -> float:
     """Phase in [0, 1) of the gait clock ``steps`` control steps of ``dt`` [s] into an episode (0 at its start)."""
     c = float(steps) * dt / period
     return c - wp.floor(c)
+
+
+@wp.struct
+class CommandRanges:
+    """What a command term draws from (``task.command_*``, ``standing_fraction``, the heading fields)."""
+
+    vx: wp.array(dtype=float)
+    """The vx range [lo, hi] [m/s]: an array, so that the curriculum can widen it between graph replays."""
+    vy: wp.vec2
+    """The vy range [m/s]."""
+    yaw: wp.vec2
+    """The yaw-rate range [rad/s]."""
+    standing_fraction: float
+    heading_fraction: float
+    heading_stiffness: float
+    heading: wp.array2d(dtype=float)
+    """Per env: the heading target [rad] and 1 where the command tracks it (``heading_fraction``), else 0."""
 
 
 @wp.struct
@@ -133,6 +150,8 @@ class Legged:
     """This episode's PD damping [num_envs, joints]."""
     strength: wp.array2d(dtype=float)
     """This episode's motor strength factor [num_envs, joints]."""
+    cmd: CommandRanges
+    """The command's ranges (what a command term draws from)."""
 
 
 VELOCITY_TERMS = TermSet("velocity", Legged)
@@ -143,6 +162,44 @@ velocity_term = VELOCITY_TERMS.term
 VELOCITY_OBSERVATIONS = ObsTermSet("velocity observation", Legged)
 """Observation terms a user adds to the velocity task: Warp functions ``(x: Legged, i: int, k: int) -> float``
 (column ``k`` of env ``i``); ``task.extra_observations`` appends them after the task's own columns."""
+
+VELOCITY_COMMANDS = CommandSet("velocity command", Legged)
+"""Command terms of the velocity task (``task.command``): Warp functions ``(x: Legged, i: int, s: wp.uint32) ->
+wp.uint32`` writing ``x.command[i]`` (vx, vy, yaw rate); :func:`uniform_velocity` by default."""
+
+
+@VELOCITY_COMMANDS.term
+def uniform_velocity(x: Legged, i: int, s: wp.uint32) -> wp.uint32:
+    """vx, vy and yaw rate uniform in their ranges, all zero in ``standing_fraction`` of the draws; with
+    ``heading_fraction``, that share of the moving commands tracks a heading drawn in [-pi, pi) (its yaw rate
+    follows the heading error every step)."""
+    c = x.cmd
+    stand = wp.randf(s) < c.standing_fraction
+    vx = wp.randf(s, c.vx[0], c.vx[1])
+    vy = wp.randf(s, c.vy[0], c.vy[1])
+    wz = wp.randf(s, c.yaw[0], c.yaw[1])
+    x.command[i, 0] = wp.where(stand, 0.0, vx)
+    x.command[i, 1] = wp.where(stand, 0.0, vy)
+    x.command[i, 2] = wp.where(stand, 0.0, wz)
+    if c.heading_fraction > 0.0:  # no draw otherwise: the random stream of a run without headings is unchanged
+        track = wp.randf(s) < c.heading_fraction
+        c.heading[i, 0] = wp.randf(s, -wp.pi, wp.pi)
+        c.heading[i, 1] = wp.where(track and not stand, 1.0, 0.0)
+    return s
+
+
+@wp.func
+def track_heading(x: Legged, i: int):
+    """A heading env's yaw-rate command from its heading error (``heading_stiffness``, clipped to the yaw range)."""
+    c = x.cmd
+    if c.heading_fraction > 0.0:
+        if c.heading[i, 1] > 0.5:
+            q = wp.transform_get_rotation(x.body_q[i, x.root])
+            yaw = wp.atan2(2.0 * (q[3] * q[2] + q[0] * q[1]), 1.0 - 2.0 * (q[1] * q[1] + q[2] * q[2]))
+            err = c.heading[i, 0] - yaw
+            err = err - 2.0 * wp.pi * wp.floor((err + wp.pi) / (2.0 * wp.pi))
+            x.command[i, 2] = wp.clamp(c.heading_stiffness * err, c.yaw[0], c.yaw[1])
+
 
 VELOCITY_EVENTS = EventSet("velocity event", Legged)
 """Event terms of the velocity task: Warp functions ``(x: Legged, i: int, s: wp.uint32) -> wp.uint32`` run every

@@ -125,6 +125,9 @@ class VelocityTwin:
 
     def __init__(self, model, cfg: dict, control_dt: float) -> None:
         self.model, self.cfg, self.dt = model, cfg, control_dt
+        if cfg.get("command", "uniform_velocity") != "uniform_velocity":
+            raise ValueError(f"task.command={cfg['command']}: the MuJoCo twin draws uniform_velocity's commands "
+                             "only (a user's command term has no MuJoCo counterpart here)")
         self.robot = robot = resolve_robot(cfg.get("robot", "quad12"))
         self.joint_names = robot.joints
         """The robot's actuated joints, config order: each acts (:attr:`acting`) or is held by PD."""
@@ -239,6 +242,12 @@ class VelocityTwin:
             x.kp0, x.kd0 = wp.array(kp0, dtype=float), wp.array(kd0, dtype=float)
             x.kp, x.kd = wp.array([kp0], dtype=float), wp.array([kd0], dtype=float)
             x.strength = wp.ones((1, nj), dtype=float)
+            c = x.cmd
+            c.vx = wp.array(list(cfg["command_vx"]), dtype=float)
+            c.vy, c.yaw = wp.vec2(*cfg["command_vy"]), wp.vec2(*cfg["command_yaw_rate"])
+            c.standing_fraction, c.heading_fraction = cfg["standing_fraction"], 0.0  # the twin holds yaw rates
+            c.heading_stiffness, c.heading = cfg.get("heading_stiffness", 0.5), wp.zeros((1, 2), dtype=float)
+            x.cmd = c
         return x
 
     def _nominal_gains(self, cfg: dict) -> tuple[list[float], list[float]]:

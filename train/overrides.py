@@ -93,7 +93,8 @@ def cpu_profile(cfg: DictConfig, parsed) -> list[str]:
             if not any(k == g or k.startswith(g + ".") or g.startswith(k + ".") for g in given)]
 
 
-TERM_PARAMS = ("reward_params", "termination_params", "event_params", "observation_params", "curriculum_params")
+TERM_PARAMS = ("reward_params", "termination_params", "event_params", "observation_params", "curriculum_params",
+               "command_params")
 """Task fields that hold the parameters of configured terms (``{term: {param: value, func: registered term}}``)."""
 
 
@@ -206,6 +207,15 @@ def check_terms(task_cfg: Any, task_name: str) -> None:
             CURRICULA.configure(task_cfg.curricula, task_cfg.curriculum_params, list(task_cfg.reward_scales))
         except UnknownTermError as exc:
             raise ConfigError(str(exc)) from None
+    commands = getattr(env_cls, "command_set", None)
+    if hasattr(task_cfg, "command"):
+        try:
+            if commands is None:
+                raise UnknownTermError(f"task.command: task {task_name} has no command terms")
+            commands.resolve([task_cfg.command], task_cfg.command_params)
+        except UnknownTermError as exc:
+            msg = str(exc)
+            raise ConfigError(msg if msg.startswith("task.") else f"task.command: {msg}") from None
     check_observations = getattr(env_cls, "check_observations", None)
     if check_observations is not None:  # a family whose observation list mixes its own terms and a user's
         try:

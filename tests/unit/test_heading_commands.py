@@ -23,7 +23,7 @@ def test_a_heading_env_commands_the_yaw_rate_that_turns_it_to_its_heading():
     env = make("quadruped", num_envs=16, seed=0, config=cfg)
     for _ in range(3):
         env.step(torch.zeros(16, env.num_actions))
-    heading = wp.to_torch(env._task.heading)
+    heading = wp.to_torch(env._cmd.heading)
     assert (heading[:, 1] == 1.0).all() and heading[:, 0].abs().max() <= math.pi
     assert heading[:, 0].std() > 0.5  # drawn per env
     err = heading[:, 0] - _yaw(env.world.root_pose[:, 3:7])

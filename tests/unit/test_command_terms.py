@@ -1,0 +1,59 @@
+"""Commands as terms in the velocity family (issue 71, item 3): ``task.command`` names the Warp function that draws
+each env's command (``uniform_velocity`` by default), with parameters; a user's is one function and one line."""
+
+import dataclasses
+
+import pytest
+import torch
+import warp as wp
+
+from horde.envs import get_task, make
+from horde.envs.velocity_terms import VELOCITY_COMMANDS, Legged
+from horde.train.config import ConfigError, compose
+
+
+@VELOCITY_COMMANDS.term(replace=True)
+def straight_ahead(x: Legged, i: int, s: wp.uint32, speed: float = 0.5) -> wp.uint32:
+    """vx = ``speed`` plus up to 0.1 m/s, no sideways or turning command."""
+    x.command[i, 0] = speed + wp.randf(s, 0.0, 0.1)
+    x.command[i, 1] = 0.0
+    x.command[i, 2] = 0.0
+    return s
+
+
+def test_a_users_command_term_draws_every_command():
+    cfg = dataclasses.replace(get_task("quadruped").config, command="straight_ahead",
+                              command_params={"straight_ahead": {"speed": 0.7}}, command_resample_s=0.1)
+    env = make("quadruped", num_envs=8, seed=0, config=cfg)
+    for _ in range(6):  # a resample inside
+        env.step(torch.zeros(8, env.num_actions))
+        assert ((env.command[:, 0] >= 0.7) & (env.command[:, 0] <= 0.8)).all()
+        assert (env.command[:, 1:] == 0).all()
+    assert env.command[:, 0].std() > 0  # each env its own draw
+
+
+def test_the_default_is_uniform_velocity_in_its_ranges():
+    cfg = dataclasses.replace(get_task("quadruped").config, standing_fraction=0.0, command_vx=[0.2, 0.4],
+                              command_vy=[-0.1, 0.1], command_yaw_rate=[0.5, 0.6])
+    env = make("quadruped", num_envs=32, seed=0, config=cfg)
+    c = env.command
+    assert ((c[:, 0] >= 0.2) & (c[:, 0] <= 0.4)).all() and ((c[:, 2] >= 0.5) & (c[:, 2] <= 0.6)).all()
+    assert c[:, 1].abs().max() <= 0.1
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["task.command=straight"], r"task.command=straight: not a valid choice.*uniform_velocity"),
+    (["task.command=straight_ahead", "task.command_params.straight_ahead.sped=1"],
+     r"^task.command_params.straight_ahead.sped: unknown parameter of velocity command term 'straight_ahead'"),
+])
+def test_a_mistake_is_one_line(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        compose(["task=quadruped", *overrides])
+
+
+def test_the_twin_refuses_a_command_it_cannot_draw():
+    from horde.envs.velocity_twin import VelocityTwin
+
+    cfg = dataclasses.asdict(dataclasses.replace(get_task("quadruped").config, command="straight_ahead"))
+    with pytest.raises(ValueError, match="the MuJoCo twin draws uniform_velocity's commands only"):
+        VelocityTwin(None, cfg, 0.02)
