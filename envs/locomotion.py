@@ -28,7 +28,7 @@ import warp as wp
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.obs_writer import observation_writer
+from horde.envs.obs_writer import observation_writer, observe_kernel, write_joint_state
 from horde.envs.observations import ObsTerm, columns_of, quat_rotate_inverse
 from horde.envs.terms import TerminationSet, TermSet
 from horde.sim.actuation import Actuation
@@ -79,13 +79,6 @@ class LocomotionTask:
     q0: int
     qd0: int
     max_episode_length: int
-
-
-@wp.func
-def _write_state(i: int, ok: bool, joint_q: wp.array2d(dtype=float), state: wp.array2d(dtype=float)):
-    """The state row of env i: the joint coordinates (zeros while the world is not ``ok``)."""
-    for k in range(state.shape[1]):
-        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
 
 
 @wp.struct
@@ -260,7 +253,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         for k in range(x.actions.shape[1]):
             last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         r = weighted_reward(ep, i)
-        _write_state(i, ok, joint_q, state)
+        write_joint_state(i, ok, joint_q, state)
         rng[i] = wp.static(write_obs)(x, i, ok, rng[i], obs, 0)
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
@@ -271,24 +264,6 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
                 last_actions[i, k] = 0.0
 
     return locomotion_post_step
-
-
-@functools.lru_cache(maxsize=None)
-def observe_kernel(write_obs: wp.Function) -> wp.Kernel:
-    """The observe kernel of this observation writer."""
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def locomotion_observe(x: Runner, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
-                           state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-        """Observations of the envs in ``mask`` (just reset: root twist zeroed until the next health check)."""
-        i = wp.tid()
-        if mask[i]:
-            for k in range(6):
-                x.root_vel_base[i, k] = 0.0
-            _write_state(i, True, x.joint_q, state)
-            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
-
-    return locomotion_observe
 
 
 @wp.kernel(enable_backward=False)
@@ -352,7 +327,7 @@ class LocomotionEnv(ArticulatedTaskEnv):
         self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
                                            self.termination_set.fused(cfg.terminations, cfg.termination_params),
                                            write_obs)
-        self._observe_kernel = observe_kernel(write_obs)
+        self._observe_kernel = observe_kernel(Runner, write_obs, clear_root_twist=True)
         self.world = self._build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"

@@ -27,7 +27,7 @@ import warp as wp
 
 from horde.envs.observations import ObsTerm
 
-__all__ = ["observation_writer", "raw_kernel", "term_writer"]
+__all__ = ["observation_writer", "observe_kernel", "raw_kernel", "term_writer", "write_joint_state"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -121,3 +121,30 @@ def raw_kernel(context: type, terms: tuple[ObsTerm, ...]) -> wp.Kernel:
                 out[i, wp.static(starts[e]) + k] = wp.static(funcs[e])(x, i, k)
 
     return raw_observation
+
+
+@wp.func
+def write_joint_state(i: int, ok: bool, joint_q: wp.array2d(dtype=float), state: wp.array2d(dtype=float)):
+    """The state row of env i: the first ``state.shape[1]`` joint coordinates (zeros while the world is not ``ok``)."""
+    for k in range(state.shape[1]):
+        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
+
+
+@functools.lru_cache(maxsize=None)
+def observe_kernel(context: type, write_obs: wp.Function, clear_root_twist: bool = False) -> wp.Kernel:
+    """``(x: context, mask, rng, state, obs)``: the observation (``write_obs``) and the joint-coordinate state row of
+    the envs in ``mask`` (just reset), one thread per env; ``clear_root_twist`` zeroes ``x.root_vel_base`` first (a
+    floating base's twist until the next health check)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe(x: context, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
+                state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        if mask[i]:
+            if wp.static(clear_root_twist):
+                for k in range(6):
+                    x.root_vel_base[i, k] = 0.0
+            write_joint_state(i, True, x.joint_q, state)
+            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
+
+    return observe

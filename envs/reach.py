@@ -23,7 +23,7 @@ import warp as wp
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
-from horde.envs.obs_writer import observation_writer
+from horde.envs.obs_writer import observation_writer, observe_kernel, write_joint_state
 from horde.envs.observations import ObsTerm, columns_of
 from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
@@ -130,13 +130,6 @@ class ReachTask:
     max_episode_length: int
 
 
-@wp.func
-def _write_state(i: int, ok: bool, joint_q: wp.array2d(dtype=float), state: wp.array2d(dtype=float)):
-    """The state row of env i: the joint angles (zeros while the world is not ``ok``)."""
-    for k in range(state.shape[1]):
-        state[i, k] = wp.where(ok, joint_q[i, k], 0.0)
-
-
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
                      episode_events: tuple[wp.Function, ...], write_obs: wp.Function) -> wp.Kernel:
@@ -169,7 +162,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         for k in range(x.actions.shape[1]):
             x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
         r = weighted_reward(ep, i)
-        _write_state(i, ok, joint_q, state)
+        write_joint_state(i, ok, joint_q, state)
         rng[i] = wp.static(write_obs)(x, i, ok, rng[i], obs, 0)
         done = close_step(ep, i, r, failed or (not ok), wp.where(timed_out, 0, t.max_episode_length))
         if done:
@@ -185,22 +178,6 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
             rng[i] = s
 
     return reach_post_step
-
-
-@functools.lru_cache(maxsize=None)
-def observe_kernel(write_obs: wp.Function) -> wp.Kernel:
-    """The observe kernel of this observation writer."""
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def reach_observe(x: Arm, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
-                      state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)):
-        """Observations of the envs in ``mask``."""
-        i = wp.tid()
-        if mask[i]:
-            _write_state(i, True, x.joint_q, state)
-            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
-
-    return reach_observe
 
 
 @functools.lru_cache(maxsize=None)
@@ -269,7 +246,7 @@ class ReachEnv(ArticulatedTaskEnv):
         self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
                                            REACH_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
                                            episode_events, write_obs)
-        self._observe_kernel = observe_kernel(write_obs)
+        self._observe_kernel = observe_kernel(Arm, write_obs)
         self._reset_episode = reset_episode_kernel(episode_events)
         self._pre_step = pre_step_kernel(events) if events else None
         reset_kernel = reset_events_kernel(Arm, reset_events) if reset_events else None
