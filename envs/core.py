@@ -54,8 +54,8 @@ class TaskConfig:
     the term's function), and ``func`` to make a new term of a registered one (``{reaching_coarse: {func: reaching,
     std: 0.3}}`` with a ``reward_scales`` line for its weight); ``task.reward_params.<term>.<param>=v``."""
     curricula: list[str] = field(default_factory=list)
-    """Curricula (:data:`horde.envs.curricula.CURRICULA`) run once per training iteration, in order: e.g. a reward
-    weight that grows (``reward_weight``)."""
+    """Curricula (:data:`horde.envs.curricula.CURRICULA`) run once when the env is built (iteration 0) and once per
+    training iteration, in order: e.g. a reward weight that grows (``reward_weight``)."""
     curriculum_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the listed curricula, by name (``func`` names the registered one a curriculum is made of);
     ``task.curriculum_params.<name>.<param>=v``."""
@@ -175,6 +175,8 @@ class WarpTaskEnv:
         self._views: dict[tuple, wp.array] = {}
         self._bind()
         self._configure_step()
+        for c in self._curricula:  # iteration 0: where each curriculum starts, before the first reset
+            c(self, 0, {})
         self.seed(seed)
         self.reset()
 
@@ -303,7 +305,7 @@ class WarpTaskEnv:
         if self._curricula:  # once per training iteration, between graph replays
             self._curriculum_iteration += 1
             for c in self._curricula:
-                out.update(c(self, int(self._curriculum_iteration)))
+                out.update(c(self, int(self._curriculum_iteration), out))
         return out
 
     reward_scale_unit = 1.0

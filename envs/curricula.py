@@ -2,11 +2,14 @@
 ``task.curricula`` with their parameters in ``task.curriculum_params`` (every family), as Isaac Lab's
 ``CurriculumTermCfg`` and mjlab's curricula; the lift's peers ramp their action-rate penalty this way.
 
-A curriculum is a function ``(env, iteration: int, **params) -> dict[str, float]`` registered in
-:data:`CURRICULA`; the env calls it once per training iteration (when the learner pops the episode statistics, before
+A curriculum is a function ``(env, iteration: int, stats: dict[str, float], *, name, **params) -> dict[str, float]``
+registered in :data:`CURRICULA` (``stats``: the episode statistics of the iteration, e.g. ``reward/<term>``, the mean
+sum of a reward term over the finished episodes); the env calls it once per training iteration (when the learner
+pops the episode statistics, before
 the next rollout, so a recorded step graph stays valid: it writes device memory the graph reads) and logs what it
-returns. ``iteration`` counts those calls from 1 and is saved with the env's state, so a resumed run continues the
-schedule. Built in: :func:`reward_weight`::
+returns. It is called once more, with ``iteration`` 0 and no statistics, when the env is built (before its first
+reset: where the curriculum starts). ``iteration`` counts the training calls from 1 and is saved with the env's
+state, so a resumed run continues the schedule. Built in: :func:`reward_weight`::
 
     horde train task=lift task.curricula=[action_rate_up] \\
         task.curriculum_params.action_rate_up.func=reward_weight task.curriculum_params.action_rate_up.term=action_rate \\
@@ -35,8 +38,8 @@ class Curriculum:
     func: Callable[..., dict[str, float]]
     params: Mapping[str, Any]
 
-    def __call__(self, env, iteration: int) -> dict[str, float]:
-        return self.func(env, iteration, name=self.name, **self.params)
+    def __call__(self, env, iteration: int, stats: Mapping[str, float]) -> dict[str, float]:
+        return self.func(env, iteration, stats, name=self.name, **self.params)
 
 
 class CurriculumSet:
@@ -47,7 +50,7 @@ class CurriculumSet:
         self._funcs: dict[str, Callable] = {}
 
     def term(self, func: Callable | None = None, *, name: str | None = None, replace: bool = False):
-        """Decorator: register ``func(env, iteration, *, name, <params with defaults>) -> dict`` under its name;
+        """Decorator: register ``func(env, iteration, stats, *, name, <params with defaults>) -> dict`` under its name;
         parameters are ``bool``, ``int``, ``float`` or ``str`` (no default: a config must give it)."""
         def register(f: Callable) -> Callable:
             key = name or f.__name__
@@ -122,8 +125,8 @@ CURRICULA = CurriculumSet()
 
 
 @CURRICULA.term
-def reward_weight(env, iteration: int, *, name: str, term: str, weight: float, start: int = 0,
-                  ramp: int = 0) -> dict[str, float]:
+def reward_weight(env, iteration: int, stats: Mapping[str, float], *, name: str, term: str, weight: float,
+                  start: int = 0, ramp: int = 0) -> dict[str, float]:
     """Move reward term ``term``'s weight (in ``reward_scales``' units) from the config's value to ``weight``: at
     iteration ``start``, linearly over the ``ramp`` iterations after it (0: at once). Logs
     ``curriculum/<name>``, the weight now."""

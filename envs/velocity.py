@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -37,6 +38,7 @@ import warp as wp
 
 from horde.envs import velocity_obs
 from horde.envs.articulated import ArticulatedTaskEnv
+from horde.envs.curricula import CURRICULA
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, per_joint, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
@@ -222,7 +224,6 @@ class VelocityEnv(ArticulatedTaskEnv):
         noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
         t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
         c = self._cmd = CommandRanges()
-        c.vy, c.yaw = wp.vec2(*cfg.command_vy), wp.vec2(*cfg.command_yaw_rate)
         c.standing_fraction = cfg.standing_fraction
         c.heading_fraction, c.heading_stiffness = cfg.heading_fraction, cfg.heading_stiffness
         t.rough = int(cfg.terrain.kind == "rough")
@@ -259,6 +260,7 @@ class VelocityEnv(ArticulatedTaskEnv):
             self._gait_phase = wp.zeros(num_envs, dtype=float)
             self._gait_offset = wp.array(list(self.robot.foot_phase_offsets), dtype=float)
             c.vx = wp.array(self._vx_start(cfg), dtype=float)
+            c.vy, c.yaw = wp.array(cfg.command_vy, dtype=float), wp.array(cfg.command_yaw_rate, dtype=float)
             c.heading = wp.zeros((num_envs if cfg.heading_fraction > 0 else 1, 2), dtype=float)
             self._push_velocity = wp.array([self._push_start(cfg)], dtype=float)
             self._delay = wp.zeros(num_envs, dtype=wp.int32)
@@ -276,6 +278,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         self.command = wp.to_torch(self._command)
         """Commanded base velocity [num_envs, 3]: vx [m/s], vy [m/s], yaw rate [rad/s] (writable)."""
         self.vx_range = wp.to_torch(c.vx)
+        self.vy_range, self.yaw_range = wp.to_torch(c.vy), wp.to_torch(c.yaw)
+        """The vy [m/s] and yaw-rate [rad/s] ranges [lo, hi] commands are drawn from now (writable: a curriculum's)."""
         """The vx range [lo, hi] [m/s] commands are drawn from now: ``command_vx``, or the curriculum's (writable)."""
         self.push_velocity = wp.to_torch(self._push_velocity)
         """The pushes' largest velocity change [m/s] [1]: ``randomization.push_velocity``, or the push curriculum's
@@ -514,4 +518,33 @@ class VelocityEnv(ArticulatedTaskEnv):
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {}),
                 **({"push_velocity": self.push_velocity} if self.cfg.push_curriculum else {}),
-                **({"heading": wp.to_torch(self._cmd.heading)} if self.cfg.heading_fraction > 0 else {})}
+                **({"heading": wp.to_torch(self._cmd.heading)} if self.cfg.heading_fraction > 0 else {}),
+                **({"vy_range": self.vy_range, "yaw_range": self.yaw_range} if self._curricula else {})}
+
+
+@CURRICULA.term
+def command_ranges(env, iteration: int, stats: Mapping[str, float], *, name: str, vy: float = 0.0,
+                   yaw: float = 0.0, step_vy: float = 0.05, step_yaw: float = 0.1, threshold: float = 0.8,
+                   term: str = "track_lin_vel") -> dict[str, float]:
+    """The velocity family's vy and yaw-rate ranges as a curriculum (the vx curriculum's rule for the other axes):
+    they start at +- ``vy`` [m/s] and +- ``yaw`` [rad/s] (inside ``command_vy`` and ``command_yaw_rate``) and each
+    end moves out by ``step_vy`` and ``step_yaw`` whenever the finished episodes' mean ``term`` sum reaches
+    ``threshold`` of a full episode's maximum, up to the config's ranges. Logs the ranges' upper ends."""
+    if not isinstance(env, VelocityEnv):
+        raise FieldError(f"task.curricula: '{name}' (command_ranges) is the velocity family's curriculum")
+    cfg = env.cfg
+    full = {"vy": cfg.command_vy, "yaw": cfg.command_yaw_rate}
+    ranges = {"vy": env.vy_range, "yaw": env.yaw_range}
+    if iteration == 0:
+        for axis, half in (("vy", vy), ("yaw", yaw)):
+            lo, hi = full[axis]
+            ranges[axis].copy_(torch.tensor([min(max(-half, lo), hi), max(min(half, hi), lo)]))
+    else:
+        best = cfg.reward_scales.get(term, 0.0) * cfg.control_dt * cfg.episode_length
+        done = stats.get(f"reward/{term}")
+        if done is not None and best > 0 and done / best >= threshold:
+            for axis, step in (("vy", step_vy), ("yaw", step_yaw)):
+                (lo, hi), (a, b) = full[axis], ranges[axis].tolist()
+                ranges[axis].copy_(torch.tensor([max(a - step, lo), min(b + step, hi)]))
+    return {f"curriculum/{name}_vy_max": float(env.vy_range[1]), f"curriculum/{name}_yaw_max": float(env.yaw_range[1])}
+

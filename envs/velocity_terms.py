@@ -47,10 +47,10 @@ class CommandRanges:
 
     vx: wp.array(dtype=float)
     """The vx range [lo, hi] [m/s]: an array, so that the curriculum can widen it between graph replays."""
-    vy: wp.vec2
-    """The vy range [m/s]."""
-    yaw: wp.vec2
-    """The yaw-rate range [rad/s]."""
+    vy: wp.array(dtype=float)
+    """The vy range [lo, hi] [m/s] (an array: a curriculum may move it between graph replays)."""
+    yaw: wp.array(dtype=float)
+    """The yaw-rate range [lo, hi] [rad/s] (an array, as ``vy``)."""
     standing_fraction: float
     heading_fraction: float
     heading_stiffness: float

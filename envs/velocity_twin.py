@@ -244,7 +244,8 @@ class VelocityTwin:
             x.strength = wp.ones((1, nj), dtype=float)
             c = x.cmd
             c.vx = wp.array(list(cfg["command_vx"]), dtype=float)
-            c.vy, c.yaw = wp.vec2(*cfg["command_vy"]), wp.vec2(*cfg["command_yaw_rate"])
+            c.vy = wp.array(list(cfg["command_vy"]), dtype=float)
+            c.yaw = wp.array(list(cfg["command_yaw_rate"]), dtype=float)
             c.standing_fraction, c.heading_fraction = cfg["standing_fraction"], 0.0  # the twin holds yaw rates
             c.heading_stiffness, c.heading = cfg.get("heading_stiffness", 0.5), wp.zeros((1, 2), dtype=float)
             x.cmd = c

@@ -57,3 +57,33 @@ def test_the_twin_refuses_a_command_it_cannot_draw():
     cfg = dataclasses.asdict(dataclasses.replace(get_task("quadruped").config, command="straight_ahead"))
     with pytest.raises(ValueError, match="the MuJoCo twin draws uniform_velocity's commands only"):
         VelocityTwin(None, cfg, 0.02)
+
+
+def test_the_command_ranges_curriculum_starts_narrow_and_widens_on_good_tracking():
+    cfg = dataclasses.replace(get_task("quadruped").config, standing_fraction=0.0, command_vy=[-0.5, 0.5],
+                              command_yaw_rate=[-1.0, 1.0], curricula=["ranges"],
+                              curriculum_params={"ranges": {"func": "command_ranges", "vy": 0.1, "yaw": 0.2,
+                                                            "step_vy": 0.2, "threshold": 0.5}})
+    env = make("quadruped", num_envs=32, seed=0, config=cfg)
+    assert env.vy_range.tolist() == pytest.approx([-0.1, 0.1]) and env.yaw_range.tolist() == pytest.approx([-0.2, 0.2])
+    assert env.command[:, 1].abs().max() <= 0.1 + 1e-6 and env.command[:, 2].abs().max() <= 0.2 + 1e-6
+    best = cfg.reward_scales["track_lin_vel"] * cfg.control_dt * cfg.episode_length
+    curriculum = env._curricula[0]
+    curriculum(env, 1, {"reward/track_lin_vel": 0.4 * best})  # below the threshold: no change
+    assert env.vy_range.tolist() == pytest.approx([-0.1, 0.1])
+    out = curriculum(env, 2, {"reward/track_lin_vel": 0.6 * best})
+    assert env.vy_range.tolist() == pytest.approx([-0.3, 0.3]) and env.yaw_range.tolist() == pytest.approx([-0.3, 0.3])
+    assert out == {"curriculum/ranges_vy_max": pytest.approx(0.3), "curriculum/ranges_yaw_max": pytest.approx(0.3)}
+    for _ in range(3):
+        curriculum(env, 3, {"reward/track_lin_vel": best})
+    assert env.vy_range.tolist() == pytest.approx([-0.5, 0.5])  # up to the config's range
+    assert "vy_range" in env._task_state()
+
+
+def test_the_command_ranges_curriculum_is_the_velocity_familys():
+    from horde.sim.fields import FieldError
+
+    cfg = dataclasses.replace(get_task("lift").config, curricula=["ranges"],
+                              curriculum_params={"ranges": {"func": "command_ranges"}})
+    with pytest.raises(FieldError, match="is the velocity family's curriculum"):
+        make("lift", num_envs=2, seed=0, config=cfg)

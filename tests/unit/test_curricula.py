@@ -49,7 +49,8 @@ def test_the_velocity_familys_weights_stay_per_second_and_the_schedule_resumes()
 
 def test_a_users_curriculum_is_one_function_and_config_lines():
     @CURRICULA.term(replace=True)
-    def pushes_off_after(env, iteration: int, *, name: str, after: int = 1) -> dict[str, float]:
+    def pushes_off_after(env, iteration: int, stats: dict, *, name: str, after: int = 1) -> dict[str, float]:
+        assert iteration == 0 or "episodes" in stats  # iteration 0: when the env is built, no statistics
         return {f"curriculum/{name}": float(iteration > after)}
 
     env = _lift(curricula=["pushes_off_after"], curriculum_params={"pushes_off_after": {"after": 1}})
