@@ -12,7 +12,6 @@ from horde.envs.velocity_terms import VELOCITY_COMMANDS, Legged
 from horde.train.config import ConfigError, compose
 
 
-@VELOCITY_COMMANDS.term(replace=True)
 def straight_ahead(x: Legged, i: int, s: wp.uint32, speed: float = 0.5) -> wp.uint32:
     """vx = ``speed`` plus up to 0.1 m/s, no sideways or turning command."""
     x.command[i, 0] = speed + wp.randf(s, 0.0, 0.1)
@@ -21,7 +20,16 @@ def straight_ahead(x: Legged, i: int, s: wp.uint32, speed: float = 0.5) -> wp.ui
     return s
 
 
-def test_a_users_command_term_draws_every_command():
+@pytest.fixture
+def registered():
+    """``straight_ahead`` registered for one test, then removed: other tests list the registered commands (a choice
+    field's valid values, the static table of fields)."""
+    VELOCITY_COMMANDS.term(straight_ahead, replace=True)
+    yield
+    VELOCITY_COMMANDS._terms.pop("straight_ahead", None)
+
+
+def test_a_users_command_term_draws_every_command(registered):
     cfg = dataclasses.replace(get_task("quadruped").config, command="straight_ahead",
                               command_params={"straight_ahead": {"speed": 0.7}}, command_resample_s=0.1)
     env = make("quadruped", num_envs=8, seed=0, config=cfg)
@@ -46,12 +54,12 @@ def test_the_default_is_uniform_velocity_in_its_ranges():
     (["task.command=straight_ahead", "task.command_params.straight_ahead.sped=1"],
      r"^task.command_params.straight_ahead.sped: unknown parameter of velocity command term 'straight_ahead'"),
 ])
-def test_a_mistake_is_one_line(overrides, message):
+def test_a_mistake_is_one_line(registered, overrides, message):
     with pytest.raises(ConfigError, match=message):
         compose(["task=quadruped", *overrides])
 
 
-def test_the_twin_refuses_a_command_it_cannot_draw():
+def test_the_twin_refuses_a_command_it_cannot_draw(registered):
     from horde.envs.velocity_twin import VelocityTwin
 
     cfg = dataclasses.asdict(dataclasses.replace(get_task("quadruped").config, command="straight_ahead"))

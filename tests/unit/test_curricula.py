@@ -53,8 +53,11 @@ def test_a_users_curriculum_is_one_function_and_config_lines():
         assert iteration == 0 or "episodes" in stats  # iteration 0: when the env is built, no statistics
         return {f"curriculum/{name}": float(iteration > after)}
 
-    env = _lift(curricula=["pushes_off_after"], curriculum_params={"pushes_off_after": {"after": 1}})
-    assert [env.pop_episode_stats()["curriculum/pushes_off_after"] for _ in range(2)] == [0.0, 1.0]
+    try:
+        env = _lift(curricula=["pushes_off_after"], curriculum_params={"pushes_off_after": {"after": 1}})
+        assert [env.pop_episode_stats()["curriculum/pushes_off_after"] for _ in range(2)] == [0.0, 1.0]
+    finally:  # other tests list the registered curricula
+        CURRICULA._funcs.pop("pushes_off_after", None)
 
 
 @pytest.mark.parametrize("overrides, message", [
