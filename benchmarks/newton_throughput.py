@@ -34,6 +34,7 @@ ratio for the ratio rows). ``--quick``: N=64, short windows.
 
 from __future__ import annotations
 
+import math
 import argparse
 import json
 import os
@@ -145,12 +146,12 @@ BENCH_TASKS: dict[str, BenchTask] = {
     "quadruped": BenchTask(mjcf=lambda cfg: _quadruped_robot(cfg).mjcf_path(),
                            joints=lambda cfg: _quadruped_robot(cfg).joints, drive=_quadruped_drive,
                            quiet=lambda cfg: {"episode_length": 2**30, "init_joint_pos_range": 0.0,
-                                              "init_yaw_range": 0.0, "max_tilt": 4.0},
+                                              "init_yaw_range": 0.0, "max_tilt": math.pi},
                            add_mjcf={"enable_self_collisions": False, "parse_meshes": False, "parse_visuals": False}),
     "g1-velocity": BenchTask(mjcf=lambda cfg: _quadruped_robot(cfg).mjcf_path(),
                     joints=lambda cfg: _quadruped_robot(cfg).joints, drive=_quadruped_drive,
                     quiet=lambda cfg: {"episode_length": 2**30, "init_joint_pos_range": 0.0, "init_yaw_range": 0.0,
-                                       "max_tilt": 4.0},
+                                       "max_tilt": math.pi},
                     root_height=lambda cfg: _quadruped_robot(cfg).root_height, edit_builder=_legged_edit,
                     add_mjcf={"enable_self_collisions": False, "parse_meshes": False, "parse_visuals": False},
                     mujoco_c=False),
