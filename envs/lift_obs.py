@@ -160,7 +160,7 @@ def lift_observation_terms(names: Sequence[str], params: Mapping[str, Mapping[st
     funcs = {f.name: f for f in LIFT_OBSERVATIONS.resolve(user, {n: params[n] for n in user if params.get(n)})}
     out = []
     for n in names:
-        t = builtin[n] if n in builtin else dataclasses.replace(funcs[n].term(), func=funcs[n].func, fallback=0.0)
+        t = builtin[n] if n in builtin else funcs[n].term()
         out.append(dataclasses.replace(t, **_modifiers(n, mods[n])))
     return tuple(out)
 

@@ -27,18 +27,21 @@ import warp as wp
 
 from horde.envs.observations import ObsTerm
 
-__all__ = ["observation_writer", "observe_kernel", "raw_kernel", "term_writer", "write_joint_state"]
+__all__ = ["column_writer", "interleaved_writer", "observation_writer", "observe_kernel", "raw_kernel", "term_writer",
+           "write_joint_state"]
 
 
 @functools.lru_cache(maxsize=None)
-def term_writer(context: type, func: wp.Function, width: int, offset: tuple[float, ...], scale: tuple[float, ...],
-                clip: float, noise: float, fallback: tuple[float, ...] | wp.Function | None) -> wp.Function:
-    """``(x, i, ok, s, obs, col) -> s``: one term's ``width`` columns of env ``i`` from ``obs[i, col]`` on (see the
+def column_writer(context: type, func: wp.Function, width: int, offset: tuple[float, ...], scale: tuple[float, ...],
+                  clip: float, noise: float, fallback: tuple[float, ...] | wp.Function | None,
+                  draw: bool = False) -> wp.Function:
+    """``(x, i, ok, s, obs, col, k) -> s``: column ``k`` of one term of env ``i`` into ``obs[i, col + k]`` (see the
     module's docstring for the order); ``clip`` 0 and ``fallback`` None: none; a function as ``fallback``
-    (``(x, i, k) -> float``) gives the value while not ok."""
+    (``(x, i, k) -> float``) gives the value while not ok; ``draw``: a noise number is drawn (and added times
+    ``noise``) even when ``noise`` is 0."""
     off = wp.types.vector(length=width, dtype=float)(*offset)
     scl = wp.types.vector(length=width, dtype=float)(*scale)
-    noisy, clipped, guarded = noise > 0.0, clip > 0.0, fallback is not None
+    noisy, clipped, guarded = noise > 0.0 or draw, clip > 0.0, fallback is not None
     if isinstance(fallback, wp.Function):
         other = fallback
     else:
@@ -49,21 +52,101 @@ def term_writer(context: type, func: wp.Function, width: int, offset: tuple[floa
             return fb[k]
 
     @wp.func
+    def write_column(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int,
+                     k: int) -> wp.uint32:
+        v = wp.static(func)(x, i, k) - off[k]
+        if wp.static(noisy):  # wp.static: each flag and constant is part of the module's hash (a closure's bool
+            v = v + wp.randf(s, -1.0, 1.0) * wp.static(noise)  # alone was not: two writers shared one build)
+        v = v * scl[k]
+        if wp.static(clipped):
+            v = wp.clamp(v, -wp.static(clip), wp.static(clip))
+        if wp.static(guarded):
+            if not ok:
+                v = wp.static(other)(x, i, k)
+        obs[i, col + k] = v
+        return s
+
+    return write_column
+
+
+@functools.lru_cache(maxsize=None)
+def term_writer(context: type, func: wp.Function, width: int, offset: tuple[float, ...], scale: tuple[float, ...],
+                clip: float, noise: float, fallback: tuple[float, ...] | wp.Function | None,
+                draw: bool = False) -> wp.Function:
+    """``(x, i, ok, s, obs, col) -> s``: one term's ``width`` columns of env ``i`` from ``obs[i, col]`` on, column
+    by column (:func:`column_writer`)."""
+    column = column_writer(context, func, width, offset, scale, clip, noise, fallback, draw)
+
+    @wp.func
     def write_term(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int) -> wp.uint32:
-        for k in range(width):
-            v = func(x, i, k) - off[k]
-            if noisy:
-                v = v + wp.randf(s, -1.0, 1.0) * noise
-            v = v * scl[k]
-            if clipped:
-                v = wp.clamp(v, -clip, clip)
-            if guarded:
-                if not ok:
-                    v = other(x, i, k)
-            obs[i, col + k] = v
+        for k in range(wp.static(width)):
+            s = wp.static(column)(x, i, ok, s, obs, col, k)
         return s
 
     return write_term
+
+
+# Generated functions call the functions they compose through ``wp.static`` of a closure value, never of a loop
+# variable: Warp hashes a static resolved at declaration into the module's hash, but a nested function's static of
+# a loop variable only once it is built, so two kernels that differ only there shared one build (and one cache
+# entry). Hence the chains below, one function per link.
+def _chain(context: type, fns: tuple[wp.Function, ...], offsets: tuple[int, ...]) -> wp.Function:
+    """``(x, i, ok, s, obs, col) -> s``: ``fns[0]`` at ``col + offsets[0]``, then the others, in order."""
+    head, at = fns[0], offsets[0]
+    if len(fns) == 1:
+
+        @wp.func
+        def last(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int) -> wp.uint32:
+            return wp.static(head)(x, i, ok, s, obs, col + wp.static(at))
+
+        return last
+    rest = _chain(context, fns[1:], offsets[1:])
+
+    @wp.func
+    def link(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int) -> wp.uint32:
+        s = wp.static(head)(x, i, ok, s, obs, col + wp.static(at))
+        return wp.static(rest)(x, i, ok, s, obs, col)
+
+    return link
+
+
+def _column_chain(context: type, fns: tuple[wp.Function, ...], offsets: tuple[int, ...]) -> wp.Function:
+    """``(x, i, ok, s, obs, col, k) -> s``: column ``k`` of ``fns[0]`` at ``col + offsets[0]``, then of the others."""
+    head, at = fns[0], offsets[0]
+    if len(fns) == 1:
+
+        @wp.func
+        def last(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int,
+                 k: int) -> wp.uint32:
+            return wp.static(head)(x, i, ok, s, obs, col + wp.static(at), k)
+
+        return last
+    rest = _column_chain(context, fns[1:], offsets[1:])
+
+    @wp.func
+    def link(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float), col: int,
+             k: int) -> wp.uint32:
+        s = wp.static(head)(x, i, ok, s, obs, col + wp.static(at), k)
+        return wp.static(rest)(x, i, ok, s, obs, col, k)
+
+    return link
+
+
+@functools.lru_cache(maxsize=None)
+def interleaved_writer(columns: tuple[wp.Function, ...], context: type, width: int,
+                       starts: tuple[int, ...]) -> wp.Function:
+    """``(x, i, ok, s, obs, col) -> s``: terms of one width written column by column in turn (column 0 of each,
+    then column 1, ...; their noise drawn in that order), term ``e`` from ``obs[i, col + starts[e]]`` on."""
+    each = _column_chain(context, columns, starts)
+
+    @wp.func
+    def write_interleaved(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float),
+                          col: int) -> wp.uint32:
+        for k in range(wp.static(width)):
+            s = wp.static(each)(x, i, ok, s, obs, col, k)
+        return s
+
+    return write_interleaved
 
 
 def _per_column(term: ObsTerm, attr: str) -> tuple[float, ...]:
@@ -73,35 +156,67 @@ def _per_column(term: ObsTerm, attr: str) -> tuple[float, ...]:
     return tuple(float(v) for _ in range(term.width)) if isinstance(v, (int, float)) else tuple(float(c) for c in v)
 
 
-def _writer_of(context: type, term: ObsTerm) -> wp.Function:
+def _writer_args(term: ObsTerm, draw: bool) -> tuple:
     if term.func is None:
         raise ValueError(f"observation term '{term.name}' has no function to write it (ObsTerm.func)")
     fb = term.fallback if isinstance(term.fallback, wp.Function) else (_per_column(term, "fallback") or None)
-    return term_writer(context, term.func, term.width, _per_column(term, "offset"), _per_column(term, "scale"),
-                       float(term.clip or 0.0), float(term.noise), fb)
+    return (term.func, term.width, _per_column(term, "offset"), _per_column(term, "scale"), float(term.clip or 0.0),
+            float(term.noise), fb, draw)
+
+
+def _blocks(terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...]) -> list[tuple[ObsTerm, ...]]:
+    """The terms cut into blocks written one after the other: an ``interleave`` group (consecutive terms of one
+    width, in the list's order) is one block, every other term one of its own."""
+    names = [t.name for t in terms]
+    first = {}
+    for group in interleave:
+        if not group:
+            continue
+        if group[0] not in names:
+            raise ValueError(f"interleave group {list(group)}: no term '{group[0]}' in {names}")
+        at = names.index(group[0])
+        block = terms[at:at + len(group)]
+        if tuple(t.name for t in block) != tuple(group) or len({t.width for t in block}) != 1:
+            raise ValueError(f"interleave group {list(group)}: not consecutive terms of one width in {names}")
+        first[at] = block
+    out, e = [], 0
+    while e < len(terms):
+        block = first.get(e, (terms[e],))
+        out.append(block)
+        e += len(block)
+    return out
 
 
 @functools.lru_cache(maxsize=None)
-def _group_writer(context: type, terms: tuple[ObsTerm, ...]) -> wp.Function:
-    writers = tuple(_writer_of(context, t) for t in terms)
-    starts = tuple(sum(t.width for t in terms[:e]) for e in range(len(terms)))
+def _group_writer(context: type, terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...],
+                  always_draw: tuple[str, ...]) -> wp.Function:
+    writers, starts, col = [], [], 0
+    for block in _blocks(terms, interleave):
+        args = [_writer_args(t, t.name in always_draw) for t in block]
+        if len(block) == 1:
+            writers.append(term_writer(context, *args[0]))
+        else:
+            columns = tuple(column_writer(context, *a) for a in args)
+            rel = tuple(sum(t.width for t in block[:e]) for e in range(len(block)))
+            writers.append(interleaved_writer(columns, context, block[0].width, rel))
+        starts.append(col)
+        col += sum(t.width for t in block)
+    return _chain(context, tuple(writers), tuple(starts))
 
-    @wp.func
-    def write_group(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float),
-                    start: int) -> wp.uint32:
-        for e in range(wp.static(len(writers))):
-            s = wp.static(writers[e])(x, i, ok, s, obs, start + wp.static(starts[e]))
-        return s
 
-    return write_group
-
-
-def observation_writer(context: type, terms: Sequence[ObsTerm]) -> wp.Function:
+def observation_writer(context: type, terms: Sequence[ObsTerm], *, interleave: Sequence[Sequence[str]] = (),
+                       always_draw: Sequence[str] = ()) -> wp.Function:
     """``(x: context, i, ok, s, obs, start) -> s``: writes every term of ``terms`` (each with a ``func``) for env
     ``i`` into ``obs[i, start:start + width]``, in order, and returns the RNG state ``s`` after the terms' noise
     (unchanged without noise). ``ok``: the env's world is sound (terms with a ``fallback`` write it otherwise). One
-    function per context and term list (cached): a kernel calls it with ``wp.static``."""
-    return _group_writer(context, tuple(terms))
+    function per context and term list (cached): a kernel calls it with ``wp.static``.
+
+    The order of the noise draws (which sets every later number of the env's stream): term after term, column
+    after column, a term with ``noise`` 0 drawing none; two options keep a task's older stream bit for bit (the
+    velocity family's): ``interleave``, groups of consecutive terms of one width (by name) written column by column
+    in turn (column 0 of each, then column 1, ...), and ``always_draw``, terms that draw their number (times 0)
+    even without noise. The columns stay where the term list puts them."""
+    return _group_writer(context, tuple(terms), tuple(tuple(g) for g in interleave), tuple(always_draw))
 
 
 @functools.lru_cache(maxsize=None)

@@ -134,10 +134,11 @@ class ObservationFunction:
     mirror: str | None
 
     def term(self) -> ObsTerm:
-        """Its :class:`ObsTerm` (source: its own name; columns ``<name>`` or ``<name>_<k>``)."""
+        """Its :class:`ObsTerm` (source: its own name; columns ``<name>`` or ``<name>_<k>``), with its function and
+        zeros while the world is not sound (what the observation generator writes)."""
         cols = (self.name,) if self.width == 1 else tuple(f"{self.name}_{k}" for k in range(self.width))
         return ObsTerm(self.name, source=self.name, columns=cols, unit=self.unit, frame=self.frame,
-                       offset=self.offset, scale=self.scale, clip=self.clip)
+                       offset=self.offset, scale=self.scale, clip=self.clip, func=self.func, fallback=0.0)
 
 
 class ObsTermSet:

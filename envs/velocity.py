@@ -39,12 +39,13 @@ import warp as wp
 from horde.envs import velocity_obs
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.curricula import CURRICULA
+from horde.envs.observations import columns_of
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, per_joint, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
-from horde.envs.velocity_kernels import (VelocityTask, post_step_kernel, pre_step_kernel,  # noqa: F401
-                                         reset_episode_kernel, velocity_critic,
-                                         velocity_observe, velocity_pre_step)
+from horde.envs.velocity_kernels import (VelocityTask, critic_kernel, observe_kernel,  # noqa: F401
+                                         post_step_kernel, pre_step_kernel, reset_episode_kernel,
+                                         velocity_pre_step)
 from horde.envs.velocity_terms import (CLOCK_OBS, EPISODE_EVENTS, ROOT_COORDS, ROOT_DOFS,  # noqa: F401
                                        VELOCITY_COMMANDS, VELOCITY_EVENTS, CommandRanges,
                                        VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
@@ -139,7 +140,7 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
 class VelocityEnv(ArticulatedTaskEnv):
     """Batched velocity tracking for a legged robot on Newton (MuJoCo-Warp), flat or rough terrain."""
 
-    step_kernels = (velocity_pre_step, velocity_observe)
+    step_kernels = (velocity_pre_step,)
     term_set = VELOCITY_TERMS
     """Where ``reward_scales``' keys are looked up."""
     termination_set = VELOCITY_TERMINATIONS
@@ -193,19 +194,9 @@ class VelocityEnv(ArticulatedTaskEnv):
         acting = action_joints(cfg, self.robot)
         points = scan_offsets(cfg.height_scan) if cfg.height_scan.enabled else np.zeros((0, 2), np.float32)
         cam = cfg.depth_camera
-        depth_names = (tuple(f"depth_{r}_{c}" for r in range(cam.height) for c in range(cam.width)) if cam.enabled
-                       else ())
         self.extras = VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations), cfg.observation_params)
         """The user's observation terms (:class:`horde.envs.observations.ObservationFunction`), after the rest."""
-        self.obs_names = (obs_names(joints, acting, cfg.gait_clock)
-                          + tuple(f"height_scan_{k}" for k in range(len(points))) + depth_names
-                          + tuple(c for e in self.extras for c in e.term().columns))
         self.action_names = acting
-        feet = self.robot.feet
-        if cfg.privileged_critic:
-            self.critic_names = (*self.obs_names, *(f"motor_strength_{j}" for j in joints),
-                                 *(f"stiffness_scale_{j}" for j in joints), *(f"damping_scale_{j}" for j in joints),
-                                 *(f"contact_force_{f}" for f in feet), "friction", "added_base_mass", "base_height")
         self.state_names, self.term_names = ROOT_COORDS + joints, tuple(cfg.reward_scales)
         self.terrain = Terrain(cfg.terrain)
         self.world, q_idx, qd_idx, self.feet = build_world(cfg, num_envs, d, self.terrain)
@@ -222,23 +213,22 @@ class VelocityEnv(ArticulatedTaskEnv):
         t.resample_steps = max(int(round(cfg.command_resample_s / control_dt)), 0)
         self._max_delay = dr.max_action_delay if on else 0
         noise = [v * dr.obs_noise_scale if on else 0.0 for v in cfg.obs_noise]
-        t.noise_lin, t.noise_ang, t.noise_grav, t.noise_q, t.noise_qd = noise
+        self.obs_noise = dict(zip(("base_lin_vel", "base_ang_vel", "projected_gravity", "joint_pos", "joint_vel"),
+                                  noise))
+        """Each observation term's training noise (half-width of its uniform draw, raw units): ``task.obs_noise``
+        times the randomization's ``obs_noise_scale``, 0 with randomization off."""
         c = self._cmd = CommandRanges()
         c.standing_fraction = cfg.standing_fraction
         c.heading_fraction, c.heading_stiffness = cfg.heading_fraction, cfg.heading_stiffness
         t.rough = int(cfg.terrain.kind == "rough")
         hs = cfg.height_scan
-        t.scan_n, t.scan_offset, t.scan_clip, t.scan_yaw = len(points), hs.offset, hs.clip, int(hs.yaw_aligned)
-        t.noise_scan = hs.noise * dr.obs_noise_scale if on else 0.0
-        t.imu, t.imu_q = int(cfg.imu), wp.quat(*self.world.imu_rotation)
+        self.obs_noise["height_scan"] = hs.noise * dr.obs_noise_scale if on else 0.0
         self.camera = (DepthCamera(self.world, cam, noise_scale=dr.obs_noise_scale if on else 0.0)
                        if cam.enabled else None)
         """The depth camera (:class:`horde.sim.depth_camera.DepthCamera`; its ``depth`` view is the image), or None."""
-        t.depth_n, t.depth_w = (cam.height * cam.width, cam.width) if cam.enabled else (0, 1)
         t.squash = int(cfg.action_squash == "tanh")
         t.clock_n, t.gait_period = (len(CLOCK_OBS) if cfg.gait_clock else 0), cfg.gait_period
-        t.extra_n = sum(e.width for e in self.extras)
-        t.q_index, t.qd_index = wp.array(q_idx, dtype=int, device=d), wp.array(qd_idx, dtype=int, device=d)
+        t.q_index, self._qd_index = wp.array(q_idx, dtype=int, device=d), wp.array(qd_idx, dtype=int, device=d)
         self._depth = self.camera.image if self.camera is not None else wp.zeros((1, 1, 1), dtype=float, device=d)
         self._task, self._grid, self._ranges = t, self.terrain.grid(d), actuation_ranges(dr)
         self.scan_points = points
@@ -290,23 +280,28 @@ class VelocityEnv(ArticulatedTaskEnv):
         """Terrain level of each env (rough terrain), int32 [num_envs]."""
         ends = VELOCITY_TERMINATIONS.fused(cfg.terminations, cfg.termination_params)
         draw = VELOCITY_COMMANDS.resolve([cfg.command], cfg.command_params)[0]
-        self._post_step = post_step_kernel(terms, ends,
-                                           velocity_obs.extra_spec(self.extras), episode_events, draw)
+        self.obs_names = columns_of(velocity_obs.observation_terms(self, cfg=cfg))
+        if cfg.privileged_critic:
+            feet = self.robot.feet
+            self.critic_names = (*self.obs_names, *(f"motor_strength_{j}" for j in joints),
+                                 *(f"stiffness_scale_{j}" for j in joints), *(f"damping_scale_{j}" for j in joints),
+                                 *(f"contact_force_{f}" for f in feet), "friction", "added_base_mass", "base_height")
+        write_obs = velocity_obs.observation_writer_of(self, cfg)
+        self._post_step = post_step_kernel(terms, ends, write_obs, episode_events, draw)
+        self._observe_kernel = observe_kernel(write_obs)
+        self._critic_kernel = (critic_kernel(velocity_obs.observation_writer_of(self, cfg, clean=True))
+                               if cfg.privileged_critic else None)
         self._reset_episode = reset_episode_kernel(episode_events, draw)
-        self._extras = velocity_obs.extras_kernel(velocity_obs.extra_spec(self.extras)) if self.extras else None
         self._pre_step = pre_step_kernel(events)
         reset_kernel = reset_events_kernel(Legged, reset_events) if reset_events else None
         if reset_kernel is not None:
             self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
                                                              inputs=[self.legged, mask], outputs=[rng])
         self._event_steps = wp.array(event_steps or [0], dtype=int, device=d)
-        self.step_kernels = ((self._pre_step, self._post_step, velocity_observe, velocity_critic) + w.kernels
+        self.step_kernels = ((self._pre_step, self._post_step, self._observe_kernel) + w.kernels
+                             + ((self._critic_kernel,) if self._critic_kernel is not None else ())
                              + (self.camera.kernels if self.camera is not None else ())
-                             + ((self._extras,) if self._extras is not None else ())
                              + ((reset_kernel,) if reset_kernel is not None else ()))
-        self._clean = VelocityTask()  # the task without observation noise, for the critic group
-        for name in VelocityTask.vars:
-            setattr(self._clean, name, 0.0 if name.startswith("noise_") else getattr(t, name))
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
@@ -338,6 +333,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.kp0, x.kd0, x.kp, x.kd = a.nominal_stiffness, a.nominal_damping, a.stiffness, a.damping
         x.strength = a.motor_strength
         x.cmd = self._cmd
+        x.qd_index, x.imu, x.imu_q = self._qd_index, int(cfg.imu), wp.quat(*self.world.imu_rotation)
+        x.grid, x.scan, x.scan_yaw = self._grid, self._scan, int(cfg.height_scan.yaw_aligned)
         return x
 
     @staticmethod
@@ -413,14 +410,10 @@ class VelocityEnv(ArticulatedTaskEnv):
         return out
 
     def _write_critic(self) -> None:
-        if not self.critic_names:
+        if self._critic_kernel is None:
             return
-        w = self.world
-        wp.launch(velocity_critic, self.num_envs, device=self.dev.warp, inputs=[
-            self._clean, self.legged, self._grid, self._scan, w.arrays.stiffness, w.arrays.damping,
-            w.arrays.nominal_stiffness, w.arrays.nominal_damping, w.arrays.motor_strength, self._physics],
-            outputs=[self._state, self._critic_obs])
-        self._observe_extras(self._reset_mask, 0, self._critic_obs)
+        wp.launch(self._critic_kernel, self.num_envs, device=self.dev.warp,
+                  inputs=[self.legged, self.obs_dim, self._physics], outputs=[self._critic_obs])
 
     def _pre_physics(self) -> None:
         wp.launch(self._pre_step, self.num_envs, device=self.dev.warp, inputs=[
@@ -434,7 +427,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         if self.camera is not None:  # the image of the state the step ends in (final observations included)
             self.camera.update(rng=self._rng)
         wp.launch(self._post_step, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, self.legged, self._grid, self._scan, self._centre_z, self.episodes(), self._causes],
+            self._task, self.legged, self._grid, self._centre_z, self.episodes(), self._causes],
             outputs=[self._rng, self._level, self._origin, self._state, self._obs, self._final_obs])
 
     def _observe_step(self) -> None:
@@ -444,20 +437,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         self._write_critic()
 
     def _observe(self, mask: wp.array) -> None:
-        w = self.world
-        wp.launch(velocity_observe, self.num_envs, device=self.dev.warp, inputs=[
-            self._task, mask, w.arrays.default_joint_q, w.arrays.joint_q, w.arrays.joint_qd, w.arrays.body_q,
-            w.arrays.root_vel_base, self._command, self._last_actions, self._grid, self._scan],
-            outputs=[self._history, self._rng, w.arrays.imu_gyro, self._depth, self._gait_phase, self._state,
-                     self._obs])
-        self._observe_extras(mask, 1, self._obs)
-
-    def _observe_extras(self, mask: wp.array, masked: int, out: wp.array) -> None:
-        """The user's observation terms into ``out``'s columns after the task's own (envs in ``mask`` if
-        ``masked``)."""
-        if self._extras is not None:
-            wp.launch(self._extras, self.num_envs, device=self.dev.warp,
-                      inputs=[self.legged, mask, masked, self.obs_dim - self._task.extra_n, 0], outputs=[out])
+        wp.launch(self._observe_kernel, self.num_envs, device=self.dev.warp,
+                  inputs=[self._task, self.legged, mask], outputs=[self._history, self._rng, self._state, self._obs])
 
     def _reset_task(self) -> None:
         wp.launch(self._reset_episode, self.num_envs, device=self.dev.warp, inputs=[

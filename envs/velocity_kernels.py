@@ -11,10 +11,10 @@ import warp as wp
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.velocity_terms import Legged, advance, clock_phase, push, track_heading, uniform_velocity
 from horde.sim.randomize import delay_actions
-from horde.sim.terrain import TerrainGrid, height_scan, terrain_height, terrain_level_update
+from horde.sim.terrain import TerrainGrid, terrain_height, terrain_level_update
 
-__all__ = ["VelocityTask", "post_step_kernel", "pre_step_kernel", "reset_episode_kernel", "velocity_critic",
-           "velocity_observe", "velocity_pre_step"]
+__all__ = ["VelocityTask", "critic_kernel", "observe_kernel", "post_step_kernel", "pre_step_kernel",
+           "reset_episode_kernel", "velocity_pre_step", "write_state"]
 
 
 @wp.struct
@@ -25,83 +25,25 @@ class VelocityTask:
     dt: float
     max_episode_length: int
     resample_steps: int
-    noise_lin: float
-    noise_ang: float
-    noise_grav: float
-    noise_q: float
-    noise_qd: float
     rough: int
-    scan_n: int
-    scan_offset: float
-    scan_clip: float
-    noise_scan: float
-    scan_yaw: int
-    imu: int
-    imu_q: wp.quat
-    depth_n: int
-    depth_w: int
     squash: int
     """How actions become PD target offsets: 0 clip (the actuation law's), 1 tanh."""
     clock_n: int
     """Gait-clock observation columns: 2 with the clock, else 0."""
     gait_period: float
-    extra_n: int
-    """Columns of the user's observation terms (``task.extra_observations``), after the task's own."""
     q_index: wp.array(dtype=int)
     """Coordinate index in ``joint_q`` of each actuated joint, in the robot config's joint order."""
-    qd_index: wp.array(dtype=int)
-    """Dof index in ``joint_qd`` of each actuated joint, in the robot config's joint order."""
 
 
 @wp.func
-def _write_obs(t: VelocityTask, i: int, ok: bool, s: wp.uint32, default_q: wp.array(dtype=float),
-               joint_q: wp.array2d(dtype=float), joint_qd: wp.array2d(dtype=float),
-               body_q: wp.array2d(dtype=wp.transform), root_vel_base: wp.array2d(dtype=float),
-               command: wp.array2d(dtype=float), last_actions: wp.array2d(dtype=float), grid: TerrainGrid,
-               scan: wp.array(dtype=wp.vec2), imu_gyro: wp.array(dtype=wp.vec3), depth: wp.array3d(dtype=float),
-               phase: wp.array(dtype=float), state: wp.array2d(dtype=float), obs: wp.array2d(dtype=float)) -> wp.uint32:
-    """Observation row i with noise (zeros when the world is not ``ok``) and the state row; returns the RNG state.
-    Columns: base (12), every joint's angle and rate (nj each, the robot config's joint order: ``t.q_index``,
-    ``t.qd_index``), the acting joints' last actions (na), the gait clock
-    (``t.clock_n``), the height scan (its noise drawn after the others'), the depth image. With ``t.imu`` the
-    angular velocity is the IMU's gyro and gravity is projected into the IMU site's frame (``t.imu_q`` in the base)."""
-    frame = wp.transform_get_rotation(body_q[i, t.root])
-    if t.imu != 0:
-        frame = frame * t.imu_q
-    g = wp.quat_rotate_inv(frame, wp.vec3(0.0, 0.0, -1.0))
-    gyro = imu_gyro[i]
-    for k in range(3):
-        obs[i, k] = root_vel_base[i, k] + wp.randf(s, -1.0, 1.0) * t.noise_lin
-        w = wp.where(t.imu != 0, gyro[k], root_vel_base[i, 3 + k])
-        obs[i, 3 + k] = wp.where(ok, w, root_vel_base[i, 3 + k]) + wp.randf(s, -1.0, 1.0) * t.noise_ang
-        obs[i, 6 + k] = wp.where(ok, g[k], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_grav
-        obs[i, 9 + k] = command[i, k]
-    nj = t.q_index.shape[0]
-    na = last_actions.shape[1]
-    for k in range(nj):
-        c = t.q_index[k]
-        q = wp.where(ok, joint_q[i, c] - default_q[c], 0.0)
-        obs[i, 12 + k] = q + wp.randf(s, -1.0, 1.0) * t.noise_q
-        obs[i, 12 + nj + k] = wp.where(ok, joint_qd[i, t.qd_index[k]], 0.0) + wp.randf(s, -1.0, 1.0) * t.noise_qd
-    for k in range(na):
-        obs[i, 12 + 2 * nj + k] = last_actions[i, k]
-    c = 12 + 2 * nj + na
-    if t.clock_n > 0:
-        obs[i, c] = wp.sin(2.0 * wp.pi * phase[i])
-        obs[i, c + 1] = wp.cos(2.0 * wp.pi * phase[i])
-    c = c + t.clock_n
-    for k in range(t.scan_n):
-        h = height_scan(grid, body_q[i, t.root], scan[k], t.scan_yaw) - t.scan_offset
-        h = wp.clamp(h + wp.randf(s, -1.0, 1.0) * t.noise_scan, -t.scan_clip, t.scan_clip)
-        obs[i, c + k] = wp.where(ok, h, 0.0)
-    for k in range(t.depth_n):
-        obs[i, c + t.scan_n + k] = wp.where(ok, depth[i, k // t.depth_w, k % t.depth_w], 0.0)
-    for k in range(state.shape[1]):  # root coordinates, then the joints in config order
+def write_state(t: VelocityTask, i: int, ok: bool, joint_q: wp.array2d(dtype=float), state: wp.array2d(dtype=float)):
+    """The state row of env i: the root coordinates, then the actuated joints' in the robot config's order (zeros
+    when the world is not ``ok``)."""
+    for k in range(state.shape[1]):
         c = k
         if k >= 7:
             c = t.q_index[k - 7]
         state[i, k] = wp.where(ok, joint_q[i, c], 0.0)
-    return s
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,12 +94,12 @@ velocity_pre_step = pre_step_kernel((push,))
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
-                     extras: tuple = (), episode_events: tuple[wp.Function, ...] = (),
+                     write_obs: wp.Function, episode_events: tuple[wp.Function, ...] = (),
                      draw_command: wp.Function = uniform_velocity) -> wp.Kernel:
     """The step's second kernel for these reward terms, terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`), user observation terms (``extras``:
-    :func:`velocity_obs.extra_spec`) and episode events (finished envs' next episode's parameters, after the
-    command), fused with ``wp.static``: one launch for all."""
+    :meth:`horde.envs.terms.TerminationSet.fused`), observation group (``write_obs``:
+    :func:`velocity_obs.observation_writer_of`, the user's terms included) and episode events (finished envs' next
+    episode's parameters, after the command), fused with ``wp.static``: one launch for all."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -165,7 +107,6 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         t: VelocityTask,
         x: Legged,
         grid: TerrainGrid,
-        scan: wp.array(dtype=wp.vec2),
         centre_z: wp.array(dtype=float),
         ep: Episodes,
         causes: wp.array(dtype=wp.float64),
@@ -193,16 +134,8 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         if t.resample_steps > 0 and steps % t.resample_steps == 0:
             s = wp.static(draw_command)(x, i, s)
         track_heading(x, i)
-        s = _write_obs(t, i, ok, s, x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-                       x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, obs)
-        c = obs.shape[1] - t.extra_n
-        for e in range(wp.static(len(extras))):  # the user's observation terms (velocity_obs.extras_kernel's loop)
-            for j in range(wp.static(extras[e][1])):
-                v = (wp.static(extras[e][0])(x, i, j) - wp.static(extras[e][2])) * wp.static(extras[e][3])
-                if wp.static(extras[e][4] > 0.0):
-                    v = wp.clamp(v, -wp.static(extras[e][4]), wp.static(extras[e][4]))
-                obs[i, c + j] = wp.where(ok, v, 0.0)
-            c = c + wp.static(extras[e][1])
+        s = wp.static(write_obs)(x, i, ok, s, obs, 0)
+        write_state(t, i, ok, x.joint_q, state)
         done = close_step(ep, i, r, failed, wp.where(timed_out, 0, t.max_episode_length))
         if done:
             wp.static(count)(hits, causes)
@@ -227,74 +160,67 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     return velocity_post_step
 
 
-@wp.kernel(enable_backward=False)
-def velocity_critic(
-    clean: VelocityTask,
-    x: Legged,
-    grid: TerrainGrid,
-    scan: wp.array(dtype=wp.vec2),
-    kp: wp.array2d(dtype=float),
-    kd: wp.array2d(dtype=float),
-    kp0: wp.array(dtype=float),
-    kd0: wp.array(dtype=float),
-    strength: wp.array2d(dtype=float),
-    physics: wp.array2d(dtype=float),
-    state: wp.array2d(dtype=float),
-    critic: wp.array2d(dtype=float),
-):
-    """The privileged critic group of every env from the current state (``clean``: the task without noise)."""
-    i = wp.tid()
-    ok = not x.unstable[i]
-    _write_obs(clean, i, ok, wp.uint32(0), x.default_q, x.joint_q, x.joint_qd, x.body_q, x.root_vel_base, x.command,
-               x.last_actions, grid, scan, x.imu_gyro, x.depth, x.gait_phase, state, critic)
-    nj = strength.shape[1]
-    c = 12 + 2 * nj + x.last_actions.shape[1] + clean.clock_n + clean.scan_n + clean.depth_n + clean.extra_n
-    for k in range(nj):
-        critic[i, c + k] = strength[i, k]
-        critic[i, c + nj + k] = kp[i, k] / wp.max(kp0[k], 1.0e-6)
-        critic[i, c + 2 * nj + k] = kd[i, k] / wp.max(kd0[k], 1.0e-6)
-    c = c + 3 * nj
-    for f in range(x.n_feet):
-        critic[i, c + f] = wp.where(ok, wp.length(x.contact[i, f]), 0.0)
-    c = c + x.n_feet
-    critic[i, c] = physics[i, 0]
-    critic[i, c + 1] = physics[i, 1]
-    p = wp.transform_get_translation(x.body_q[i, clean.root])
-    critic[i, c + 2] = wp.where(ok, p[2] - terrain_height(grid, p[0], p[1]), 0.0)
+@functools.lru_cache(maxsize=None)
+def critic_kernel(write_clean: wp.Function) -> wp.Kernel:
+    """The privileged critic group of every env from the current state: the observation group without noise
+    (``write_clean``), then the episode's physics (motor strength, PD gain scales), the feet's contact forces,
+    friction, added base mass and base height."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_critic(
+        x: Legged,
+        start: int,
+        physics: wp.array2d(dtype=float),
+        critic: wp.array2d(dtype=float),
+    ):
+        i = wp.tid()
+        ok = not x.unstable[i]
+        wp.static(write_clean)(x, i, ok, wp.uint32(0), critic, 0)
+        nj = x.strength.shape[1]
+        c = start
+        for k in range(nj):
+            critic[i, c + k] = x.strength[i, k]
+            critic[i, c + nj + k] = x.kp[i, k] / wp.max(x.kp0[k], 1.0e-6)
+            critic[i, c + 2 * nj + k] = x.kd[i, k] / wp.max(x.kd0[k], 1.0e-6)
+        c = c + 3 * nj
+        for f in range(x.n_feet):
+            critic[i, c + f] = wp.where(ok, wp.length(x.contact[i, f]), 0.0)
+        c = c + x.n_feet
+        critic[i, c] = physics[i, 0]
+        critic[i, c + 1] = physics[i, 1]
+        p = wp.transform_get_translation(x.body_q[i, x.root])
+        critic[i, c + 2] = wp.where(ok, p[2] - terrain_height(x.grid, p[0], p[1]), 0.0)
+
+    return velocity_critic
 
 
-@wp.kernel(enable_backward=False)
-def velocity_observe(
-    t: VelocityTask,
-    mask: wp.array(dtype=wp.bool),
-    default_q: wp.array(dtype=float),
-    joint_q: wp.array2d(dtype=float),
-    joint_qd: wp.array2d(dtype=float),
-    body_q: wp.array2d(dtype=wp.transform),
-    root_vel_base: wp.array2d(dtype=float),
-    command: wp.array2d(dtype=float),
-    last_actions: wp.array2d(dtype=float),
-    grid: TerrainGrid,
-    scan: wp.array(dtype=wp.vec2),
-    history: wp.array3d(dtype=float),
-    rng: wp.array(dtype=wp.uint32),
-    imu_gyro: wp.array(dtype=wp.vec3),
-    depth: wp.array3d(dtype=float),
-    phase: wp.array(dtype=float),
-    state: wp.array2d(dtype=float),
-    obs: wp.array2d(dtype=float),
-):
-    """Observations of the envs in ``mask`` (just reset: root twist, IMU reading and action history zeroed)."""
-    i = wp.tid()
-    if mask[i]:
-        for k in range(6):
-            root_vel_base[i, k] = 0.0
-        imu_gyro[i] = wp.vec3(0.0)
-        for d in range(history.shape[1]):
-            for k in range(history.shape[2]):
-                history[i, d, k] = 0.0
-        rng[i] = _write_obs(t, i, True, rng[i], default_q, joint_q, joint_qd, body_q, root_vel_base, command,
-                            last_actions, grid, scan, imu_gyro, depth, phase, state, obs)
+@functools.lru_cache(maxsize=None)
+def observe_kernel(write_obs: wp.Function) -> wp.Kernel:
+    """Observations (``write_obs``) and state rows of the envs in ``mask`` (just reset: root twist, IMU reading and
+    action history zeroed first)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_observe(
+        t: VelocityTask,
+        x: Legged,
+        mask: wp.array(dtype=wp.bool),
+        history: wp.array3d(dtype=float),
+        rng: wp.array(dtype=wp.uint32),
+        state: wp.array2d(dtype=float),
+        obs: wp.array2d(dtype=float),
+    ):
+        i = wp.tid()
+        if mask[i]:
+            for k in range(6):
+                x.root_vel_base[i, k] = 0.0
+            x.imu_gyro[i] = wp.vec3(0.0)
+            for d in range(history.shape[1]):
+                for k in range(history.shape[2]):
+                    history[i, d, k] = 0.0
+            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
+            write_state(t, i, True, x.joint_q, state)
+
+    return velocity_observe
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,6 +12,7 @@ import warp as wp
 from horde.envs.observations import ObsTermSet
 from horde.envs.terms import CommandSet, EventSet, TerminationSet, TermSet, clipped_action_rate
 from horde.sim.randomize import ActuationRanges, draw_actuation, randomize_friction, randomize_link_mass
+from horde.sim.terrain import TerrainGrid
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_COMMANDS", "VELOCITY_OBSERVATIONS",
            "VELOCITY_TERMINATIONS", "VELOCITY_TERMS", "CommandRanges", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
@@ -152,6 +153,18 @@ class Legged:
     """This episode's motor strength factor [num_envs, joints]."""
     cmd: CommandRanges
     """The command's ranges (what a command term draws from)."""
+    qd_index: wp.array(dtype=int)
+    """Dof index in ``joint_qd`` of each actuated joint, in the robot config's joint order (one env)."""
+    imu: int
+    """1 when the observation reads the IMU (``task.imu``): its gyro, and gravity in the IMU site's frame."""
+    imu_q: wp.quat
+    """The IMU site's rotation in the base frame (``imu``)."""
+    grid: TerrainGrid
+    """The terrain (flat: one tile at height 0)."""
+    scan: wp.array(dtype=wp.vec2)
+    """Height-scan points in the base's yaw frame [points] [m] (``task.height_scan``; one point without)."""
+    scan_yaw: int
+    """1 when the scan turns with the base's yaw only (``height_scan.yaw_aligned``), 0 with its whole rotation."""
 
 
 VELOCITY_TERMS = TermSet("velocity", Legged)

@@ -17,9 +17,9 @@ import math
 import numpy as np
 import warp as wp
 
+from horde.envs.obs_writer import raw_kernel
 from horde.envs.robots import resolve_robot
 from horde.envs.terms import UnknownTermError
-from horde.envs.velocity_obs import extra_spec, extras_kernel
 from horde.envs.velocity_terms import (BASE_OBS, CLOCK_OBS, VELOCITY_EVENTS, VELOCITY_OBSERVATIONS,
                                        VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged, advance)
 from horde.sim.randomize import RandomizationConfig, actuation_ranges
@@ -174,9 +174,9 @@ class VelocityTwin:
         with wp.ScopedDevice("cpu"):
             self.out = wp.zeros((len(self.names), 1), dtype=float)
             self.extra_out = wp.zeros((1, max(sum(e.width for e in self.extras), 1)), dtype=float)
-            self.extra_mask, self.due = wp.zeros(1, dtype=wp.bool), wp.zeros(max(len(events), 1), dtype=wp.bool)
+            self.due = wp.zeros(max(len(events), 1), dtype=wp.bool)
             self.rng_state = wp.zeros(1, dtype=wp.uint32)
-        self.extra_kernel = extras_kernel(extra_spec(self.extras)) if self.extras else None
+        self.extra_kernel = raw_kernel(Legged, tuple(e.term() for e in self.extras)) if self.extras else None
         self.command = self.x.command.numpy()[0]  # numpy views of the CPU arrays: writes go through
         self.steps, self.pushed = 0, 0
         self.track_err: list[float] = []
@@ -322,7 +322,7 @@ class VelocityTwin:
         if self.extra_kernel is not None:
             self._copy_state(data)
             self.x.gait_phase.numpy()[0] = self.phase(self.steps)
-            wp.launch(self.extra_kernel, 1, inputs=[self.x, self.extra_mask, 0, 0, 1], outputs=[self.extra_out],
+            wp.launch(self.extra_kernel, 1, inputs=[self.x], outputs=[self.extra_out],
                       device="cpu")
             row, c = self.extra_out.numpy()[0], 0
             for e in self.extras:

@@ -88,3 +88,68 @@ def test_the_raw_kernel_writes_the_functions_values_only():
     np.testing.assert_array_equal(out.numpy()[:, :2], a[:, :2])
     np.testing.assert_array_equal(out.numpy()[:, 2:5], 2.0 * a[:, :3])
     np.testing.assert_array_equal(out.numpy()[:, 5:], a)
+
+
+@wp.kernel(enable_backward=False)
+def _draws(rng: wp.array(dtype=wp.uint32), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    s = rng[i]
+    for k in range(out.shape[1]):
+        out[i, k] = wp.randf(s, -1.0, 1.0)
+
+
+def _stream(n: int, count: int) -> np.ndarray:
+    out = wp.zeros((n, count), dtype=float)
+    wp.launch(_draws, n, inputs=[wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)], outputs=[out])
+    return out.numpy()
+
+
+def _kernel_with(terms, **order):
+    write = observation_writer(Ctx, terms, **order)
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe(x: Ctx, rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        rng[i] = wp.static(write)(x, i, True, rng[i], obs, 0)
+
+    return observe
+
+
+def test_interleaved_terms_draw_column_by_column_and_always_draw_draws_at_zero_noise():
+    """The velocity family's stream: ``interleave`` draws column k of each grouped term in turn, ``always_draw``
+    draws a number (times 0) for a term without noise; the columns stay in the list's order."""
+    terms = (ObsTerm("a", source="a", columns=("a0", "a1", "a2"), func=_column, noise=0.5),
+             ObsTerm("b", source="a", columns=("b0", "b1", "b2"), func=_twice),
+             ObsTerm("c", source="a", columns=("c0", "c1"), func=_column, noise=0.25))
+    n = 4
+    a = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+    r = _stream(n, 8)
+
+    def run(**order):
+        x = Ctx()
+        x.a = wp.array(a, dtype=float)
+        rng = wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)
+        obs = wp.zeros((n, 8), dtype=float)
+        wp.launch(_kernel_with(terms, **order), n, inputs=[x, rng], outputs=[obs])
+        return obs.numpy()
+
+    plain = run()  # a draws 3, b none, c 2
+    np.testing.assert_allclose(plain[:, 0:3], a + 0.5 * r[:, 0:3], rtol=1e-6)
+    np.testing.assert_array_equal(plain[:, 3:6], 2.0 * a)
+    np.testing.assert_allclose(plain[:, 6:8], a[:, :2] + 0.25 * r[:, 3:5], rtol=1e-6)
+    zipped = run(interleave=[("a", "b")], always_draw=("b",))  # a0 b0 a1 b1 a2 b2, then c
+    np.testing.assert_allclose(zipped[:, 0:3], a + 0.5 * r[:, 0:6:2], rtol=1e-6)
+    np.testing.assert_array_equal(zipped[:, 3:6], 2.0 * a)  # its draws are times 0
+    np.testing.assert_allclose(zipped[:, 6:8], a[:, :2] + 0.25 * r[:, 6:8], rtol=1e-6)
+    unzipped = run(always_draw=("b",))  # a0 a1 a2 b0 b1 b2 c0 c1
+    np.testing.assert_allclose(unzipped[:, 6:8], a[:, :2] + 0.25 * r[:, 6:8], rtol=1e-6)
+    np.testing.assert_allclose(unzipped[:, 0:3], plain[:, 0:3])
+
+
+def test_an_interleave_group_of_other_widths_or_not_consecutive_fails_in_one_line():
+    import pytest
+
+    with pytest.raises(ValueError, match="not consecutive terms of one width"):
+        observation_writer(Ctx, TERMS, interleave=[("plain", "shaped")])
+    with pytest.raises(ValueError, match="no term 'nope'"):
+        observation_writer(Ctx, TERMS, interleave=[("nope", "plain")])
