@@ -23,6 +23,7 @@ from horde.envs.terms import UnknownTermError
 from horde.envs.velocity_terms import (BASE_OBS, CLOCK_OBS, VELOCITY_EVENTS, VELOCITY_OBSERVATIONS,
                                        VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged, advance)
 from horde.sim.randomize import RandomizationConfig, actuation_ranges
+from horde.sim.terrain import Terrain, TerrainConfig
 
 __all__ = ["VelocityTwin", "twin_event_kernel", "twin_step_kernel"]
 
@@ -249,6 +250,12 @@ class VelocityTwin:
             c.standing_fraction, c.heading_fraction = cfg["standing_fraction"], 0.0  # the twin holds yaw rates
             c.heading_stiffness, c.heading = cfg.get("heading_stiffness", 0.5), wp.zeros((1, 2), dtype=float)
             x.cmd = c
+            # the observation's own sources, for a user term that reads them: the joints in config order, no IMU
+            # (the twin reads its IMU in numpy), flat ground, no scan (a rough or scanning bundle is refused)
+            x.qd_index = wp.array([6 + k for k in range(nj)], dtype=int)
+            x.imu, x.imu_q = 0, wp.quat_identity()
+            x.grid, x.scan = Terrain(TerrainConfig()).grid("cpu"), wp.zeros(1, dtype=wp.vec2)
+            x.scan_yaw = int(dict(cfg.get("height_scan") or {}).get("yaw_aligned", True))
         return x
 
     def _nominal_gains(self, cfg: dict) -> tuple[list[float], list[float]]:

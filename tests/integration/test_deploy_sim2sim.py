@@ -320,6 +320,10 @@ def test_g1_observations_terms_and_context_match_horde_for_the_same_state(g1_exp
                 np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6, err_msg=name)
         elif name == "ranges":
             assert got.enabled == want.enabled == 0
+        elif name == "grid":  # flat ground in both
+            assert got.rough == want.rough == 0, name
+        elif name == "imu_q":
+            np.testing.assert_allclose(list(got), list(want), atol=1e-6, err_msg=name)
         elif name == "cmd":  # the command's ranges: the twin draws from the whole vx range, not the curriculum's
             assert (got.vy.numpy() == want.vy.numpy()).all() and (got.yaw.numpy() == want.yaw.numpy()).all(), name
             assert got.standing_fraction == pytest.approx(want.standing_fraction) and got.heading_fraction == 0.0
