@@ -11,6 +11,8 @@
     horde sim2sim run=runs/quadruped/<stamp> [episodes=16] [pushes=true]   # reach, quadruped, g1-velocity: the
                                              # exported policy in plain MuJoCo (C engine), observations rebuilt
                                              # from policy.json; a randomized run at nominal physics, with its pushes
+    horde sim2sim run=<dir> commands=sets [episodes=64]   # velocity tasks: each command set held for an episode in
+                                             # MuJoCo and in horde, side by side, with the sim-to-sim floor
     horde play run=<dir> video=true [envs=4] [episodes=1] [steps=N] [render=3d|2d]   # mp4 of the policy, rendered
                                              # headless until every env has ended `episodes` episodes (or for
                                              # `steps` steps); Newton tasks ray-traced in 3D, 2d: the side view
@@ -210,11 +212,41 @@ def cmd_sim2sim(args: list[str]) -> dict:
     from horde.deploy import find_bundles  # after the checks above, which answer at once
     from horde.deploy.sim2sim import run_sim2sim, summary_line
 
+    sets = _command_sets(kv.get("commands"))
+    if sets:
+        return _sim2sim_command_sets(kv, sets, progress)
     results = {}
     for bundle in find_bundles(kv["run"]):
         r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0), pushes=kv.get("pushes", True),
                         progress=progress, stage=bundle.name)
         print(f"{bundle.name}: {summary_line(r)}")
+        results[str(bundle)] = r
+    return results
+
+
+def _sim2sim_command_sets(kv: dict, sets: tuple[str, ...], progress) -> dict:
+    """``horde sim2sim commands=...``: each set in horde (the bundle's checkpoint, ``evaluate_command_sets``) and in
+    MuJoCo (the bundle's ONNX), side by side, with issue 69's sim-to-sim floor."""
+    from horde.deploy import find_bundles
+    from horde.deploy.bundle import bundle_checkpoint
+    from horde.deploy.sim2sim import run_sim2sim_sets, sets_line
+    from horde.train.checkpoint import load_policy
+    from horde.train.command_sets import FLOOR_PUSHES, evaluate_command_sets
+
+    envs = kv.get("episodes", 64)
+    results = {}
+    for bundle in find_bundles(kv["run"]):
+        policy, ckpt, cfg, _ = load_policy(bundle_checkpoint(bundle))
+        if not hasattr(cfg.task, "command_vx"):
+            raise UsageError(f"commands= runs velocity tasks (a commanded base velocity); {ckpt['task']} has none")
+        pushes = FLOOR_PUSHES if cfg.task.randomization.enabled else None
+        progress(f"{bundle.name}: horde, sets {', '.join(sets)}: {envs} envs each, the command held")
+        horde = evaluate_command_sets(policy, ckpt["task"], cfg.task, sets=sets, num_envs=envs, seed=kv.get("seed", 0),
+                                      pushes=pushes, progress=lambda line: progress(f"horde, {line}"),
+                                      step_progress=lambda k, n: progress("horde", k, n))
+        r = run_sim2sim_sets(bundle, sets, episodes=envs, seed=kv.get("seed", 0), horde=horde, progress=progress)
+        for name, figs in r["sets"].items():
+            print(f"{bundle.name}: {sets_line(name, figs)}")
         results[str(bundle)] = r
     return results
 

@@ -90,6 +90,11 @@ KEYS: dict[str, dict[str, Key]] = {
                 "seed": Key(int, "seed (default 0)"),
                 "pushes": Key(true_or_false, "false: without the pushes of the run's domain randomization (default "
                                              "true: pushed as in training; the rest of it at its nominal values)"),
+                "commands": Key(str, "velocity tasks: sets (every command set) or a comma list of full, forward, "
+                                     "backward, sideways, turning: each set's commands held for a whole episode with "
+                                     "the floor's pushes, in MuJoCo and in horde (the bundle's checkpoint), and the "
+                                     "floor (MuJoCo up >= 90%, linear error within 1.25x horde's) (episodes= per "
+                                     "set, default 64)"),
                 **_SHIPPED},
     "tasks": {"imports": Key(modules, "your modules to import first ([my_tasks]): the tasks they register are listed "
                                       "too (this imports every task module: seconds, not the static table's ~0.1 s)")},

@@ -339,16 +339,15 @@ def find_bundles(run: str | Path) -> list[Path]:
     return found
 
 
-def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | Path | None = None,
-                  sim2sim_episodes: int = verify.SIM2SIM_EPISODES, progress: ProgressFn | None = None
-                  ) -> VerifyReport:
-    """Re-run the ladder on a written bundle against its checkpoint, and the runner's self-test in isolation
-    (``progress``: :class:`horde.deploy.verify.ProgressFn`)."""
+def bundle_checkpoint(bundle: str | Path, checkpoint: str | Path | None = None, spec: dict | None = None) -> Path:
+    """The checkpoint a bundle was exported from (``checkpoint``: another file to use), found where policy.json
+    says, beside a shipped bundle, or in a moved run folder; its sha256 checked against policy.json's."""
     bundle = Path(bundle)
-    try:
-        spec = _run_policy_module.load_spec(bundle)
-    except _run_policy_module.BundleError as exc:
-        raise ExportError(str(exc)) from None
+    if spec is None:
+        try:
+            spec = _run_policy_module.load_spec(bundle)
+        except _run_policy_module.BundleError as exc:
+            raise ExportError(str(exc)) from None
     ckpt_path = Path(checkpoint) if checkpoint else Path(spec["checkpoint"]["file"])
     if not checkpoint and not ckpt_path.is_absolute():  # a bundle that travels with its run (a shipped policy)
         ckpt_path = bundle / ckpt_path
@@ -360,6 +359,20 @@ def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | P
         raise ExportError(f"{bundle}: its checkpoint {ckpt_path} is gone; pass checkpoint=<file>")
     if sha256(ckpt_path) != spec["checkpoint"]["sha256"]:
         raise ExportError(f"{ckpt_path}: sha256 differs from the one {bundle.name}/policy.json was exported from")
+    return ckpt_path
+
+
+def verify_bundle(bundle: str | Path, *, episodes: int = 64, checkpoint: str | Path | None = None,
+                  sim2sim_episodes: int = verify.SIM2SIM_EPISODES, progress: ProgressFn | None = None
+                  ) -> VerifyReport:
+    """Re-run the ladder on a written bundle against its checkpoint, and the runner's self-test in isolation
+    (``progress``: :class:`horde.deploy.verify.ProgressFn`)."""
+    bundle = Path(bundle)
+    try:
+        spec = _run_policy_module.load_spec(bundle)
+    except _run_policy_module.BundleError as exc:
+        raise ExportError(str(exc)) from None
+    ckpt_path = bundle_checkpoint(bundle, checkpoint, spec)
     with _one_torch_thread():
         return _verify(bundle, spec, ckpt_path, episodes=episodes, sim2sim_episodes=sim2sim_episodes,
                        progress=progress)

@@ -37,8 +37,9 @@ from horde.sim.files import atomic_write_text
 if TYPE_CHECKING:
     from horde.deploy.verify import ProgressFn
 
-__all__ = ["MIN_RETURN_RATIO", "Sim2SimError", "Sim2SimSetup", "conditions", "conditions_text", "load_setup",
-           "passes", "run_sim2sim", "summary_line"]
+__all__ = ["MIN_RETURN_RATIO", "SETS_MAX_ERROR_RATIO", "SETS_MIN_UP", "SetMeter", "Sim2SimError", "Sim2SimSetup",
+           "conditions", "conditions_text", "load_setup", "passes", "run_sim2sim", "run_sim2sim_sets", "sets_line",
+           "summary_line"]
 
 MIN_RETURN_RATIO = 0.8
 """Rung 3 passes when MuJoCo's mean return >= horde's - (1 - this) x |horde's| (ratio >= 0.8 for positive returns)."""
@@ -266,9 +267,13 @@ def load_setup(spec: dict, *, pushes: bool = True) -> Sim2SimSetup:
 
 
 def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, episodes: int, seed: int,
-            progress: ProgressFn | None = None, stage: str = "sim-to-sim") -> dict:
+            progress: ProgressFn | None = None, stage: str = "sim-to-sim", commands: np.ndarray | None = None,
+            settle: int = 50) -> dict:
     """``episodes`` MuJoCo episodes side by side (one ``MjData`` each, one batched policy call per control step);
-    ``progress(stage, step, episode_length, "<k>/<episodes> episodes running")`` after each control step."""
+    ``progress(stage, step, episode_length, "<k>/<episodes> episodes running")`` after each control step. With
+    ``commands`` [episodes, 3] (a velocity task), episode ``e`` holds command ``e`` throughout (no resampling) and the
+    result's ``sets`` holds the command-set figures of :mod:`horde.train.command_sets` (:class:`SetMeter`, from
+    control step ``settle`` on)."""
     import mujoco
 
     model, joints, spec = setup.model, setup.joints, setup.spec
@@ -279,9 +284,13 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
     twins = [setup.new_twin() for _ in range(episodes)]
     weight = {k: v * (dt if twins[0].per_second else 1.0) for k, v in scales.items()}
     events = hasattr(twins[0], "pre_physics")  # a twin with events before the physics (the velocity twin's pushes)
-    for data, twin in zip(datas, twins):
+    for e, (data, twin) in enumerate(zip(datas, twins)):
         twin.reset(model, data, joints, np.random.default_rng(rng.integers(2**63)))
+        if commands is not None:
+            twin.command[:] = commands[e]
+            twin.resample = 0
         mujoco.mj_forward(model, data)
+    meter = SetMeter(commands, dt, settle) if commands is not None else None
     n = len(joints.qadr)
     last = np.zeros((episodes, n))
     returns, lengths, failed = np.zeros(episodes), np.zeros(episodes, dtype=int), np.zeros(episodes, dtype=bool)
@@ -313,6 +322,8 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
             last[e] = np.clip(a, -1.0, 1.0)  # the env observes its last actions clipped (tanh-squashed ones too)
             if fail:
                 alive[e], failed[e] = False, True
+            if meter is not None:
+                meter.update(e, done, data, twin, up=not fail and done < steps - 1)  # horde: the time-out step is not up
         done += 1
         if progress is not None:
             progress(stage, done, steps, f"{int(alive.sum())}/{episodes} episodes running")
@@ -320,7 +331,73 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
         progress(stage, done, done, f"0/{episodes} episodes running")
     metrics = {k: float(np.mean([t.metrics()[k] for t in twins])) for k in twins[0].metrics()}
     return {"returns": returns, "lengths": lengths, "failed": failed, "metrics": metrics,
-            "term_means": {k: v / episodes for k, v in term_sums.items()}}
+            "term_means": {k: v / episodes for k, v in term_sums.items()},
+            **({"sets": meter.figures(failed)} if meter is not None else {})}
+
+
+def _yaw(q: np.ndarray) -> float:
+    """Yaw [rad] of a MuJoCo quaternion (w, x, y, z)."""
+    w, x, y, z = q
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+class SetMeter:
+    """The command-set figures of :func:`horde.train.command_sets.run_command_set` (up share, linear and yaw-rate
+    tracking errors while up after ``settle``, world-frame progress along the commanded displacement, yaw turned
+    against the command, heading drift) measured on MuJoCo's state, the base's twist as the twin reads it."""
+
+    def __init__(self, commands: np.ndarray, dt: float, settle: int) -> None:
+        n = len(commands)
+        self.cmd, self.dt, self.settle = np.asarray(commands, dtype=np.float64), dt, settle
+        self.lin, self.yaw_err, self.count = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.p0, self.psi0, self.last_yaw = np.zeros((n, 2)), np.zeros(n), np.zeros(n)
+        self.disp, self.cmd_disp, self.turned = np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n)
+
+    def update(self, e: int, k: int, data, twin, *, up: bool) -> None:
+        """After control step ``k`` (0-based) of episode ``e``; ``up``: it did not fail on this step."""
+        psi = _yaw(data.qpos[3:7])
+        if k == self.settle - 1 or (k == 0 and self.settle <= 0):
+            self.p0[e], self.psi0[e], self.last_yaw[e] = data.qpos[:2], psi, psi
+        if k < self.settle or not up:
+            return
+        c = self.cmd[e]
+        v, w = twin.base_twist(data)
+        self.lin[e] += math.hypot(c[0] - v[0], c[1] - v[1])
+        self.yaw_err[e] += abs(c[2] - w[2])
+        self.count[e] += 1
+        self.turned[e] += _wrap(psi - self.last_yaw[e])
+        self.last_yaw[e] = psi
+        self.disp[e] = data.qpos[:2] - self.p0[e]
+        heading = self.psi0[e] + c[2] * self.count[e] * self.dt
+        ch, sh = math.cos(heading), math.sin(heading)
+        self.cmd_disp[e] += np.array([ch * c[0] - sh * c[1], sh * c[0] + ch * c[1]]) * self.dt
+
+    def figures(self, failed: np.ndarray) -> dict:
+        from horde.train.command_sets import MIN_DISTANCE_M, MIN_TURN_RAD
+
+        stayed = ~failed
+        seconds = self.count * self.dt
+        turn_cmd = self.cmd[:, 2] * seconds
+        drift = np.degrees(np.abs(self.turned - turn_cmd))
+        cmd_len = np.linalg.norm(self.cmd_disp, axis=1)
+        moving = stayed & (cmd_len >= MIN_DISTANCE_M)
+        along = (self.disp * self.cmd_disp).sum(axis=1) / np.maximum(cmd_len, 1e-9)
+        turning = stayed & (np.abs(turn_cmd) >= MIN_TURN_RAD)
+        ups = self.count.sum()
+
+        def mean(x: np.ndarray) -> float | None:
+            return float(x.mean()) if x.size else None
+
+        return {"up_fraction": float(stayed.mean()),
+                "lin_vel_error_mps": float(self.lin.sum() / ups) if ups else None,
+                "yaw_rate_error_rps": float(self.yaw_err.sum() / ups) if ups else None,
+                "progress": mean(along[moving] / cmd_len[moving]),
+                "turn_progress": mean(self.turned[turning] / turn_cmd[turning]),
+                "heading_drift_deg": mean(drift[stayed & (self.count > 0)])}
 
 
 def passes(mujoco_return: float, horde_return: float | None) -> bool | None:
@@ -371,6 +448,77 @@ def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_
     if write_report:
         atomic_write_text(bundle / "sim2sim_report.json", json.dumps(out, indent=2))
     return out
+
+
+SETS_MIN_UP = 0.90
+"""Issue 69's sim-to-sim floor on a command set: at least this share of MuJoCo's episodes stay up ..."""
+SETS_MAX_ERROR_RATIO = 1.25
+"""... and MuJoCo's linear tracking error is at most this times horde's on the same commands."""
+
+
+def run_sim2sim_sets(bundle: str | Path, sets: tuple[str, ...], *, episodes: int = 64, seed: int = 0,
+                     settle: int = 50, horde: dict[str, dict] | None = None, progress: ProgressFn | None = None,
+                     write_report: bool = True) -> dict:
+    """The command sets ``sets`` (:mod:`horde.train.command_sets`) in MuJoCo: ``episodes`` episodes per set, episode
+    ``e`` holding the set's command ``e`` for a whole episode, at nominal physics with the G1 floors' pushes
+    (``FLOOR_PUSHES``, a run trained with randomization; none otherwise), as ``horde play commands=`` measures them
+    in horde. ``horde``: horde's figures per set on the same commands (``evaluate_command_sets``), for the floor:
+    MuJoCo keeps at least :data:`SETS_MIN_UP` up and a linear error within :data:`SETS_MAX_ERROR_RATIO` x horde's.
+    Writes ``sim2sim_sets_report.json`` in the bundle with ``write_report``."""
+    from horde.deploy.verify import ort_session, say
+    from horde.sim.device import init_warp
+    from horde.train.command_sets import FLOOR_PUSHES, command_set
+
+    init_warp()
+    bundle = Path(bundle)
+    spec = json.loads((bundle / "policy.json").read_text())
+    cfg = spec["task_config"]
+    if "command_vx" not in cfg:
+        raise Sim2SimError(f"commands= runs velocity tasks (a commanded base velocity); {spec['task']} has none")
+    dr = cfg.get("randomization") or {}
+    pushes = bool(dr.get("enabled"))
+    if pushes:
+        spec = {**spec, "task_config": {**cfg, "randomization": {**dr, **FLOOR_PUSHES}}}
+    setup = load_setup(spec, pushes=pushes)
+    sess = ort_session(bundle / spec["onnx"]["file"])
+    out: dict = {"task": setup.task, "episodes": episodes, "seed": seed, "settle": settle,
+                 "pushes": FLOOR_PUSHES if pushes else None, "physics": setup.conditions.get("physics"), "sets": {}}
+    for name in sets:
+        command = command_set(name, episodes).numpy()
+        stage = f"MuJoCo, set {name}"
+        say(progress, f"{stage}: {episodes} episodes of {spec['control']['episode_length']} steps, each command held")
+        res = rollout(setup, lambda obs: sess.run(None, {"obs": obs.astype(np.float32)})[0], episodes=episodes,
+                      seed=seed, progress=progress, stage=stage, commands=command, settle=settle)
+        figs = res["sets"]
+        h = (horde or {}).get(name)
+        if h is not None:
+            figs["horde"] = {k: h.get(k) for k in figs}
+            ratio = (figs["lin_vel_error_mps"] / h["lin_vel_error_mps"]
+                     if figs["lin_vel_error_mps"] is not None and h.get("lin_vel_error_mps") else None)
+            figs["lin_error_ratio"] = ratio
+            figs["passed"] = bool(figs["up_fraction"] >= SETS_MIN_UP and ratio is not None
+                                  and ratio <= SETS_MAX_ERROR_RATIO)
+        out["sets"][name] = figs
+        say(progress, f"{stage}: {sets_line(name, figs)}")
+    if write_report:
+        atomic_write_text(bundle / "sim2sim_sets_report.json", json.dumps(out, indent=2))
+    return out
+
+
+def sets_line(name: str, f: dict) -> str:
+    """One line of a set's MuJoCo figures beside horde's (when measured) and the floor's verdict."""
+    def fmt(v, pct=False, digits=2):
+        return "-" if v is None else (f"{100 * v:.0f}%" if pct else f"{v:.{digits}f}")
+
+    h = f.get("horde") or {}
+    line = (f"{name}: MuJoCo up {fmt(f['up_fraction'], True)}, lin error {fmt(f['lin_vel_error_mps'])} m/s, yaw "
+            f"error {fmt(f['yaw_rate_error_rps'])} rad/s, progress {fmt(f['progress'], True)}, heading drift "
+            f"{fmt(f['heading_drift_deg'], digits=0)} deg")
+    if h:
+        line += (f"; horde up {fmt(h.get('up_fraction'), True)}, lin error {fmt(h.get('lin_vel_error_mps'))} m/s, "
+                 f"progress {fmt(h.get('progress'), True)}; ratio {fmt(f.get('lin_error_ratio'))} (floor: up >= "
+                 f"{100 * SETS_MIN_UP:.0f}%, ratio <= {SETS_MAX_ERROR_RATIO}): {'PASS' if f['passed'] else 'FAIL'}")
+    return line
 
 
 def summary_line(r: dict) -> str:

@@ -450,3 +450,35 @@ def test_unitree_builder_refuses_a_height_scan_and_a_changed_recording_fails_the
     np.savez(bundle / "golden_io.npz", **data)
     proc = _dry_run(bundle, "--allow-model-mismatch")  # a quad12 policy (test_unitree_dry_run_replays_...)
     assert proc.returncode == 1 and proc.stdout.rstrip().endswith(": FAIL"), proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def quad_sets_export(tmp_path_factory):
+    """An untrained quadruped run with 100-step episodes (the sets measure after 50 settling steps), exported
+    without rung 3."""
+    root = tmp_path_factory.mktemp("quad_sets")
+    assert run_main("train", "task=quadruped", "num_envs=8", "max_iterations=1", "task.episode_length=100",
+                    f"run_root={root}") == 0
+    (run,) = (root / "quadruped").iterdir()
+    return export_run(run, sim2sim_episodes=0)
+
+
+def test_sim2sim_runs_command_sets_in_mujoco_beside_horde(quad_sets_export, capsys):
+    """``horde sim2sim commands=``: each set's commands held for a whole episode in MuJoCo and in horde (the
+    bundle's checkpoint), a line per set with both and the floor's verdict, and a report in the bundle."""
+    bundle = Path(quad_sets_export.bundle_dir)
+    assert run_main("sim2sim", f"run={bundle}", "commands=forward,turning", "episodes=4") == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "MuJoCo up" in ln]
+    assert [ln.split(": ")[1] for ln in lines] == ["forward", "turning"], lines
+    assert all("horde up" in ln and ln.endswith(("PASS", "FAIL")) for ln in lines), lines
+    report = json.loads((bundle / "sim2sim_sets_report.json").read_text())
+    forward = report["sets"]["forward"]
+    assert report["episodes"] == 4 and report["pushes"] is None  # quadruped: no randomization, no pushes
+    assert 0.0 <= forward["up_fraction"] <= 1.0 and forward["lin_vel_error_mps"] is not None
+    assert forward["horde"]["lin_vel_error_mps"] is not None and forward["lin_error_ratio"] is not None
+
+
+def test_sim2sim_command_sets_refuse_a_task_without_commands_in_one_line(reach_bundle):
+    proc = run_cli("sim2sim", f"run={reach_bundle}", "commands=forward", cwd=reach_bundle)
+    assert proc.returncode != 0 and "commands= runs velocity tasks" in proc.stderr
+    assert "Traceback" not in proc.stderr
