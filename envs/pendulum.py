@@ -17,8 +17,7 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs import render
-from horde.envs.obs_writer import observation_writer, raw_kernel
-from horde.envs.observations import ObsTerm, columns_of
+from horde.envs.observations import raw_term
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
@@ -72,6 +71,14 @@ class PendulumTask:
 
 
 @wp.func
+def _write_obs(out: wp.array2d(dtype=float), i: int, theta: float, theta_dot: float):
+    s, c = sincos(theta)
+    out[i, 0] = c
+    out[i, 1] = s
+    out[i, 2] = theta_dot
+
+
+@wp.func
 def _sample_state(t: PendulumTask, rng: wp.array(dtype=wp.uint32), state: wp.array2d(dtype=float), i: int):
     s = rng[i]
     state[i, 0] = wp.randf(s, -t.init_angle_range, t.init_angle_range)
@@ -87,34 +94,6 @@ class Swing:
     """Angle from upright [rad] and angular velocity [rad/s] after the step."""
     actions: wp.array2d(dtype=float)
     """Actions of this step (unclipped)."""
-
-
-@wp.func
-def _cos_angle(x: Swing, i: int, k: int) -> float:
-    s, c = sincos(x.state[i, 0])
-    return c
-
-
-@wp.func
-def _sin_angle(x: Swing, i: int, k: int) -> float:
-    s, c = sincos(x.state[i, 0])
-    return s
-
-
-@wp.func
-def _angular_vel(x: Swing, i: int, k: int) -> float:
-    return x.state[i, 1]
-
-
-OBS_TERMS = (
-    ObsTerm("cos_angle", source="cos_angle", columns=("cos_angle",), unit="1", func=_cos_angle, fallback=1.0),
-    ObsTerm("sin_angle", source="sin_angle", columns=("sin_angle",), unit="1", func=_sin_angle, fallback=0.0),
-    ObsTerm("angular_vel", source="angular_vel", columns=("angular_vel",), unit="rad/s", func=_angular_vel,
-            fallback=0.0),
-)
-"""The observation: the angle as its cos and sin, the rate as it is (a non-finite state: the upright, still
-pendulum's values)."""
-_write = observation_writer(Swing, OBS_TERMS)
 
 
 PENDULUM_TERMS = TermSet("pendulum", Swing)
@@ -176,9 +155,9 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         done = close_step(ep, i, weighted_reward(ep, i), failed or bad, wp.where(timed_out, 0, t.max_episode_length))
         if done:
             wp.static(count)(hits, causes)
-            wp.static(_write)(x, i, not bad, wp.uint32(0), final_obs, 0)
+            _write_obs(final_obs, i, wp.where(bad, 0.0, x.state[i, 0]), wp.where(bad, 0.0, x.state[i, 1]))
             _sample_state(t, rng, x.state, i)
-        wp.static(_write)(x, i, True, wp.uint32(0), obs, 0)
+        _write_obs(obs, i, x.state[i, 0], x.state[i, 1])
 
     return pendulum_post_step
 
@@ -197,15 +176,13 @@ def pendulum_reset(
     if mask[i]:
         _sample_state(t, rng, state, i)
         clear_episode(ep, i)
-        x = Swing()
-        x.state = state
-        wp.static(_write)(x, i, True, wp.uint32(0), obs, 0)
+        _write_obs(obs, i, state[i, 0], state[i, 1])
 
 
 class PendulumEnv(WarpTaskEnv):
     """Batched torque-limited pendulum on hand-written Warp kernels."""
 
-    obs_names = columns_of(OBS_TERMS)
+    obs_names = ("cos_angle", "sin_angle", "angular_vel")
     action_names = ("torque",)
     state_names = PENDULUM_STATE
     term_names = TERMS
@@ -216,13 +193,11 @@ class PendulumEnv(WarpTaskEnv):
 
     def observation_terms(self):
         """The angle as its cos and sin, the rate as it is."""
-        return OBS_TERMS
+        return raw_term("cos_angle", "1"), raw_term("sin_angle", "1"), raw_term("angular_vel", "rad/s")
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
-        raw = wp.zeros((self.num_envs, len(OBS_TERMS)), dtype=float, device=self.dev.warp)
-        wp.launch(raw_kernel(Swing, OBS_TERMS), self.num_envs, device=self.dev.warp, inputs=[self._swing],
-                  outputs=[raw])
-        return {t.name: wp.to_torch(raw)[:, k:k + 1] for k, t in enumerate(OBS_TERMS)}
+        s = self.state
+        return {"cos_angle": torch.cos(s[:, 0:1]), "sin_angle": torch.sin(s[:, 0:1]), "angular_vel": s[:, 1:2]}
 
     def __init__(self, cfg: PendulumConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         self.physics = physics_params(cfg)
