@@ -23,17 +23,13 @@ import warp as wp
 
 from horde.envs.lift_config import OBSERVATIONS
 from horde.envs.lift_terms import Manip, cube_pos, ee_pos
-from horde.envs.observations import ObsTerm, ObsTermSet
+from horde.envs.observations import MODIFIERS, ObsTerm, ObsTermSet, modifiers
 from horde.envs.terms import FUNC_KEY, UnknownTermError
 
 __all__ = ["BUILTIN_OBSERVATIONS", "LIFT_OBSERVATIONS", "MODIFIERS", "lift_observation_terms"]
 
 LIFT_OBSERVATIONS = ObsTermSet("lift observation", Manip)
 """A user's observation terms for the lift family (lift, push, place): ``task.observations`` names them."""
-
-MODIFIERS = ("noise", "scale", "clip")
-"""Keys of ``task.observation_params.<term>`` that set how the generator writes any term (not parameters of its
-function)."""
 
 
 @wp.func
@@ -161,19 +157,5 @@ def lift_observation_terms(names: Sequence[str], params: Mapping[str, Mapping[st
     out = []
     for n in names:
         t = builtin[n] if n in builtin else funcs[n].term()
-        out.append(dataclasses.replace(t, **_modifiers(n, mods[n])))
+        out.append(dataclasses.replace(t, **modifiers(n, mods[n])))
     return tuple(out)
-
-
-def _modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, v in mods.items():
-        try:
-            v = float(v)
-        except (TypeError, ValueError):
-            raise UnknownTermError(f"task.observation_params.{name}.{key}: a number, got {v!r}") from None
-        if (key == "noise" and v < 0) or (key == "clip" and v <= 0):
-            raise UnknownTermError(f"task.observation_params.{name}.{key}: must be "
-                                   f"{'>= 0' if key == 'noise' else '> 0'}, got {v}")
-        out[key] = v
-    return out

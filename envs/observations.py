@@ -17,7 +17,7 @@ contract test holds the two together for every registered task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 import dataclasses
 from dataclasses import dataclass
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 import warp as wp
 
-__all__ = ["MIRRORS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction", "columns_of", "quat_rotate",
-           "quat_rotate_inverse", "raw_term", "term_slices"]
+__all__ = ["MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction", "columns_of", "modifiers",
+           "quat_rotate", "quat_rotate_inverse", "raw_term", "term_slices"]
 
 SOURCES: dict[str, str] = {
     # floating-base robots
@@ -110,6 +110,29 @@ class ObsTerm:
         """``offset`` or ``scale`` as one float per column."""
         v = getattr(self, attr)
         return [float(v)] * self.width if isinstance(v, (int, float)) else [float(x) for x in v]
+
+
+MODIFIERS = ("noise", "scale", "clip")
+"""Keys of ``task.observation_params.<term>`` that set how the generator writes any term (not parameters of its
+function): the lift family's and the velocity family's, built-in terms and a user's."""
+
+
+def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, float]:
+    """``task.observation_params.<name>``'s :data:`MODIFIERS` as :class:`ObsTerm` fields, checked (a number; noise
+    >= 0, clip > 0); a mistake raises :class:`horde.envs.terms.UnknownTermError` in one line."""
+    from horde.envs.terms import UnknownTermError
+
+    out = {}
+    for key, v in mods.items():
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise UnknownTermError(f"task.observation_params.{name}.{key}: a number, got {v!r}") from None
+        if (key == "noise" and v < 0) or (key == "clip" and v <= 0):
+            raise UnknownTermError(f"task.observation_params.{name}.{key}: must be "
+                                   f"{'>= 0' if key == 'noise' else '> 0'}, got {v}")
+        out[key] = v
+    return out
 
 
 MIRRORS = ("even", "odd")

@@ -156,8 +156,15 @@ class VelocityEnv(ArticulatedTaskEnv):
     action_type = "position_target"
     action_unit = "rad"
 
+    @staticmethod
+    def check_observations(cfg: VelocityConfig) -> None:
+        """``task.extra_observations`` and ``task.observation_params`` (a user term's parameters; any term's noise,
+        scale, clip) name the config's terms, checked before an env is built (one line each)."""
+        velocity_obs.check_observation_params(cfg)
+
     def __init__(self, cfg: VelocityConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
+        velocity_obs.check_observation_params(cfg)
         self.robot = resolve_robot(cfg.robot)
         terms = VELOCITY_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params)
         # a bad name or parameter fails here, before the world is built
@@ -194,7 +201,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         acting = action_joints(cfg, self.robot)
         points = scan_offsets(cfg.height_scan) if cfg.height_scan.enabled else np.zeros((0, 2), np.float32)
         cam = cfg.depth_camera
-        self.extras = VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations), cfg.observation_params)
+        self.extras = VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations),
+                                                    velocity_obs.split_params(cfg.observation_params)[1])
         """The user's observation terms (:class:`horde.envs.observations.ObservationFunction`), after the rest."""
         self.action_names = acting
         self.state_names, self.term_names = ROOT_COORDS + joints, tuple(cfg.reward_scales)

@@ -9,15 +9,18 @@ clipped) and the depth image (``task.depth_camera``).
 """
 
 # no `from __future__ import annotations`: Warp reads the kernel's annotations
+import dataclasses
+
 import torch
 import warp as wp
 
 from horde.envs.obs_writer import observation_writer, raw_kernel
-from horde.envs.observations import ObsTerm
+from horde.envs.observations import MODIFIERS, ObsTerm, modifiers
 from horde.envs.velocity_terms import BASE_OBS, CLOCK_OBS, Legged
 from horde.sim.terrain import height_scan
 
-__all__ = ["ALWAYS_DRAW", "INTERLEAVE", "observation_sources", "observation_terms", "observation_writer_of"]
+__all__ = ["ALWAYS_DRAW", "BUILTIN_OBSERVATIONS", "INTERLEAVE", "check_observation_params", "observation_sources",
+           "observation_terms", "observation_writer_of", "split_params"]
 
 
 @wp.func
@@ -98,6 +101,46 @@ ALWAYS_DRAW = ("base_lin_vel", "base_ang_vel", "projected_gravity", "joint_pos",
 """The terms that draw their noise number even with the noise off (randomization off): the family's stream."""
 
 
+BUILTIN_OBSERVATIONS = ("base_lin_vel", "base_ang_vel", "projected_gravity", "velocity_command", "joint_pos",
+                        "joint_vel", "last_action", "gait_clock", "height_scan", "depth_image")
+"""The family's own terms (the last three with ``gait_clock``, ``height_scan``, ``depth_camera``)."""
+
+
+def split_params(params) -> tuple[dict[str, dict], dict[str, dict]]:
+    """``task.observation_params`` as each term's :data:`~horde.envs.observations.MODIFIERS` (noise, scale, clip:
+    any term, built-in or a user's) and the rest (a user term's function parameters and ``func``)."""
+    mods, rest = {}, {}
+    for name, kv in (params or {}).items():
+        kv = dict(kv or {})
+        mods[str(name)] = {k: kv.pop(k) for k in MODIFIERS if k in kv}
+        if kv or str(name) not in BUILTIN_OBSERVATIONS:
+            rest[str(name)] = kv
+    return mods, rest
+
+
+def check_observation_params(cfg) -> None:
+    """``task.extra_observations`` and ``task.observation_params`` name the config's terms and their parameters; a
+    built-in term takes only the modifiers (one line each: :class:`horde.envs.terms.UnknownTermError`)."""
+    from horde.envs.terms import UnknownTermError
+    from horde.envs.velocity_terms import VELOCITY_OBSERVATIONS
+
+    mods, rest = split_params(cfg.observation_params)
+    own = [*BUILTIN_OBSERVATIONS[:7], *(["gait_clock"] if cfg.gait_clock else []),
+           *(["height_scan"] if cfg.height_scan.enabled else []),
+           *(["depth_image"] if cfg.depth_camera.enabled else [])]
+    for name, kv in rest.items():
+        if name in BUILTIN_OBSERVATIONS:
+            raise UnknownTermError(f"task.observation_params.{name}: the built-in term takes only "
+                                   f"{', '.join(MODIFIERS)}; got {', '.join(kv)}")
+    for name, kv in mods.items():
+        if name not in own and name not in cfg.extra_observations:
+            raise UnknownTermError(f"task.observation_params.{name}: not an observation term of the task "
+                                   f"({', '.join([*own, *cfg.extra_observations])})")
+        modifiers(name, kv)
+    VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations),
+                                  {n: kv for n, kv in rest.items() if n not in BUILTIN_OBSERVATIONS})
+
+
 def observation_terms(env, clean: bool = False, cfg=None) -> tuple:
     """The terms of a :class:`horde.envs.velocity.VelocityEnv`, in column order, each with its function (what
     :func:`horde.envs.obs_writer.observation_writer` writes); ``clean``: without noise (the privileged critic's
@@ -141,6 +184,9 @@ def observation_terms(env, clean: bool = False, cfg=None) -> tuple:
                                                                                 for c in range(w)),
                              unit="m", frame="camera", func=depth_pixel, fallback=0.0))
     terms += [e.term() for e in env.extras]
+    mods, _ = split_params(cfg.observation_params)  # task.observation_params.<term>.noise|scale|clip
+    terms = [dataclasses.replace(t, **{**modifiers(t.name, mods.get(t.name, {})), **({"noise": 0.0} if clean else {})})
+             for t in terms]
     return tuple(terms)
 
 

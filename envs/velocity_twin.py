@@ -20,6 +20,7 @@ import warp as wp
 from horde.envs.obs_writer import raw_kernel
 from horde.envs.robots import resolve_robot
 from horde.envs.terms import UnknownTermError
+from horde.envs.velocity_obs import split_params
 from horde.envs.velocity_terms import (BASE_OBS, CLOCK_OBS, VELOCITY_EVENTS, VELOCITY_OBSERVATIONS,
                                        VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged, advance)
 from horde.sim.randomize import RandomizationConfig, actuation_ranges
@@ -187,7 +188,8 @@ class VelocityTwin:
     def _extras(cfg: dict) -> tuple:
         """The user's observation terms (``extra_observations``); one that this process does not know fails in one
         line naming it."""
-        names, params = list(cfg.get("extra_observations") or []), cfg.get("observation_params") or {}
+        names = list(cfg.get("extra_observations") or [])
+        params = split_params(cfg.get("observation_params") or {})[1]  # without noise, scale, clip: policy.json's
         try:
             return VELOCITY_OBSERVATIONS.resolve(names, params)
         except UnknownTermError:

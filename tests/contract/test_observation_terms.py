@@ -91,3 +91,39 @@ def test_unknown_observation_term_lists_the_valid_ones():
     with pytest.raises(UnknownTermError, match=r"^unknown velocity observation term height; valid terms: "
                                                r"base_height, yaw_rate_and_error"):
         make("quadruped", num_envs=2, config=_cfg(extra=("height",)))
+
+
+def test_any_velocity_term_takes_noise_scale_and_clip_from_one_config_line():
+    """``task.observation_params.<term>.scale|clip|noise`` on the family's own terms (as on the lift's): the step
+    writes them, ``policy.json`` states them (its rebuild matches), the critic group keeps the noise out."""
+    cfg = _cfg(extra=("base_height",))
+    cfg.observation_params = {"joint_vel": {"scale": 0.05}, "velocity_command": {"clip": 0.3},
+                              "base_height": {"scale": 4.0, "noise": 0.01}}
+    env = make("quadruped", num_envs=4, seed=0, config=cfg)
+    terms = {t.name: t for t in env.observation_terms()}
+    assert terms["joint_vel"].scale == 0.05 and terms["velocity_command"].clip == 0.3
+    assert terms["base_height"].scale == 4.0 and terms["base_height"].noise == 0.01
+    spec = observation_spec(env, env.describe(), None)
+    env.step(torch.zeros(4, 12))
+    cmd = env.obs_names.index("cmd_vx")
+    assert env.obs[:, cmd:cmd + 3].abs().max() <= 0.3 + 1e-6
+    raw = {k: v.numpy() for k, v in env.observation_sources().items()}
+    rebuilt = build_observation(spec, raw)
+    np.testing.assert_allclose(rebuilt[:, :-1], env.obs[:, :-1].numpy(), rtol=1e-5, atol=2e-5)  # no noise there
+    assert np.abs(rebuilt[:, -1] - env.obs[:, -1].numpy()).max() <= 4.0 * 0.01 + 1e-5  # uniform +-0.01, x 4
+    assert spec["sources"][-1]["training_noise"] == 0.01
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"joint_vel": {"std": 1.0}}, r"^task.observation_params.joint_vel: the built-in term takes only noise, scale, "
+                                  r"clip; got std$"),
+    ({"height_scan": {"noise": 0.1}}, r"^task.observation_params.height_scan: not an observation term of the task "),
+    ({"joint_pos": {"clip": 0.0}}, r"^task.observation_params.joint_pos.clip: must be > 0, got 0.0$"),
+])
+def test_a_velocity_modifier_mistake_is_one_line(params, message):
+    from horde.envs.velocity import VelocityEnv
+
+    cfg = _cfg(extra=())
+    cfg.observation_params = params
+    with pytest.raises(UnknownTermError, match=message):
+        VelocityEnv.check_observations(cfg)
