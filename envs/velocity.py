@@ -537,3 +537,22 @@ def command_ranges(env, iteration: int, stats: Mapping[str, float], *, name: str
                 ranges[axis].copy_(torch.tensor([max(a - step, lo), min(b + step, hi)]))
     return {f"curriculum/{name}_vy_max": float(env.vy_range[1]), f"curriculum/{name}_yaw_max": float(env.yaw_range[1])}
 
+
+@CURRICULA.term
+def vx_widen(env, iteration: int, stats: Mapping[str, float], *, name: str, lo: float = -1.0, hi: float = 1.0,
+             start: int = 0, ramp: int = 0) -> dict[str, float]:
+    """Widen the vx command range on a schedule: from where it starts (``command_vx``, or the vx curriculum's
+    start) to [``lo``, ``hi``] (clipped into ``command_vx``) at iteration ``start``, linearly over the ``ramp``
+    iterations after it (0: at once). It never narrows the range (the vx curriculum's rule may widen it sooner).
+    Use it when that rule cannot fire: its threshold is a share of the tracking term's maximum, which falls and
+    the full lateral and yaw ranges keep out of reach (the G1's full-range hours of 2026-12-07). Logs the range."""
+    if not isinstance(env, VelocityEnv):
+        raise FieldError(f"task.curricula: '{name}' (vx_widen) is the velocity family's curriculum")
+    cfg = env.cfg
+    (c_lo, c_hi), (a0, b0) = cfg.command_vx, env._vx_start(cfg)
+    goal_lo, goal_hi = min(max(lo, c_lo), c_hi), max(min(hi, c_hi), c_lo)
+    share = 0.0 if iteration < start else 1.0 if ramp <= 0 else min((iteration - start) / ramp, 1.0)
+    a, b = env.vx_range.tolist()
+    now = [min(a, a0 + share * (goal_lo - a0)), max(b, b0 + share * (goal_hi - b0))]
+    env.vx_range.copy_(torch.tensor(now, dtype=env.vx_range.dtype))
+    return {f"curriculum/{name}_vx_min": now[0], f"curriculum/{name}_vx_max": now[1]}

@@ -95,3 +95,21 @@ def test_the_command_ranges_curriculum_is_the_velocity_familys():
                               curriculum_params={"ranges": {"func": "command_ranges"}})
     with pytest.raises(FieldError, match="is the velocity family's curriculum"):
         make("lift", num_envs=2, seed=0, config=cfg)
+
+
+def test_the_vx_widen_curriculum_widens_on_its_schedule_and_never_narrows():
+    cfg = dataclasses.replace(get_task("quadruped").config, command_vx=[-1.0, 1.0], vx_curriculum=True,
+                              vx_curriculum_start=[0.0, 0.5], curricula=["out"],
+                              curriculum_params={"out": {"func": "vx_widen", "lo": -1.0, "hi": 2.0, "start": 10,
+                                                         "ramp": 4}})
+    env = make("quadruped", num_envs=8, seed=0, config=cfg)
+    assert env.vx_range.tolist() == pytest.approx([0.0, 0.5])  # iteration 0: where the vx curriculum starts
+    curriculum = env._curricula[0]
+    assert curriculum(env, 9, {}) == {"curriculum/out_vx_min": 0.0, "curriculum/out_vx_max": 0.5}
+    out = curriculum(env, 12, {})  # half way: hi clipped into command_vx
+    assert env.vx_range.tolist() == pytest.approx([-0.5, 0.75]) and out["curriculum/out_vx_max"] == pytest.approx(0.75)
+    env.vx_range.copy_(torch.tensor([-0.9, 0.75]))  # the vx curriculum's own rule widened it further
+    curriculum(env, 13, {})
+    assert env.vx_range.tolist() == pytest.approx([-0.9, 0.875])
+    curriculum(env, 50, {})
+    assert env.vx_range.tolist() == pytest.approx([-1.0, 1.0])
