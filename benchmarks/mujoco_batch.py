@@ -8,7 +8,7 @@ For each task and size, in one process, three steppers in alternating windows of
 
 * ``horde-mujoco-c``: ``env.step(actions)`` of the horde task on ``mujoco-c`` (actuation law per substep, physics,
   Newton views and forward kinematics, health check, rewards, resets, observations);
-* ``batch-raw``: ``mujoco.batch.Batch`` of the very MuJoCo model horde steps (``env.world.mj_model``), same thread
+* ``batch-raw``: ``mujoco.batch.Batch`` of the very MuJoCo model horde steps (``env.world.backend.mj_model``), same thread
   count, same initial state, ``Batch.step(nstep=decimation)`` per control step with fixed joint torques (the ones
   horde's actuation law gives at its first step), no horde code;
 * ``horde-mujoco-warp``: the same horde task on ``mujoco`` (MuJoCo-Warp on Warp's CPU backend, the former default).
@@ -51,9 +51,9 @@ def held_torques(env):
     """``qfrc_applied`` rows [num_envs, nv] that hold the joint torques ``env`` applied in its last substep: on
     MuJoCo's own actuators (``task.sim.mujoco_actuators``) those are the actuators' forces, not in the state rows, and
     a model without the batch's per-env gains exerts nothing through its actuators."""
-    w = env.world
-    rows = w.batch.bind("qfrc_applied").copy()
-    rows[:, w._act_mj_qd.numpy()] = w.joint_f.numpy()[:, w._qd_index.numpy()]
+    w, b = env.world, env.world.backend
+    rows = b.batch.bind("qfrc_applied").copy()
+    rows[:, b._act_mj_qd.numpy()] = w.joint_f.numpy()[:, w.drive.qd_index.numpy()]
     return rows
 
 
@@ -62,9 +62,9 @@ def raw_batch_stepper(env, nstep: int | None = None):
     current state, under the joint torques ``env`` applied last (held fixed)."""
     from mujoco.batch import Batch
 
-    w = env.world
-    batch = Batch(w.mj_model, w.num_envs, nthread=w.batch.nthread)
-    batch.state[:] = w.batch.state
+    w, b = env.world, env.world.backend
+    batch = Batch(b.mj_model, w.num_envs, nthread=b.batch.nthread)
+    batch.state[:] = b.batch.state
     batch.bind("qfrc_applied")[:] = held_torques(env)
     substeps = w.substeps if nstep is None else nstep
 
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                 env_w.step(actions)
                 steps["horde-mujoco-warp"] = lambda: env_w.step(actions)
             rates = paired_rates(steps, n, lambda: None, seconds=seconds, repeats=repeats)
-            mj = w.mj_model
-            settings = {"sim_dt": float(mj.opt.timestep), "substeps": w.substeps, "threads": w.batch.nthread,
+            mj = w.backend.mj_model
+            settings = {"sim_dt": float(mj.opt.timestep), "substeps": w.substeps, "threads": w.backend.batch.nthread,
                         "integrator": int(mj.opt.integrator), "mj_solver": int(mj.opt.solver),
                         "cone": int(mj.opt.cone), "iterations": int(mj.opt.iterations)}
             for impl, rate in rates.items():

@@ -135,8 +135,8 @@ def measure(task: str, envs: int, warm: int, steps: int, repeats: int, seed: int
         env.step(0.5 * torch.randn(envs, env.num_actions, generator=gen))
     from mujoco_batch import held_torques
 
-    base = env.world.mj_model
-    sources = [env.world.batch.get_data(i) for i in range(envs)]
+    base = env.world.backend.mj_model
+    sources = [env.world.backend.batch.get_data(i) for i in range(envs)]
     held = held_torques(env)  # MuJoCo's own actuators keep their forces out of the rows' qfrc_applied
     for src, tau in zip(sources, held):
         src.qfrc_applied[:] = tau

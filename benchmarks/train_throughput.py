@@ -186,7 +186,7 @@ def step_split(task: str, num_envs: int, warm: int, steps: int, seconds: float, 
 
     for _ in range(warm):
         env.step(act())
-    batch, inner, copying = env.world.batch, [0.0], [0.0]
+    batch, inner, copying = env.world.backend.batch, [0.0], [0.0]
     batch_step = batch.step
     calls = []  # the state rows before every call and its arguments, replayed below
 

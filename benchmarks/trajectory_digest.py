@@ -1,6 +1,7 @@
 """Fingerprints of same-seed trajectories and short training runs, to prove that a refactor keeps behaviour.
 
-    python benchmarks/trajectory_digest.py [--tasks ant humanoid reach quadruped quadruped-rough quadruped:go2]
+    python benchmarks/trajectory_digest.py [--tasks ant humanoid reach quadruped quadruped-rough quadruped:go2
+                                            lift@arm=joint_delta@gripper=delta]
                                            [--learners cartpole:ppo pendulum:shac quadruped:ppo] [--solver mujoco]
                                            [--warp-opt-level 0..3] [--sim mujoco_actuators=false ...]
 
@@ -29,10 +30,16 @@ def trajectory_digest(spec: str, *, num_envs: int = 64, steps: int = 300, solver
                       sim: dict | None = None) -> str:
     from horde.envs import get_task, make
 
-    task, _, robot = spec.partition(":")
+    name, *fields = spec.split("@")
+    task, _, robot = name.partition(":")
     cfg = copy.deepcopy(get_task(task).config)
     if robot:
         cfg.robot = robot
+    for item in fields:  # task@field=value@...: a config field changed (lift@arm=joint_delta@gripper=delta)
+        key, _, value = item.partition("=")
+        if not hasattr(cfg, key):
+            raise SystemExit(f"{spec}: task {task} has no field '{key}'")
+        setattr(cfg, key, yaml.safe_load(value))
     changes = {**(sim or {}), **({"solver": solver} if solver is not None else {})}
     if changes and hasattr(cfg, "sim"):
         import dataclasses

@@ -46,7 +46,8 @@ from horde.envs import render
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.arms import ArmRobot
-from horde.envs.lift_config import (ARM, ARM_MODE_CODES, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
+from horde.envs.lift_actions import ARM_ACTIONS, GRIPPER_ACTIONS, Command, LiftTask, command_kernel
+from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
                                     IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, arm_of,
                                     OBSERVATIONS)
 from horde.envs.lift_terms import LIFT_EVENTS, LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
@@ -54,59 +55,12 @@ from horde.envs.lift_obs import LIFT_OBSERVATIONS, lift_observation_terms
 from horde.envs.obs_writer import observation_writer, raw_kernel
 from horde.envs.observations import ObsTerm, columns_of, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
-from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper, gripper_command  # noqa: F401
+from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper  # noqa: F401
 from horde.sim.device import resolve_device
-from horde.sim.diffik import MAX_CHAIN, Chain, chain_from_builder, dls_step, orientation_error, site_jacobian, vec6
+from horde.sim.diffik import chain_from_builder
 from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import make_world
+from horde.sim.spec import RobotEntity, Sensors, WorldSpec, world_from_spec
 from horde.sim.scene import RigidObject, StaticProp
-
-@wp.struct
-class LiftTask:
-    """Per-task constants of the kernels."""
-
-    max_episode_length: int
-    table_z: float
-    ee_mode: int
-    """:data:`ARM_MODE_CODES`: 0 arm=joint, 1 ee_delta, 2 joint_delta."""
-    joint_step: float
-    gripper_mode: int
-    """Index of the gripper mode in GRIPPER_MODES."""
-    gripper_rate: float
-    ee_step: float
-    ee_lead: float
-    ee_lo: wp.vec3
-    """Workspace box of the end-effector target [m]."""
-    ee_hi: wp.vec3
-    ik_damping: float
-    ik_gain: float
-    ik_lead: float
-    hand: wp.quat
-    """The hand orientation the IK holds."""
-    ik_weight: wp.vec3
-    """Weight of the IK's orientation error about world x, y, z (the arm entry's ``ik_orientation``)."""
-
-
-@wp.struct
-class Command:
-    """Per-env command state: what the actions have set so far."""
-
-    ee_target: wp.array(dtype=wp.vec3)
-    """End-effector target [m] (arm=ee_delta)."""
-    q_target: wp.array2d(dtype=float)
-    """Arm joint targets [rad] (arm=ee_delta and joint_delta)."""
-    grip: wp.array(dtype=float)
-    """Gripper opening command [0, 1] (1 open; the first finger's with gripper=independent)."""
-    offset: wp.array(dtype=float)
-    """Actuation law's target at action 0 per actuated joint."""
-    scale: wp.array(dtype=float)
-    """Actuation law's target offset at action 1 per actuated joint."""
-    lower: wp.array(dtype=float)
-    """Arm joint lower limits [rad]."""
-    upper: wp.array(dtype=float)
-    joint_actions: wp.array2d(dtype=float)
-    """What the actuation law runs: one normalized action per actuated joint [num_envs, arm + fingers]."""
-
 
 @wp.func
 def _write_state(x: Manip, i: int, ok: bool, state: wp.array2d(dtype=float)):
@@ -117,64 +71,6 @@ def _write_state(x: Manip, i: int, ok: bool, state: wp.array2d(dtype=float)):
     c = cube_pos(x, i)
     for k in range(3):
         state[i, nj + k] = wp.where(ok, c[k], 0.0)
-
-
-@wp.kernel(enable_backward=False)
-def lift_command(t: LiftTask, x: Manip, u: Command, chain: Chain):
-    """Actions -> the actuation law's joint actions of env ``i``: the gripper law (:func:`gripper_command`) for the
-    fingers; the arm's actions as they are (arm=joint), or the end-effector target moved by the actions and turned
-    into joint targets by one damped-least-squares IK step (arm=ee_delta)."""
-    i = wp.tid()
-    na = x.actions.shape[1]
-    arm = x.arm_dofs
-    fingers = u.joint_actions.shape[1] - arm
-    # gripper: the last action (coupled), or one per driven finger (independent)
-    if t.gripper_mode == 2:
-        for f in range(fingers):
-            g = gripper_command(2, x.actions[i, na - fingers + f], 0.0, t.gripper_rate)
-            u.joint_actions[i, arm + f] = 2.0 * g - 1.0
-            if f == 0:
-                u.grip[i] = g
-    else:
-        g = gripper_command(t.gripper_mode, x.actions[i, na - 1], u.grip[i], t.gripper_rate)
-        u.grip[i] = g
-        for f in range(fingers):
-            u.joint_actions[i, arm + f] = 2.0 * g - 1.0
-    if t.ee_mode == 0:
-        for k in range(arm):
-            u.joint_actions[i, k] = x.actions[i, k]
-        return
-    if t.ee_mode == 2:  # joint_delta: each action moves its joint's target
-        for k in range(arm):
-            q = x.joint_q[i, k]
-            qt = u.q_target[i, k] + wp.clamp(x.actions[i, k], -1.0, 1.0) * t.joint_step
-            qt = wp.clamp(wp.clamp(qt, q - t.ik_lead, q + t.ik_lead), u.lower[k], u.upper[k])
-            u.q_target[i, k] = qt
-            u.joint_actions[i, k] = (qt - u.offset[k]) / u.scale[k]
-        return
-    ee = ee_pos(x, i)
-    previous = u.ee_target[i]
-    step = wp.vec3(wp.clamp(x.actions[i, 0], -1.0, 1.0), wp.clamp(x.actions[i, 1], -1.0, 1.0),
-                   wp.clamp(x.actions[i, 2], -1.0, 1.0)) * t.ee_step
-    goal = previous + step
-    for k in range(3):
-        goal[k] = wp.clamp(wp.clamp(goal[k], ee[k] - t.ee_lead, ee[k] + t.ee_lead), t.ee_lo[k], t.ee_hi[k])
-    u.ee_target[i] = goal
-    hand = wp.transform_get_rotation(x.body_q[i, x.ee_body])
-    move = (goal - previous) + (goal - ee) * t.ik_gain
-    turn = orientation_error(hand, t.hand) * t.ik_gain
-    J = site_jacobian(chain, x.body_q, i, ee)
-    w = t.ik_weight
-    for k in range(wp.static(MAX_CHAIN)):  # weighted orientation rows: 0 leaves that rotation free
-        for r in range(3):
-            J[3 + r, k] = J[3 + r, k] * w[r]
-    dq = dls_step(J, vec6(move[0], move[1], move[2], turn[0] * w[0], turn[1] * w[1], turn[2] * w[2]), t.ik_damping)
-    for k in range(arm):
-        q = x.joint_q[i, k]
-        qt = wp.clamp(u.q_target[i, k] + dq[k], q - t.ik_lead, q + t.ik_lead)
-        qt = wp.clamp(qt, u.lower[k], u.upper[k])
-        u.q_target[i, k] = qt
-        u.joint_actions[i, k] = (qt - u.offset[k]) / u.scale[k]
 
 
 @functools.lru_cache(maxsize=None)
@@ -261,17 +157,18 @@ def scene(cfg: LiftConfig, arm: ArmRobot | None = None) -> tuple[RigidObject, St
 def gripper_of(cfg: LiftConfig) -> Gripper:
     """The gripper law of ``cfg``."""
     arm = arm_of(cfg)
+    law = GRIPPER_ACTIONS.get(cfg.gripper)
     return Gripper(mode=cfg.gripper, joints=arm.fingers, open=arm.gripper_open, closed=arm.gripper_closed,
-                   rate=cfg.gripper_rate)
+                   rate=cfg.gripper_rate, per_finger=law.per_finger,
+                   formula=None if cfg.gripper in GRIPPER_MODES else law.formula)
 
 
 def actuation_of(cfg: LiftConfig) -> Actuation:
-    """The PD law per actuated joint: the arm around the default pose (IK_RANGE wide with arm=ee_delta and
-    joint_delta), the
-    fingers between closed (action -1) and open (+1)."""
+    """The PD law per actuated joint: the arm around the default pose (its action term's ``joint_scale``: IK_RANGE
+    wide with arm=ee_delta and joint_delta), the fingers between closed (action -1) and open (+1)."""
     arm = arm_of(cfg)
     n = len(arm.arm_joints)
-    arm_scale = [IK_RANGE] * n if cfg.arm in ("ee_delta", "joint_delta") else list(arm.action_scale)
+    arm_scale = list(ARM_ACTIONS.get(cfg.arm).joint_scale(arm))
     mid, half = 0.5 * (arm.gripper_open + arm.gripper_closed), 0.5 * (arm.gripper_open - arm.gripper_closed)
     f = len(arm.fingers)
     return Actuation(mode="pd", scale=arm_scale + [half] * f, offset=list(arm.default_joint_pos[:n]) + [mid] * f,
@@ -310,11 +207,13 @@ def build_world(cfg: LiftConfig, num_envs: int, device: str):
     chain = chain_from_builder(robot, arm.arm_joints, resolve_device(device).warp)
     cube, table = scene(cfg, arm)
     n_arm = len(arm.arm_joints)
-    world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                       substeps=cfg.decimation, ground=True, actuated_joints=arm.joints, actuation=actuation_of(cfg),
-                       root_body=0, q_noise=[cfg.init_joint_pos_range] * n_arm + [0.0] * (robot.joint_coord_count - n_arm),
-                       qd_noise=[0.0] * robot.joint_dof_count, contact_bodies=arm.finger_bodies, objects=[cube],
-                       props=[table])
+    spec = WorldSpec(
+        robot=RobotEntity(builder=robot, actuated_joints=tuple(arm.joints), actuation=actuation_of(cfg),
+                          q_noise=(cfg.init_joint_pos_range,) * n_arm + (0.0,) * (robot.joint_coord_count - n_arm),
+                          qd_noise=(0.0,) * robot.joint_dof_count),
+        objects=(cube,), props=(table,), sensors=Sensors(contact_bodies=tuple(arm.finger_bodies)),
+        sim_dt=cfg.sim_dt, substeps=cfg.decimation)
+    world = world_from_spec(spec, sim=cfg.sim, num_envs=num_envs, device=device)
     limits = [(robot.joint_limit_lower[d], robot.joint_limit_upper[d]) for d in qd_idx[:n_arm]]
     units = tuple("m" if robot.joint_type[robot.joint_label.index(next(lbl for lbl in robot.joint_label
                                                                          if lbl.split("/")[-1] == j))]
@@ -349,10 +248,11 @@ class LiftEnv(ArticulatedTaskEnv):
         arm = self.arm = arm_of(cfg)
         """The arm entry this env runs (:func:`arm_of`: ``cfg.robot`` with the config's overrides)."""
         self.state_names = (*arm.joints, "cube_x", "cube_y", "cube_z")
+        law = self.arm_action = ARM_ACTIONS.get(cfg.arm)
+        """The arm action term (:class:`horde.envs.lift_actions.ArmAction`, ``task.arm``)."""
         self.action_names = action_names_of(cfg.arm, cfg.gripper, arm)
-        self.action_type = cfg.arm if cfg.arm != "joint" else "position_target"
-        self.action_unit = {"ee_delta": "m (end effector), gripper command", "joint": "rad (arm), gripper",
-                            "joint_delta": "rad per step (arm), gripper command"}[cfg.arm]
+        self.action_type = law.action_type or law.name
+        self.action_unit = law.unit
         self.gripper = gripper_of(cfg)
         """The gripper law (``policy.json`` describes it)."""
         terms = LIFT_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params)
@@ -372,8 +272,8 @@ class LiftEnv(ArticulatedTaskEnv):
         t = self._task = LiftTask()
         sc = arm.scene
         t.max_episode_length, t.table_z = cfg.episode_length, sc.table_height
-        t.ee_mode, t.gripper_mode, t.gripper_rate = ARM_MODE_CODES[cfg.arm], GRIPPER_MODES.index(cfg.gripper), \
-            cfg.gripper_rate
+        grip_law = GRIPPER_ACTIONS.get(cfg.gripper)
+        t.ee_mode, t.gripper_mode, t.gripper_rate = law.code, grip_law.code, cfg.gripper_rate
         t.joint_step = cfg.joint_step
         t.ee_step, t.ee_lead = cfg.ee_step, cfg.ee_lead
         t.ee_lo = wp.vec3(sc.ee_lo[0], sc.ee_lo[1], sc.table_height + sc.ee_lo[2])
@@ -413,7 +313,8 @@ class LiftEnv(ArticulatedTaskEnv):
         LIFT_EVENTS.check_params(cfg.reset_events, cfg.event_params)
         self._observe_kernel = observe_kernel(LIFT_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events",
                                                                        cfg.event_params), write_obs)
-        self.step_kernels = (lift_command, self._post_step, self._observe_kernel) + w.kernels
+        self._command_kernel = command_kernel(law.func, grip_law.func)
+        self.step_kernels = (self._command_kernel, self._post_step, self._observe_kernel) + w.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
@@ -436,7 +337,7 @@ class LiftEnv(ArticulatedTaskEnv):
         x_axis = torch.tensor((1.0, 0.0, 0.0), device=hand.device).expand(self.num_envs, 3)
         cube_x, hand_x = quat_rotate(cube[:, 3:7], x_axis), quat_rotate(hand[:, 3:7], x_axis)
         yaw = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
-        lead = self.ee_target - ee if self.cfg.arm == "ee_delta" else torch.zeros_like(ee)
+        lead = self.ee_target - ee if self.arm_action.code == 1 else torch.zeros_like(ee)
         nj = len(self.arm.joints)
         builtin = {"joint_pos": wp.to_torch(a.joint_q)[:, :nj], "joint_vel": wp.to_torch(a.joint_qd)[:, :nj],
                    "ee_pos": ee, "object_pos": c, "object_rel_ee": c - ee, "goal_pos": self.target,
@@ -459,21 +360,7 @@ class LiftEnv(ArticulatedTaskEnv):
         and the actuation that ran (per actuated joint: target at action 0, target offset at action 1, gains)."""
         cfg, act = self.cfg, actuation_of(self.cfg)
         entry = self.arm
-        arm = ({"mode": "ee_delta", "actions": list(EE_ACTIONS), "step_m": cfg.ee_step, "frame": "world",
-                "hand_orientation_xyzw": list(entry.hand_down),
-                **({} if entry.ik_orientation == (1.0, 1.0, 1.0) else
-                   {"orientation_weight_xyz": list(entry.ik_orientation)}),
-                "formula": "ee_target = clip(ee_target + ee_step * clip(action, -1, 1)), workspace and ee +- "
-                           f"{cfg.ee_lead} m; joint targets by damped least squares on the site Jacobian "
-                           f"(damping {cfg.ik_damping} m, integral gain {cfg.ik_gain}); the robot side needs its own "
-                           "IK (horde.sim.diffik is the reference)"}
-               if cfg.arm == "ee_delta" else
-               {"mode": "joint_delta", "actions": list(entry.arm_joints), "step_rad": cfg.joint_step,
-                "formula": "q_target = clip(q_target + joint_step * clip(action, -1, 1), q +- "
-                           f"{cfg.ik_lead} rad, joint limits), q_target = q at a reset"}
-               if cfg.arm == "joint_delta" else
-               {"mode": "joint", "actions": list(entry.arm_joints),
-                "formula": "target = offset + scale * clip(action, -1, 1)"})
+        arm = self.arm_action.describe(cfg, entry)
         return {"arm": arm, "gripper": self.gripper.describe(), "joints": list(entry.joints),
                 "joint_offset": list(act.offset), "joint_scale": list(act.scale), "kp": list(act.stiffness),
                 "kd": list(act.damping), "effort_limit": list(act.effort_limit),
@@ -501,17 +388,14 @@ class LiftEnv(ArticulatedTaskEnv):
         x.joint_q, x.joint_qd, x.body_q, x.body_qd, x.contact = a.joint_q, a.joint_qd, a.body_q, a.body_qd, \
             self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
-        x.ee_mode, x.ee_target, x.grip = ARM_MODE_CODES[cfg.arm], self._command.ee_target, self._command.grip
+        x.ee_mode, x.ee_target, x.grip = ARM_ACTIONS.get(cfg.arm).code, self._command.ee_target, self._command.grip
         return x
 
     def action_scale(self) -> list[float]:
-        cfg = self.cfg
-        arm = ([cfg.ee_step] * 3 if cfg.arm == "ee_delta" else [cfg.joint_step] * len(self.arm.arm_joints)
-               if cfg.arm == "joint_delta" else list(self.arm.action_scale))
-        return arm + [self.arm.gripper_open] * self.gripper.num_actions
+        return list(self.arm_action.scale(self.cfg, self.arm)) + [self.arm.gripper_open] * self.gripper.num_actions
 
     def _pre_physics(self) -> None:
-        wp.launch(lift_command, self.num_envs, device=self.dev.warp,
+        wp.launch(self._command_kernel, self.num_envs, device=self.dev.warp,
                   inputs=[self._task, self.manip, self._command, self._chain])
 
     def _joint_actions(self) -> wp.array:

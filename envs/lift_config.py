@@ -5,18 +5,17 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from horde.envs.arms import ARMS, ArmRobot, resolve_arm
 from horde.envs.core import TaskConfig
-from horde.sim.actuation import GRIPPER_MODES
+from horde.envs.lift_actions import ARM_ACTIONS, EE_ACTIONS, GRIPPER_ACTIONS, IK_RANGE  # noqa: F401 (re-exported)
 from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import SimConfig
 
-__all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "ARM_MODE_CODES", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
+__all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
            "OBSERVATIONS", "action_names_of", "arm_of"]
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
@@ -26,15 +25,9 @@ ARM = ARMS["arm7"].arm_joints
 FINGERS = ARMS["arm7"].fingers
 JOINTS = ARM + FINGERS
 ARM_MODES = ("ee_delta", "joint", "joint_delta")
-"""``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets;
+"""The built-in arm action terms (:data:`horde.envs.lift_actions.ARM_ACTIONS` holds them and any registered since):
+``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets;
 ``joint_delta``: joint target deltas (ManiSkill's ``pd_joint_delta_pos``, Playground's delta control)."""
-ARM_MODE_CODES = {"joint": 0, "ee_delta": 1, "joint_delta": 2}
-"""The kernels' code of each arm mode (``LiftTask.ee_mode``, ``Manip.ee_mode``)."""
-EE_ACTIONS = ("ee_dx", "ee_dy", "ee_dz")
-IK_RANGE = math.pi
-"""With ``arm=ee_delta`` (and ``joint_delta``) the actuation law's arm scale [rad]: the joint targets are written as
-actions
-(target - default) / IK_RANGE, so any target within the joint limits is reachable."""
 HAND_DOWN = ARMS["arm7"].hand_down
 """Hand orientation horde's arm's IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis
 down); an entry's is ``hand_down``."""
@@ -48,8 +41,8 @@ OBSERVATIONS = ("joint_pos", "joint_vel", "ee_pos", "cube_pos", "cube_rel_ee", "
 def action_names_of(arm: str, gripper: str, robot: ArmRobot | str = "arm7") -> tuple[str, ...]:
     """Action columns of an ``arm`` and ``gripper`` mode on the arm ``robot`` (an entry or its name)."""
     entry = resolve_arm(robot) if isinstance(robot, str) else robot
-    arm_names = EE_ACTIONS if arm == "ee_delta" else entry.arm_joints
-    return (*arm_names, *(entry.fingers if gripper == "independent" else ("gripper",)))
+    return (*ARM_ACTIONS.get(arm).actions(entry),
+            *(entry.fingers if GRIPPER_ACTIONS.get(gripper).per_finger else ("gripper",)))
 
 
 def _optional_list(*, length: tuple[int, int | None] = (1, None), **bounds: float) -> Any:
@@ -117,11 +110,13 @@ class LiftConfig(TaskConfig):
     robot: str = choice(lambda: tuple(ARMS), default="arm7")
     """An arm of horde.envs.arms: arm7 (horde's 7-DoF arm), yam (i2rt YAM, mjlab's wheel), so101 (LeRobot's SO-101,
     pip install horde[robots]). The fields below left null take the arm's values."""
-    arm: str = choice(ARM_MODES)
-    """Arm actions: ``ee_delta`` (end-effector target deltas through differential IK), ``joint`` (PD targets) or
-    ``joint_delta`` (PD target deltas, ``joint_step`` per control step)."""
-    gripper: str = choice(GRIPPER_MODES)
-    """Gripper actions: ``binary`` (one, open at >= 0), ``delta`` (one, integrated) or ``independent`` (per finger)."""
+    arm: str = choice(lambda: ARM_ACTIONS.names(), default="ee_delta")
+    """Arm action term (:mod:`horde.envs.lift_actions`): ``ee_delta`` (end-effector target deltas through
+    differential IK), ``joint`` (PD targets), ``joint_delta`` (PD target deltas, ``joint_step`` per control step), or
+    one registered in ``ARM_ACTIONS``."""
+    gripper: str = choice(lambda: GRIPPER_ACTIONS.names(), default="binary")
+    """Gripper action term: ``binary`` (one, open at >= 0), ``delta`` (one, integrated), ``independent`` (per
+    finger), or one registered in ``GRIPPER_ACTIONS``."""
     gripper_open: float | None = bounded(None, gt=0)
     """Finger target when open [m] (a jaw's [rad]); null: the arm's (arm7 0.045: a 9 cm opening, wider than the
     cube's 7.07 cm diagonal)."""

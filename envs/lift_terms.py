@@ -62,8 +62,8 @@ class Manip:
     unstable: wp.array(dtype=wp.bool)
     failed: wp.array(dtype=wp.bool)
     ee_mode: int
-    """The arm mode (lift_config.ARM_MODE_CODES): 0 joint targets, 1 an end-effector target (ee_delta), 2 joint
-    target deltas."""
+    """The arm action term's code (lift_actions.ArmAction.code): 0 joint targets, 1 an end-effector target
+    (ee_delta), 2 joint target deltas."""
     ee_target: wp.array(dtype=wp.vec3)
     """End-effector target [m], world frame (arm=ee_delta)."""
     grip: wp.array(dtype=float)

@@ -34,7 +34,8 @@ from horde.envs.terms import TerminationSet, TermSet
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf
-from horde.sim.newton_world import NewtonWorld, make_world
+from horde.sim.newton_world import NewtonWorld
+from horde.sim.spec import RobotEntity, WorldSpec, world_from_spec
 
 if TYPE_CHECKING:
     import newton
@@ -300,10 +301,11 @@ def build_locomotion_world(cfg: TaskConfig, *, mjcf: str, joints: Sequence[str],
     actuation = Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
                           stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
     qr, vr = cfg.init_joint_pos_range, cfg.init_joint_vel_range
-    world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                        substeps=cfg.decimation, ground=True, actuated_joints=joints,
-                        actuation=actuation, root_body=0, q_noise=[0.0] * len(ROOT_COORDS) + [qr] * nj,
-                        qd_noise=[vr] * (ROOT_DOFS + nj))
+    spec = WorldSpec(robot=RobotEntity(builder=robot, actuated_joints=tuple(joints), actuation=actuation,
+                                       q_noise=(0.0,) * len(ROOT_COORDS) + (qr,) * nj,
+                                       qd_noise=(vr,) * (ROOT_DOFS + nj)),
+                     sim_dt=cfg.sim_dt, substeps=cfg.decimation)
+    world = world_from_spec(spec, sim=cfg.sim, num_envs=num_envs, device=device)
     return world
 
 

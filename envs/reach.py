@@ -36,7 +36,8 @@ from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
 from horde.sim.fields import FieldError, bounded, bounded_list, choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
-from horde.sim.newton_world import NewtonWorld, SimConfig, make_world
+from horde.sim.newton_world import NewtonWorld, SimConfig
+from horde.sim.spec import RobotEntity, WorldSpec, world_from_spec
 
 ARM_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7.xml"
 JOINTS = ("shoulder_yaw", "shoulder_pitch", "arm_roll", "elbow", "forearm_roll", "wrist_pitch", "wrist_roll")
@@ -208,10 +209,11 @@ def build_world(cfg: ReachConfig, num_envs: int, device: str) -> tuple[NewtonWor
     actuation = Actuation(mode=cfg.action_mode, scale=cfg.action_scale, offset=cfg.default_joint_pos,
                           stiffness=cfg.joint_stiffness, damping=cfg.joint_damping, effort_limit=cfg.effort_limit)
     nj = len(JOINTS)
-    world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                        substeps=cfg.decimation, ground=False, actuated_joints=JOINTS, actuation=actuation,
-                        root_body=0, q_noise=[cfg.init_joint_pos_range] * nj,
-                        qd_noise=[cfg.init_joint_vel_range] * nj)
+    spec = WorldSpec(robot=RobotEntity(builder=robot, actuated_joints=tuple(JOINTS), actuation=actuation,
+                                       q_noise=(cfg.init_joint_pos_range,) * nj,
+                                       qd_noise=(cfg.init_joint_vel_range,) * nj),
+                     ground=False, sim_dt=cfg.sim_dt, substeps=cfg.decimation)
+    world = world_from_spec(spec, sim=cfg.sim, num_envs=num_envs, device=device)
     return world, ee_body, ee_offset
 
 

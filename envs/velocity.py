@@ -57,7 +57,8 @@ from horde.sim.depth_camera import DepthCamera
 from horde.sim.device import resolve_device
 from horde.sim.fields import FieldError
 from horde.sim.newton_build import joint_dof_layout, load_mjcf, set_joint_positions
-from horde.sim.newton_world import NewtonWorld, make_world
+from horde.sim.newton_world import NewtonWorld
+from horde.sim.spec import RobotEntity, Sensors, WorldSpec, world_from_spec
 from horde.sim.randomize import actuation_ranges, apply_startup
 from horde.sim.terrain import Terrain, scan_offsets
 
@@ -128,12 +129,14 @@ def build_world(cfg: VelocityConfig, num_envs: int, device: str, terrain: Terrai
                       *(f.body for f in foot_frames(robot, robot_def.failure_contacts, "failure contact")))
     with warnings.catch_warnings():  # go2's authored 1 mm geom margins are zeroed by MuJoCo-Warp: say it once
         warnings.filterwarnings("once", message=".*authored margin.*")
-        world = make_world(robot, num_envs=num_envs, device=device, sim=cfg.sim, sim_dt=cfg.sim_dt,
-                           substeps=cfg.decimation, ground=True, actuated_joints=robot_def.joints,
-                           actuation=actuation, root_body=0,
-                           q_noise=q_noise, qd_noise=[0.0] * robot.joint_dof_count, terrain=terrain,
-                           contact_bodies=contact_bodies,
-                           yaw_range=cfg.init_yaw_range, imu_site=robot_def.imu_site if cfg.imu else None)
+        spec = WorldSpec(
+            robot=RobotEntity(builder=robot, actuated_joints=tuple(robot_def.joints), actuation=actuation,
+                              q_noise=tuple(q_noise), qd_noise=(0.0,) * robot.joint_dof_count,
+                              yaw_range=cfg.init_yaw_range),
+            terrain=terrain, sensors=Sensors(contact_bodies=tuple(contact_bodies),
+                                             imu_site=robot_def.imu_site if cfg.imu else None),
+            sim_dt=cfg.sim_dt, substeps=cfg.decimation)
+        world = world_from_spec(spec, sim=cfg.sim, num_envs=num_envs, device=device)
     return world, list(q_idx), list(qd_idx), feet
 
 

@@ -75,20 +75,25 @@ class Gripper:
     """Finger target when closed [m]."""
     rate: float = 0.25
     """delta: change of the opening command per control step at action +-1 (share of the stroke)."""
+    per_finger: bool | None = None
+    """One action per finger; None: as the built-in ``mode`` (independent)."""
+    formula: str | None = None
+    """The opening command's law as ``policy.json`` states it; None: the built-in ``mode``'s."""
 
     @property
     def num_actions(self) -> int:
-        """Actions the gripper takes: one per finger when independent, else one."""
-        return len(self.joints) if self.mode == "independent" else 1
+        """Actions the gripper takes: one per finger when independent (or ``per_finger``), else one."""
+        per_finger = self.mode == "independent" if self.per_finger is None else self.per_finger
+        return len(self.joints) if per_finger else 1
 
     def describe(self) -> dict:
         """The gripper for ``policy.json``."""
+        formula = self.formula or {
+            "binary": "command = 1 if action >= 0 else 0",
+            "delta": "command = clip(command + rate * clip(action, -1, 1), 0, 1), 1 (open) at reset",
+            "independent": "command_f = (clip(action_f, -1, 1) + 1) / 2 per finger"}[self.mode]
         return {"mode": self.mode, "joints": list(self.joints), "open": self.open, "closed": self.closed,
-                "rate": self.rate, "formula": {
-                    "binary": "command = 1 if action >= 0 else 0",
-                    "delta": "command = clip(command + rate * clip(action, -1, 1), 0, 1), 1 (open) at reset",
-                    "independent": "command_f = (clip(action_f, -1, 1) + 1) / 2 per finger"}[self.mode]
-                + "; finger target = closed + command * (open - closed)"}
+                "rate": self.rate, "formula": formula + "; finger target = closed + command * (open - closed)"}
 
 
 # --- kernels -------------------------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Articulated worlds on MuJoCo's C engine: ``mujoco.batch`` steps the envs on a thread pool (``solver=mujoco-c``).
 
 Warp runs a CPU kernel's threads one after another in one OS thread, so MuJoCo-Warp on the CPU is 4-10x slower
-than MuJoCo's C engine on the same cores (``benchmarks/mujoco_batch.py``). :class:`MujocoBatchWorld` keeps
-everything of :class:`NewtonWorld` (the Newton model, its ``[num_envs, ...]`` views, the actuation law, resets,
-the health check, sensors that read the Newton state) and swaps only the solver:
+than MuJoCo's C engine on the same cores (``benchmarks/mujoco_batch.py``). :class:`MujocoCBackend` is the backend
+of a :class:`horde.sim.newton_world.NewtonWorld` (which keeps the Newton model, its ``[num_envs, ...]`` views, the
+actuation arrays, resets, the health check) that steps it on MuJoCo's C engine instead of a Newton solver:
 
 * the MuJoCo model is the one Newton's ``SolverMuJoCo`` builds from the same Newton model for MuJoCo-Warp (same
   timestep, integrator, solver, cone, iterations, solref/solimp, friction, margins, terrain), so both backends step
@@ -48,13 +48,15 @@ from horde.sim.mujoco_batch_kernels import (Layout, actuate_rows, actuator_net_r
                                             flag_failed, gather_vec3, imu_readings, mj_to_newton, newton_to_mj)
 from horde.sim.mujoco_model import extra_sensors, newton_mujoco_model
 from horde.sim.newton_build import joint_dof_layout
-from horde.sim.newton_world import NewtonWorld
+from horde.sim.newton_world import IMU_SITE
 
 if TYPE_CHECKING:
     import mujoco
     import newton
 
-__all__ = ["MujocoBatchWorld"]
+    from horde.sim.newton_world import NewtonWorld
+
+__all__ = ["MujocoCBackend"]
 
 
 # --- the world -----------------------------------------------------------------------------------------------------
@@ -68,38 +70,39 @@ class _BatchSolver:
     """What :class:`NewtonWorld` and the randomization ask of a solver, over a ``mujoco.batch.Batch``: pushes the
     Newton model's per-env masses, inertias and friction into the batch's per-simulation model fields."""
 
-    def __init__(self, world: MujocoBatchWorld) -> None:
-        self._world = world
+    def __init__(self, backend: MujocoCBackend, world: NewtonWorld) -> None:
+        self._backend, self._world = backend, world
 
     def notify_model_changed(self, flags: int) -> None:  # noqa: ARG002 - every randomized field is pushed
-        self._world._push_model()
+        self._backend.push_model(self._world)
 
 
-class MujocoBatchWorld(NewtonWorld):
-    """:class:`NewtonWorld` stepped by MuJoCo's C engine (``mujoco.batch``) on ``sim.cpu_threads`` threads."""
+class MujocoCBackend:
+    """A :class:`NewtonWorld` stepped by MuJoCo's C engine (``mujoco.batch``) on ``sim.cpu_threads`` threads."""
 
     steps_mujoco_c = True
 
-    def _make_solver(self, robot: newton.ModelBuilder, *, ground: bool, terrain) -> _BatchSolver:
+    def build(self, world: NewtonWorld, robot: newton.ModelBuilder) -> _BatchSolver:
         import mujoco
         from mujoco.batch import Batch
 
-        if not wp.get_device(self.device).is_cpu:
-            raise FieldError(f"task.sim.solver=mujoco-c runs on the cpu device, not {self.device}: use "
+        if not wp.get_device(world.device).is_cpu:
+            raise FieldError(f"task.sim.solver=mujoco-c runs on the cpu device, not {world.device}: use "
                              "task.sim.solver=mujoco (MuJoCo-Warp) on a GPU")
-        sim = self.sim
+        sim = world.sim
         # Newton's conversion of one world: the model MuJoCo-Warp would get (global shapes: ground, terrain)
-        self._imu_label = self.imu_site or ("horde_imu" if self.imu_site == "" else None)
-        act = self.actuation
+        self._imu_label = world.imu_site or ("horde_imu" if world.imu_site == "" else None)
+        act = world.actuation
         # horde's PD law as MuJoCo's actuators: a position drive per actuated joint, gains set per env in the batch
         self._drives = sim.mujoco_actuators and act.mode == "pd" and act.network is None and act.velocity_limit is None
-        drive_dofs = joint_dof_layout(robot, self.actuated_joints)[1] if self._drives else []
+        drive_dofs = joint_dof_layout(robot, world.actuated_joints)[1] if self._drives else []
         with extra_sensors(self._add_sensors):
-            one, conv = newton_mujoco_model(robot, ground=ground, contact_ke=sim.contact_ke, terrain=terrain,
-                                            max_contacts=sim.max_contacts, max_constraints=sim.max_constraints,
-                                            iterations=sim.solver_iterations, drives=drive_dofs)
+            one, conv = newton_mujoco_model(robot, ground=world.spec.ground, contact_ke=sim.contact_ke,
+                                            terrain=world.spec.terrain, max_contacts=sim.max_contacts,
+                                            max_constraints=sim.max_constraints, iterations=sim.solver_iterations,
+                                            drives=drive_dofs)
         mj = conv.mj_model
-        mj.opt.timestep = self.sim_dt
+        mj.opt.timestep = world.sim_dt
         self._drive_ids = self._drive_actuators(conv, drive_dofs) if self._drives else []
         if self._drives:
             ids = self._drive_ids
@@ -122,7 +125,7 @@ class MujocoBatchWorld(NewtonWorld):
         self.mj_model: mujoco.MjModel = mj
         """The MuJoCo model every env steps (the template; per-env fields live in the batch)."""
         threads = sim.cpu_threads or os.cpu_count() or 1
-        self.batch = Batch(mj, self.num_envs, nthread=threads)
+        self.batch = Batch(mj, world.num_envs, nthread=threads)
         """The ``mujoco.batch.Batch`` of the envs (one simulation per env)."""
         self._one = one
         self._layout_np = self._layout(one, conv)
@@ -131,7 +134,7 @@ class MujocoBatchWorld(NewtonWorld):
         if self._drives:  # Warp views of the drives' per-simulation fields (expanding more fields keeps them in place)
             self._gain, self._bias, self._force_range = (_as_warp(self.batch.expand(f)) for f in (
                 "actuator_gainprm", "actuator_biasprm", "actuator_forcerange"))
-        return _BatchSolver(self)
+        return _BatchSolver(self, world)
 
     @staticmethod
     def _drive_actuators(conv, dofs: list[int]) -> list[int]:
@@ -162,7 +165,8 @@ class MujocoBatchWorld(NewtonWorld):
             spec.add_sensor(name="horde_imu_acc", type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
                             objtype=mujoco.mjtObj.mjOBJ_SITE, objname=sites[0])
 
-    def _layout(self, one: newton.Model, conv) -> dict:
+    @staticmethod
+    def _layout(one: newton.Model, conv) -> dict:
         """Newton coordinate and dof -> MuJoCo qpos and qvel index, for world 0."""
         import newton
 
@@ -199,18 +203,16 @@ class MujocoBatchWorld(NewtonWorld):
                                  "task.sim.solver=mujoco-c: free, hinge and slide joints are")
         return out
 
-    def __init__(self, robot: newton.ModelBuilder, **kwargs) -> None:
-        super().__init__(robot, **kwargs)
-        # every array below on the world's device: Warp's default device is cuda:0 on a GPU machine (the H200 run
-        # of 2026-11-26 crashed in the first CPU kernel that read this Layout's arrays from GPU memory)
-        with wp.ScopedDevice(self.device):
-            self._init_rows()
-
-    def _init_rows(self) -> None:
-        """The Warp views of the batch's rows, the Newton <-> MuJoCo index maps and the per-env buffers."""
+    def attach_sensors(self, world: NewtonWorld) -> None:
+        """Contact forces and the IMU from MuJoCo's arrays (the IMU site checked and its rotation set by the world),
+        then the Warp views of the batch's rows, the Newton <-> MuJoCo index maps and the per-env buffers (every
+        array on the world's device: Warp's default device is cuda:0 on a GPU machine, and the H200 run of
+        2026-11-26 crashed in the first CPU kernel that read this Layout's arrays from GPU memory)."""
         import mujoco
 
-        n, b = self.num_envs, self.batch
+        if world.imu_site is not None:
+            world.imu_site_rows(world.imu_site or IMU_SITE)
+        n, b = world.num_envs, self.batch
         state = b.state
         base = state.ctypes.data
         if b.state.ctypes.data != base or not state.flags.c_contiguous:
@@ -240,43 +242,45 @@ class MujocoBatchWorld(NewtonWorld):
         # the actuated joints' places in the MuJoCo row
         q_at = dict(zip(lay["q_newton"], zip(lay["q_mj"], lay["q_ref"])))
         qd_at = dict(zip(lay["qd_newton"], lay["qd_mj"]))
-        q_index, qd_index = self._q_index.numpy(), self._qd_index.numpy()
+        q_index, qd_index = world.drive.q_index.numpy(), world.drive.qd_index.numpy()
         self._act_mj_q = wp.array([q_at[int(c)][0] for c in q_index], dtype=int)
         self._act_ref = wp.array([q_at[int(c)][1] for c in q_index], dtype=float)
         self._act_mj_qd = wp.array([qd_at[int(d)] for d in qd_index], dtype=int)
         # torques that do not depend on the state (torque mode, no DC-motor line) hold for every substep: one call
         # and so do MuJoCo's own actuators, which run the PD law inside every substep
-        self._nstep = self.substeps if self._drives or (self._mode == MODE_TORQUE and not self._dc_motor) else 1
+        self.nstep = (world.substeps if self._drives or (world.drive.mode == MODE_TORQUE and not world.drive.dc_motor)
+                      else 1)
+        """MuJoCo steps per ``Batch.step`` call (a control step's substeps when the forces hold for all of them)."""
         if self._drives:
             self._ctrl_at = offset("ctrl")
             self._act = wp.array(self._drive_ids, dtype=int)
             self._actuator_force = _as_warp(b.bind("actuator_force"))
         self._state = _as_warp(state)
-        self._seen_q = wp.zeros((n, self.coords), dtype=float)
-        self._seen_qd = wp.zeros((n, self.dofs), dtype=float)
+        self._seen_q = wp.zeros((n, world.coords), dtype=float)
+        self._seen_qd = wp.zeros((n, world.dofs), dtype=float)
         self._failed_np = np.zeros(n, dtype=bool)
         self._failed = wp.array(self._failed_np, dtype=wp.bool, copy=False)
         self._no_mask = wp.zeros(1, dtype=wp.bool)
         # contact forces on the named bodies: the force half of MuJoCo's cfrc_ext (torque, force), world frame
         self._cfrc = _as_warp(b.bind("cfrc_ext").reshape(n, -1))
         names = {self._mj_body_name(k): k for k in range(self.mj_model.nbody)}
-        missing = [c for c in self.contact_bodies if c not in names]
+        missing = [c for c in world.contact_bodies if c not in names]
         if missing:
             raise ValueError(f"contact bodies not in the model: {', '.join(missing)}; bodies: "
                              f"{', '.join(sorted(names))}")
-        self._contact_index = wp.array([6 * names[c] + 3 for c in self.contact_bodies] or [0], dtype=int)
-        k = len(self.contact_bodies)
+        self._contact_index = wp.array([6 * names[c] + 3 for c in world.contact_bodies] or [0], dtype=int)
+        k = len(world.contact_bodies)
         self._contact_wp = wp.zeros((n, max(k, 1)), dtype=wp.vec3)
-        self.contact_forces = wp.to_torch(self._contact_wp)[:, :k].view(n, k, 3) if k else torch.zeros(n, 0, 3)
+        world.contact_forces = wp.to_torch(self._contact_wp)[:, :k].view(n, k, 3) if k else torch.zeros(n, 0, 3)
         self._sensordata = _as_warp(b.bind("sensordata").reshape(n, -1))
         if self._imu_label is not None:
             self._imu_at = int(self.mj_model.sensor_adr[self.mj_model.sensor("horde_imu_acc").id])
             self._imu_acc, self._imu_gyro = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.vec3)
-            self.imu_acc, self.imu_gyro = wp.to_torch(self._imu_acc), wp.to_torch(self._imu_gyro)
-            self.arrays = dataclasses.replace(self.arrays, imu_acc=self._imu_acc, imu_gyro=self._imu_gyro)
+            world.imu_acc, world.imu_gyro = wp.to_torch(self._imu_acc), wp.to_torch(self._imu_gyro)
+            world.arrays = dataclasses.replace(world.arrays, imu_acc=self._imu_acc, imu_gyro=self._imu_gyro)
         # every env from the Newton state the world was built with
         all_envs = wp.ones(n, dtype=wp.bool)
-        wp.launch(newton_to_mj, n, inputs=[L, all_envs, 1, self._joint_q, self._joint_qd],
+        wp.launch(newton_to_mj, n, inputs=[L, all_envs, 1, world.arrays.joint_q, world.arrays.joint_qd],
                   outputs=[self._seen_q, self._seen_qd, self._state])
 
     def _mj_body_name(self, k: int) -> str:
@@ -284,88 +288,81 @@ class MujocoBatchWorld(NewtonWorld):
         nb = int(self._body_newton[k])
         return self._one.body_label[nb].split("/")[-1] if nb >= 0 else "world"
 
-    # NewtonWorld builds these from Newton's sensors; here they come from MuJoCo's arrays (see __init__).
-    def _make_contact_sensor(self) -> None:
-        pass
-
-    def _make_imu(self, label: str) -> None:
-        self._imu_site_rows(label)  # checks the site and sets imu_rotation; the readings come from MuJoCo
-
-    @property
-    def kernels(self) -> tuple:
-        return super().kernels + (mj_to_newton, newton_to_mj, actuate_rows, drive_rows, drive_forces, gather_vec3,
-                                  imu_readings, flag_failed,
-                                  *((actuator_net_rows,) if self.actuator_net is not None else ()))
+    def kernels(self, world: NewtonWorld) -> tuple:
+        return (mj_to_newton, newton_to_mj, actuate_rows, drive_rows, drive_forces, gather_vec3, imu_readings,
+                flag_failed, *((actuator_net_rows,) if world.actuator_net is not None else ()))
 
     # --- the step --------------------------------------------------------------------------------------------------
     def _advance(self) -> None:
-        """One ``Batch.step`` call of ``_nstep`` MuJoCo steps (a host call of the recorded step)."""
+        """One ``Batch.step`` call of ``nstep`` MuJoCo steps (a host call of the recorded step)."""
         from mujoco.batch import SimulationError
 
         try:
-            self.batch.step(nstep=self._nstep)
+            self.batch.step(nstep=self.nstep)
         except SimulationError as exc:  # those envs kept their state: flag them for the health check
             self._failed_np[exc.ids] = True
 
-    def simulate(self, actions: wp.array2d) -> None:
+    def simulate(self, world: NewtonWorld, actions: wp.array2d) -> None:
         """``substeps`` MuJoCo steps under ``actions``: per substep the actuation law into ``qfrc_applied`` and one
         ``Batch.step`` (a :func:`host_call`); then Newton's views, FK, contact forces and the IMU."""
         import newton
 
-        n, a, L, d = self.num_envs, len(self._q_index), self._L, self.device
-        wp.launch(newton_to_mj, n, device=d, inputs=[L, self._no_mask, 0, self._joint_q, self._joint_qd],
+        w, dr, arr = world, world.drive, world.arrays
+        n, a, L, d = w.num_envs, len(w.actuated_joints), self._L, w.device
+        wp.launch(newton_to_mj, n, device=d, inputs=[L, self._no_mask, 0, arr.joint_q, arr.joint_qd],
                   outputs=[self._seen_q, self._seen_qd, self._state])
         if self._drives:
             wp.launch(drive_rows, (n, a), device=d, inputs=[
-                self._ctrl_at, actions, self._act, self._act_ref, self._scale, self._offset, self._lower, self._upper,
-                self._stiffness, self._damping, self._strength, self._effort], outputs=[
+                self._ctrl_at, actions, self._act, self._act_ref, dr.scale, dr.offset, dr.lower, dr.upper,
+                dr.stiffness, dr.damping, dr.strength, dr.effort], outputs=[
                 self._state, self._gain, self._bias, self._force_range])
             host_call(self._advance)
-            wp.launch(drive_forces, (n, a), device=d, inputs=[self._actuator_force, self._act, self._qd_index],
-                      outputs=[self._joint_f])
-        for _ in range(0 if self._drives else self.substeps // self._nstep):
-            if self.actuator_net is not None:
-                net = self.actuator_net
+            wp.launch(drive_forces, (n, a), device=d, inputs=[self._actuator_force, self._act, dr.qd_index],
+                      outputs=[arr.joint_f])
+        for _ in range(0 if self._drives else w.substeps // self.nstep):
+            if w.actuator_net is not None:
+                net = w.actuator_net
                 wp.launch(actuator_net_rows, (n, a), device=d, inputs=[
-                    L, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, self._scale, self._offset,
-                    self._lower, self._upper, self._state], outputs=[net.q, net.qd, net.target])
+                    L, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, dr.scale, dr.offset,
+                    dr.lower, dr.upper, self._state], outputs=[net.q, net.qd, net.target])
                 net.compute()
             wp.launch(actuate_rows, (n, a), device=d, inputs=[
-                L, self._mode, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, self._qd_index, self._scale,
-                self._offset, self._stiffness, self._damping, self._strength, self._effort, self._dc_motor,
-                self._velocity_limit, self._lower, self._upper, self._net_effort], outputs=[self._state, self._joint_f])
+                L, dr.mode, actions, self._act_mj_q, self._act_mj_qd, self._act_ref, dr.qd_index, dr.scale,
+                dr.offset, dr.stiffness, dr.damping, dr.strength, dr.effort, dr.dc_motor,
+                dr.velocity_limit, dr.lower, dr.upper, dr.net_effort], outputs=[self._state, arr.joint_f])
             host_call(self._advance)
         wp.launch(flag_failed, n, device=d, inputs=[self._failed, self._state, L.qvel])
         wp.launch(mj_to_newton, n, device=d, inputs=[L, self._state],
-                  outputs=[self._joint_q, self._joint_qd, self._seen_q, self._seen_qd])
-        newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
-        if self.contact_bodies:
-            wp.launch(gather_vec3, (n, len(self.contact_bodies)), device=d, inputs=[self._cfrc, self._contact_index],
+                  outputs=[arr.joint_q, arr.joint_qd, self._seen_q, self._seen_qd])
+        newton.eval_fk(w.model, w.state_0.joint_q, w.state_0.joint_qd, w.state_0)
+        if w.contact_bodies:
+            wp.launch(gather_vec3, (n, len(w.contact_bodies)), device=d, inputs=[self._cfrc, self._contact_index],
                       outputs=[self._contact_wp])
         if self._imu_label is not None:
             wp.launch(imu_readings, n, device=d, inputs=[
-                self._sensordata, self._imu_at, self._body_q, self._body_qd, self.root_body,
-                wp.quat(*self.imu_rotation)], outputs=[self._imu_acc, self._imu_gyro])
+                self._sensordata, self._imu_at, arr.body_q, arr.body_qd, w.root_body,
+                wp.quat(*w.imu_rotation)], outputs=[self._imu_acc, self._imu_gyro])
 
-    def warm_up(self) -> None:
-        saved_state = self.batch.state.copy()
-        saved_q, saved_qd = wp.clone(self._seen_q), wp.clone(self._seen_qd)
-        super().warm_up()
-        self.batch.state[:] = saved_state
-        self._seen_q.assign(saved_q)
-        self._seen_qd.assign(saved_qd)
+    def snapshot(self, world: NewtonWorld) -> tuple:
+        return self.batch.state.copy(), wp.clone(self._seen_q), wp.clone(self._seen_qd)
 
-    def reset(self, mask: wp.array, rng: wp.array, on_reset=None) -> None:
-        super().reset(mask, rng, on_reset)
-        wp.launch(newton_to_mj, self.num_envs, device=self.device, inputs=[
-            self._L, mask, 1, self._joint_q, self._joint_qd], outputs=[self._seen_q, self._seen_qd, self._state])
+    def restore(self, world: NewtonWorld, saved: tuple) -> None:
+        state, seen_q, seen_qd = saved
+        self.batch.state[:] = state
+        self._seen_q.assign(seen_q)
+        self._seen_qd.assign(seen_qd)
+
+    def after_reset(self, world: NewtonWorld, mask: wp.array) -> None:
+        wp.launch(newton_to_mj, world.num_envs, device=world.device, inputs=[
+            self._L, mask, 1, world.arrays.joint_q, world.arrays.joint_qd],
+            outputs=[self._seen_q, self._seen_qd, self._state])
 
     # --- host side -------------------------------------------------------------------------------------------------
-    def _push_model(self) -> None:
+    def push_model(self, world: NewtonWorld) -> None:
         """The Newton model's per-env body masses, inertias (as a scale of MuJoCo's principal inertia) and shape
         friction into the batch's per-simulation model fields, then MuJoCo's derived constants."""
-        n, nb = self.num_envs, self.bodies
-        m = self.model
+        n, nb = world.num_envs, world.bodies
+        m = world.model
         body_world = m.body_world.numpy()
         first = int(np.argmax(body_world >= 0))
         mass = m.body_mass.numpy()[first:first + n * nb].reshape(n, nb)
@@ -392,6 +389,6 @@ class MujocoBatchWorld(NewtonWorld):
                 friction[:, g, 0] = mu[per_world[:, one_own.index(shape)]]
         self.batch.set_const()
 
-    def physics_state(self) -> dict[str, torch.Tensor]:
-        return {**super().physics_state(), "mj_state": torch.from_numpy(self.batch.state),
-                "seen_q": wp.to_torch(self._seen_q), "seen_qd": wp.to_torch(self._seen_qd)}
+    def physics_state(self, world: NewtonWorld) -> dict[str, torch.Tensor]:
+        return {"mj_state": torch.from_numpy(self.batch.state), "seen_q": wp.to_torch(self._seen_q),
+                "seen_qd": wp.to_torch(self._seen_qd)}

@@ -1,4 +1,4 @@
-"""The Warp kernels of :class:`horde.sim.mujoco_batch.MujocoBatchWorld`: one env per thread between MuJoCo's float64
+"""The Warp kernels of :class:`horde.sim.mujoco_batch.MujocoCBackend`: one env per thread between MuJoCo's float64
 state rows (``mujoco.batch``) and Newton's float32 views, horde's actuation law on the rows (per substep, or as
 MuJoCo's own actuators' controls and gains once per control step), contact forces, the IMU and the health check."""
 

@@ -1,5 +1,5 @@
 """The MuJoCo model of a Newton robot: the one Newton's ``SolverMuJoCo`` builds for MuJoCo-Warp, which
-:class:`horde.sim.mujoco_batch.MujocoBatchWorld` steps on MuJoCo's C engine, and :func:`match_newton`, which gives a
+:class:`horde.sim.mujoco_batch.MujocoCBackend` steps on MuJoCo's C engine, and :func:`match_newton`, which gives a
 robot's own MJCF model (the sim-to-sim twin's) the same solver options and contact parameters."""
 
 from __future__ import annotations

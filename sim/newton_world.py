@@ -1,12 +1,15 @@
-"""Batched articulated worlds on Newton: one robot replicated ``num_envs`` times, stepped as a recordable graph.
+"""Batched articulated worlds on Newton: a :class:`horde.sim.spec.WorldSpec` replicated ``num_envs`` times, stepped
+as a recordable graph.
 
 Model -> State/Control -> Solver, as Newton lays it out:
 
 * :func:`horde.sim.newton_build.load_robot` reads one robot from MJCF or URDF through Newton's importers;
-* :func:`horde.sim.newton_build.build_model` replicates one robot builder into ``world_count`` separate worlds (optionally over a ground
-  plane) and finalizes the model on the device;
-* :class:`NewtonWorld` owns the two swapped states, the control, the solver and (for solvers that need it) the
-  collision pipeline, and exposes zero-copy ``[num_envs, ...]`` views of them;
+* :func:`horde.sim.newton_build.build_model` replicates one robot builder into ``world_count`` separate worlds
+  (optionally over a ground plane) and finalizes the model on the device;
+* :class:`NewtonWorld` owns the Newton model, the two swapped states, the control and the actuation arrays, exposes
+  zero-copy ``[num_envs, ...]`` views of them, and holds a backend (:data:`horde.sim.spec.BACKENDS`) that steps them:
+  :class:`NewtonSolverBackend` (Newton's solvers, with the collision pipeline where they need it) or
+  :class:`horde.sim.mujoco_batch.MujocoCBackend` (MuJoCo's C engine);
 * :meth:`NewtonWorld.simulate` launches ``substeps`` x (actuation kernel, collision, solver step) on fixed arrays
   with no allocation, host sync or branch on device values, so a task records it inside its step graph;
 * :meth:`NewtonWorld.inspect` is the per-control-step health check (non-finite or out-of-bounds worlds are flagged
@@ -19,7 +22,7 @@ Vocabulary: Newton's ``world_count``/``body_count`` stay inside this module; the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 import dataclasses
 from dataclasses import dataclass
 
@@ -29,18 +32,18 @@ import numpy as np
 import torch
 import warp as wp
 
-from horde.sim.actuation import (ACTION_MODES, MODE_NET, MODE_PD, MODE_TORQUE, Actuation, actuate_joints,
-                                 actuator_net_inputs)
+from horde.sim.actuation import ACTION_MODES, MODE_NET, MODE_PD, MODE_TORQUE, actuate_joints, actuator_net_inputs
 from horde.sim.fields import FieldError, bounded, choice
-from horde.sim.newton_build import (MAXIMAL_SOLVERS, MUJOCO_SOLVERS, SOLVERS, build_model, joint_dof_layout,
-                                    make_solver, resolve_solver)
-from horde.sim.scene import RigidObject, StaticProp, add_objects, add_props, reset_objects
+from horde.sim.newton_build import MAXIMAL_SOLVERS, MUJOCO_SOLVERS, SOLVERS, build_model, joint_dof_layout, make_solver
+from horde.sim.scene import add_objects, add_props, reset_objects
 from horde.sim.world_kernels import articulation_mask, clear_warmstart, inspect_worlds, reset_joint_state
 
 if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays light
     import newton
 
-__all__ = ["NewtonWorld", "SimConfig", "WorldArrays", "make_world"]
+    from horde.sim.spec import Backend, WorldSpec
+
+__all__ = ["DriveArrays", "NewtonSolverBackend", "NewtonWorld", "SimConfig", "WorldArrays", "make_world"]
 
 
 @dataclass(kw_only=True)
@@ -121,8 +124,40 @@ class WorldArrays:
     """IMU angular velocity (``wp.vec3``) [num_envs] [rad/s], site frame (zeros without an IMU)."""
 
 
+@dataclass(frozen=True)
+class DriveArrays:
+    """The actuation law's arrays of a :class:`NewtonWorld` (``world.drive``): what every backend's actuation kernel
+    reads. Per actuated joint unless stated; per-env rows are the same memory as the world's torch views."""
+
+    mode: int
+    """``MODE_PD``, ``MODE_TORQUE`` or ``MODE_NET`` (:mod:`horde.sim.actuation`)."""
+    q_index: wp.array
+    """Each actuated joint's coordinate in ``joint_q`` [actuated]."""
+    qd_index: wp.array
+    """Each actuated joint's dof in ``joint_qd`` [actuated]."""
+    scale: wp.array
+    offset: wp.array
+    stiffness: wp.array2d
+    """[num_envs, actuated] [N m/rad] (randomization writes it)."""
+    damping: wp.array2d
+    strength: wp.array2d
+    """Torque multiplier [num_envs, actuated]."""
+    effort: wp.array2d
+    """Effort limit [num_envs, actuated] [N m]."""
+    dc_motor: int
+    """1: the DC-motor torque-speed line (``velocity_limit``) caps the torque."""
+    velocity_limit: wp.array
+    lower: wp.array
+    """Joint limits [actuated] [m, rad]."""
+    upper: wp.array
+    net_effort: wp.array
+    """The actuator network's output [num_envs, actuated] (a 1-element placeholder without one)."""
+
+
 class NewtonWorld:
-    """``num_envs`` copies of one robot on a Newton solver, with the step split into recordable launches.
+    """``num_envs`` copies of a :class:`horde.sim.spec.WorldSpec` on a Newton model, stepped by a backend (Newton's
+    solvers, :class:`NewtonSolverBackend`, or MuJoCo's C engine, :class:`horde.sim.mujoco_batch.MujocoCBackend`),
+    with the step split into recordable launches. Build it with :func:`horde.sim.spec.world_from_spec`.
 
     Views (zero-copy torch, one world per env; valid for the life of the world):
     ``joint_q`` [num_envs, coords] (root position [m] and quaternion xyzw first for a floating base, then joint
@@ -132,38 +167,34 @@ class NewtonWorld:
     ``root_vel`` [num_envs, 6] (world frame), ``root_vel_base`` [num_envs, 6] (base frame, written by
     :meth:`inspect`), ``joint_f`` [num_envs, dofs] (applied joint torques [N m]), ``unstable`` bool [num_envs],
     ``contact_forces`` [num_envs, len(contact_bodies), 3] (total contact force on each named body in the last
-    substep [N], world frame; MuJoCo solver only).
+    substep [N], world frame; MuJoCo solvers only).
 
-    Free objects and static props (:mod:`horde.sim.scene`, ``objects=``/``props=``) follow the robot in every env:
-    ``object_pose`` [num_envs, objects, 7] and ``object_vel`` [num_envs, objects, 6] are views of their bodies;
-    their coordinates follow the robot's in ``joint_q`` (7 each) and ``joint_qd`` (6 each), and every reset places
-    them within their initial-state ranges.
+    Free objects and static props (:mod:`horde.sim.scene`, the spec's ``objects``/``props``) follow the robot in
+    every env: ``object_pose`` [num_envs, objects, 7] and ``object_vel`` [num_envs, objects, 6] are views of their
+    bodies; their coordinates follow the robot's in ``joint_q`` (7 each) and ``joint_qd`` (6 each), and every reset
+    places them within their initial-state ranges.
 
     Per-env actuation (writable views, for domain randomization): ``stiffness``, ``damping``, ``motor_strength``
     (torque multiplier) and ``effort_limit``, each [num_envs, num_actions]; ``spawn_origin`` [num_envs, 3] is where
     a floating base is placed on reset (terrain tiles).
     """
 
-    steps_mujoco_c = False
-    """True for :class:`horde.sim.mujoco_batch.MujocoBatchWorld` (``solver=mujoco-c``)."""
-
-    def __init__(self, robot: newton.ModelBuilder, *, num_envs: int, device: str, sim: SimConfig, sim_dt: float,
-                 substeps: int, ground: bool, actuated_joints: Sequence[str], actuation: Actuation,
-                 root_body: int = 0, q_noise: Sequence[float] | None = None,
-                 qd_noise: Sequence[float] | None = None, terrain=None, contact_bodies: Sequence[str] = (),
-                 yaw_range: float = 0.0, objects: Sequence[RigidObject] = (),
-                 props: Sequence[StaticProp] = (), imu_site: str | None = None) -> None:
+    def __init__(self, spec: WorldSpec, *, sim: SimConfig, num_envs: int, device: str, backend: Backend) -> None:
         import newton
 
-        if sim.solver not in SOLVERS:
-            raise ValueError(f"unknown solver '{sim.solver}'; valid solvers: {', '.join(SOLVERS)}")
-        sim = dataclasses.replace(sim, solver=resolve_solver(sim.solver, device))
-        if (sim.solver == "mujoco-c") != self.steps_mujoco_c:
-            raise ValueError(f"solver {sim.solver}: build the world with horde.sim.newton_world.make_world")
+        if sim.solver not in SOLVERS or sim.solver == "auto":
+            raise ValueError(f"solver '{sim.solver}': build the world with horde.sim.spec.world_from_spec")
+        entity = spec.robot
+        robot, actuation, actuated_joints = entity.builder, entity.actuation, entity.actuated_joints
         if actuation.mode not in ACTION_MODES:
             raise ValueError(f"unknown action mode '{actuation.mode}'; valid modes: {', '.join(ACTION_MODES)}")
         n = num_envs
-        self.num_envs, self.device, self.sim, self.sim_dt, self.substeps = n, device, sim, sim_dt, substeps
+        self.spec = spec
+        """The :class:`horde.sim.spec.WorldSpec` this world was built from."""
+        self.backend = backend
+        """What steps the physics (:data:`horde.sim.spec.BACKENDS`)."""
+        self.num_envs, self.device, self.sim = n, device, sim
+        self.sim_dt, self.substeps = spec.sim_dt, spec.substeps
         self.actuation = actuation
         """The actuation law this world applies (:class:`horde.sim.actuation.Actuation`, nominal values; per-env
         randomized gains live in ``stiffness``/``damping``/``motor_strength``): what ``policy.json`` states."""
@@ -173,15 +204,16 @@ class NewtonWorld:
         # the robot first, then each free object (7 coordinates, 6 dofs, 1 body each)
         self.robot_coords, self.robot_dofs, self.robot_bodies = (robot.joint_coord_count, robot.joint_dof_count,
                                                                  robot.body_count)
-        self.floating = robot.joint_coord_count == robot.joint_dof_count + 1  # a free joint has 7 coords, 6 dofs
-        self.objects = tuple(objects)
+        self.floating = robot.joint_coord_count == robot.joint_dof_count + 1  # a free joint: 7 coords, 6 dofs
+        self.objects = tuple(spec.objects)
+        imu_site = spec.sensors.imu_site
         self.imu_site = imu_site
         if imu_site == "":  # no named site: an IMU at the root body's origin, aligned with it
-            robot.add_site(root_body, label=IMU_SITE)
+            robot.add_site(entity.root_body, label=IMU_SITE)
         add_objects(robot, self.objects)
-        add_props(robot, props)
+        add_props(robot, spec.props)
         self.coords, self.dofs, self.bodies = robot.joint_coord_count, robot.joint_dof_count, robot.body_count
-        self.root_body = root_body
+        self.root_body = entity.root_body
         q_idx, qd_idx = joint_dof_layout(robot, actuated_joints)
         a = len(actuated_joints)
         for key in ("scale", "offset", "stiffness", "damping", "effort_limit", "velocity_limit"):
@@ -195,20 +227,14 @@ class NewtonWorld:
         for qi, di in zip(q_idx, qd_idx):
             q_lower[qi], q_upper[qi] = robot.joint_limit_lower[di], robot.joint_limit_upper[di]
 
-        self.yaw_range = float(yaw_range)
-        self.model = build_model(robot, world_count=n, device=device, solver=sim.solver, ground=ground,
-                                 contact_ke=sim.contact_ke, terrain=terrain)
-        self.solver = self._make_solver(robot, ground=ground, terrain=terrain)
+        self.yaw_range = float(entity.yaw_range)
+        self.model = build_model(robot, world_count=n, device=device, solver=sim.solver, ground=spec.ground,
+                                 contact_ke=sim.contact_ke, terrain=spec.terrain)
+        self.solver = backend.build(self, robot)
+        """The backend's solver (randomization calls its ``notify_model_changed``)."""
         self.state_0, self.state_1 = self.model.state(), self.model.state()
-        # MuJoCo-Warp's per-world warm start (None for other solvers), cleared for reset worlds in reset()
-        self._warmstart = getattr(getattr(self.solver, "mjw_data", None), "qacc_warmstart", None)
         self.control = self.model.control()
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0)
-        if sim.solver in MUJOCO_SOLVERS:  # MuJoCo detects contacts itself
-            self.collision, self.contacts = None, None
-        else:
-            self.collision = newton.CollisionPipeline(self.model)
-            self.contacts = self.collision.contacts()
 
         s = self.state_0
         self._joint_q = s.joint_q.reshape((n, self.coords))
@@ -216,12 +242,10 @@ class NewtonWorld:
         self._body_q = s.body_q.reshape((n, self.bodies))
         self._body_qd = s.body_qd.reshape((n, self.bodies))
         self._joint_f = self.control.joint_f.reshape((n, self.dofs))
-        # the same 2-D views of the scratch state, for the actuation kernel of odd substeps
-        self._joint_q_1 = self.state_1.joint_q.reshape((n, self.coords))
-        self._joint_qd_1 = self.state_1.joint_qd.reshape((n, self.dofs))
+        q_noise, qd_noise = entity.q_noise, entity.qd_noise
 
         with wp.ScopedDevice(device):
-            self._mode = MODE_PD if actuation.mode == "pd" else MODE_TORQUE
+            mode = MODE_PD if actuation.mode == "pd" else MODE_TORQUE
             self.actuator_net = None
             if actuation.network is not None:
                 if actuation.mode != "pd":
@@ -229,25 +253,20 @@ class NewtonWorld:
                 from horde.sim.actuator_net import ActuatorNet
 
                 self.actuator_net = ActuatorNet(actuation.network, num_envs=n, num_actions=a, device=device)
-                self._mode = MODE_NET
-            self._net_effort = (self.actuator_net.effort if self.actuator_net is not None
-                                else wp.zeros(1, dtype=float))
-            self._q_index = wp.array(q_idx, dtype=int)
-            self._qd_index = wp.array(qd_idx, dtype=int)
-            self._scale = wp.array(actuation.scale, dtype=float)
-            self._offset = wp.array(actuation.offset, dtype=float)
+                mode = MODE_NET
             per_env = lambda v: wp.array(np.tile(np.asarray(v, dtype=np.float32), (n, 1)), dtype=float)  # noqa: E731
             self._stiffness0 = wp.array(actuation.stiffness, dtype=float)
             self._damping0 = wp.array(actuation.damping, dtype=float)
-            self._stiffness = per_env(actuation.stiffness)
-            self._damping = per_env(actuation.damping)
-            self._strength = per_env([1.0] * a)
-            self._effort = per_env(actuation.effort_limit)
-            self._dc_motor = int(actuation.velocity_limit is not None)
-            self._velocity_limit = wp.array(list(actuation.velocity_limit or [1.0] * a), dtype=float)
+            self.drive = DriveArrays(
+                mode=mode, q_index=wp.array(q_idx, dtype=int), qd_index=wp.array(qd_idx, dtype=int),
+                scale=wp.array(actuation.scale, dtype=float), offset=wp.array(actuation.offset, dtype=float),
+                stiffness=per_env(actuation.stiffness), damping=per_env(actuation.damping), strength=per_env([1.0] * a),
+                effort=per_env(actuation.effort_limit), dc_motor=int(actuation.velocity_limit is not None),
+                velocity_limit=wp.array(list(actuation.velocity_limit or [1.0] * a), dtype=float),
+                lower=wp.array(lower, dtype=float), upper=wp.array(upper, dtype=float),
+                net_effort=(self.actuator_net.effort if self.actuator_net is not None else wp.zeros(1, dtype=float)))
+            """The actuation law's arrays (:class:`DriveArrays`), for the backends' actuation kernels."""
             self._origin = wp.zeros(n, dtype=wp.vec3)
-            self._lower = wp.array(lower, dtype=float)
-            self._upper = wp.array(upper, dtype=float)
             self._default_q = wp.array(default_q, dtype=float)
             self._default_qd = wp.zeros(self.dofs, dtype=float)
             pad_q, pad_qd = [0.0] * (self.coords - self.robot_coords), [0.0] * (self.dofs - self.robot_dofs)
@@ -271,97 +290,54 @@ class NewtonWorld:
         if len(self._q_noise) != self.coords or len(self._qd_noise) != self.dofs:
             raise ValueError(f"q_noise needs {self.coords} values and qd_noise {self.dofs}")
 
+        d = self.drive
         self.arrays = WorldArrays(
             joint_q=self._joint_q, joint_qd=self._joint_qd, body_q=self._body_q, body_qd=self._body_qd,
             joint_f=self._joint_f, root_vel_base=self._root_vel_base, unstable=self._unstable,
-            default_joint_q=self._default_q, stiffness=self._stiffness, damping=self._damping,
-            motor_strength=self._strength, nominal_stiffness=self._stiffness0, nominal_damping=self._damping0)
+            default_joint_q=self._default_q, stiffness=d.stiffness, damping=d.damping,
+            motor_strength=d.strength, nominal_stiffness=self._stiffness0, nominal_damping=self._damping0)
         """Warp arrays for task kernels (:class:`WorldArrays`); tasks use these and the torch views, nothing private."""
         self.joint_q = wp.to_torch(self._joint_q)
         self.joint_qd = wp.to_torch(self._joint_qd)
         self.body_pose = wp.to_torch(self._body_q)
         self.body_vel = wp.to_torch(self._body_qd)
-        self.root_pose = self.body_pose[:, root_body]
-        self.root_vel = self.body_vel[:, root_body]
+        self.root_pose = self.body_pose[:, self.root_body]
+        self.root_vel = self.body_vel[:, self.root_body]
         self.root_vel_base = wp.to_torch(self._root_vel_base)
         self.joint_f = wp.to_torch(self._joint_f)
         self.unstable = wp.to_torch(self._unstable)
-        self.stiffness, self.damping = wp.to_torch(self._stiffness), wp.to_torch(self._damping)
-        self.motor_strength, self.effort_limit = wp.to_torch(self._strength), wp.to_torch(self._effort)
+        self.stiffness, self.damping = wp.to_torch(d.stiffness), wp.to_torch(d.damping)
+        self.motor_strength, self.effort_limit = wp.to_torch(d.strength), wp.to_torch(d.effort)
         self.spawn_origin = wp.to_torch(self._origin)
         b0 = self.robot_bodies
         self.object_pose = self.body_pose[:, b0:b0 + len(self.objects)]
         """Poses of the free objects [num_envs, objects, 7] (position [m], quaternion xyzw), world frame."""
         self.object_vel = self.body_vel[:, b0:b0 + len(self.objects)]
         """Twists of the free objects [num_envs, objects, 6] (COM linear [m/s], angular [rad/s]), world frame."""
-        self.contact_bodies = tuple(contact_bodies)
-        self._sensor, self._imu, self._observables = None, None, None
+        self.contact_bodies = tuple(spec.sensors.contact_bodies)
         self.imu_rotation = (0.0, 0.0, 0.0, 1.0)
         """Rotation (quaternion xyzw) of the IMU site in the root body's frame; identity without an IMU."""
-        if self.contact_bodies:
-            self._make_contact_sensor()
-        if imu_site is not None:
-            self._make_imu(imu_site or IMU_SITE)
-        if self._sensor is not None or self._imu is not None:
-            kinds = set()
-            for sensor in (self._sensor, self._imu):
-                kinds |= set(sensor.solver_observable_kinds) if sensor is not None else set()
-            self._observables = self.solver.observables(
-                kinds=frozenset(kinds), **({"contacts": self._contact_out} if self._sensor is not None else {}))
-        self.contact_forces = (wp.to_torch(self._sensor.total_force).view(n, len(self.contact_bodies), 3)
-                               if self._sensor is not None else torch.zeros(n, 0, 3, device=self.joint_q.device))
+        # the backend's sensors: contact_forces [num_envs, len(contact_bodies), 3] [N] (world frame), imu_acc (specific
+        # force at the IMU site [num_envs, 3] [m/s^2], site frame, +9.81 up at rest) and imu_gyro (angular velocity
+        # at the site [num_envs, 3] [rad/s], site frame), from the last substep; zeros without an IMU
+        self.contact_forces = torch.zeros(n, 0, 3, device=self.joint_q.device)
         zeros = wp.zeros(n, dtype=wp.vec3, device=device)
-        self._imu_acc = self._imu.accelerometer if self._imu is not None else zeros
-        self._imu_gyro = self._imu.gyroscope if self._imu is not None else zeros
-        self.arrays = dataclasses.replace(self.arrays, imu_acc=self._imu_acc, imu_gyro=self._imu_gyro)
-        self.imu_acc = wp.to_torch(self._imu_acc).view(n, 3)
-        """Specific force at the IMU site [num_envs, 3] [m/s^2] in the site's frame (Newton's ``SensorIMU``: the
-        site's acceleration minus gravity; +9.81 up at rest), from the last substep; zeros without ``imu_site``."""
-        self.imu_gyro = wp.to_torch(self._imu_gyro).view(n, 3)
-        """Angular velocity at the IMU site [num_envs, 3] [rad/s] in the site's frame; zeros without ``imu_site``."""
+        self.arrays = dataclasses.replace(self.arrays, imu_acc=zeros, imu_gyro=zeros)
+        self.imu_acc = self.imu_gyro = wp.to_torch(zeros).view(n, 3)
+        with wp.ScopedDevice(device):
+            backend.attach_sensors(self)
 
-    def _make_solver(self, robot: newton.ModelBuilder, *, ground: bool, terrain) -> object:
-        """The solver that advances ``self.model`` (:class:`horde.sim.mujoco_batch.MujocoBatchWorld` overrides)."""
-        sim = self.sim
-        return make_solver(self.model, sim.solver, iterations=sim.solver_iterations, max_contacts=sim.max_contacts,
-                           max_constraints=sim.max_constraints)
+    @property
+    def steps_mujoco_c(self) -> bool:
+        """True when MuJoCo's C engine steps this world (``solver=mujoco-c``)."""
+        return self.backend.steps_mujoco_c
 
-    def _require_mujoco(self, what: str) -> None:
+    def require_mujoco(self, what: str) -> None:
         """Newton's solver observables (contact forces, body accelerations) come from MuJoCo here."""
         if self.sim.solver not in MUJOCO_SOLVERS:
             raise FieldError(f"task.sim.solver={self.sim.solver}: {what}, which need the mujoco solver")
 
-    def _make_contact_sensor(self) -> None:
-        """A SensorContact over the named bodies of every world (world-major rows) fed by the solver's contact
-        forces of the last substep."""
-        import newton
-        from newton.sensors import SensorContact
-
-        self._require_mujoco("this task reads contact forces")
-        labels = [lbl.split("/")[-1] for lbl in self.model.body_label]
-        worlds = self.model.body_world.numpy()
-        index = {}
-        for b_idx, (lbl, w) in enumerate(zip(labels, worlds)):
-            if w >= 0:
-                index[(int(w), lbl)] = b_idx
-        missing = [name for name in self.contact_bodies if (0, name) not in index]
-        if missing:
-            raise ValueError(f"contact bodies not in the model: {', '.join(missing)}; bodies: "
-                             f"{', '.join(sorted({lbl for (w, lbl) in index if w == 0}))}")
-        rows = [index[(w, name)] for w in range(self.num_envs) for name in self.contact_bodies]
-        self._sensor = SensorContact(self.model, sensing_bodies=rows, request_contact_attributes=False)
-        self._contact_out = newton.CollisionPipeline(
-            self.model, rigid_contact_max=self.solver.get_max_contact_count(), soft_contact_max=0).contacts()
-
-    def _make_imu(self, label: str) -> None:
-        """Newton's SensorIMU at the site ``label`` of every world (rows in world order), fed by the solver's body
-        accelerations of the last substep."""
-        from newton.sensors import SensorIMU
-
-        self._require_mujoco("the IMU needs body accelerations")
-        self._imu = SensorIMU(self.model, sites=self._imu_site_rows(label), request_state_attributes=False)
-
-    def _imu_site_rows(self, label: str) -> list[int]:
+    def imu_site_rows(self, label: str) -> list[int]:
         """The shape rows of site ``label`` in every world (world order), checked to sit on the root body; sets
         :attr:`imu_rotation` from it."""
         labels = [lbl.split("/")[-1] for lbl in self.model.shape_label]
@@ -380,13 +356,14 @@ class NewtonWorld:
 
     @property
     def kernels(self) -> tuple:
-        """This module's kernels that the step launches (Newton's own load on first use)."""
+        """This module's kernels that the step launches, then the backend's (Newton's own load on first use)."""
 
         from horde.sim.actuator_net import clear_history
 
         return ((actuate_joints, inspect_worlds, reset_joint_state, clear_warmstart, articulation_mask)
                 + ((reset_objects,) if self.objects else ())
-                + ((actuator_net_inputs, clear_history) if self.actuator_net is not None else ()))
+                + ((actuator_net_inputs, clear_history) if self.actuator_net is not None else ())
+                + self.backend.kernels(self))
 
     def object_index(self, name: str) -> int:
         """Position of the free object ``name`` in ``objects`` (and in ``object_pose``'s second axis)."""
@@ -401,63 +378,26 @@ class NewtonWorld:
 
     # --- the step --------------------------------------------------------------------------------------------------
     def simulate(self, actions: wp.array2d) -> None:
-        """``substeps`` physics steps under ``actions`` [num_envs, num_actions] in [-1, 1]; result in ``state_0``.
-
-        States swap every substep through locals only: the Python attributes never change, so a recorded graph
-        keeps reading and writing the same memory. An odd substep count ends with one copy back into ``state_0``.
-        """
-        import newton
-
-        n, a = self.num_envs, len(self._q_index)
-        s_in, s_out = self.state_0, self.state_1
-        views = ((self._joint_q, self._joint_qd), (self._joint_q_1, self._joint_qd_1))
-        for k in range(self.substeps):
-            jq, jqd = views[k % 2]
-            if self.maximal and k > 0:  # xpbd leaves joint coordinates stale: the PD law needs them
-                newton.eval_ik(self.model, s_in, s_in.joint_q, s_in.joint_qd)
-            if self.actuator_net is not None:
-                net = self.actuator_net
-                wp.launch(actuator_net_inputs, (n, a), device=self.device, inputs=[
-                    actions, self._q_index, self._qd_index, self._scale, self._offset, self._lower, self._upper, jq,
-                    jqd], outputs=[net.q, net.qd, net.target])
-                net.compute()
-            wp.launch(actuate_joints, (n, a), device=self.device, inputs=[
-                self._mode, actions, self._q_index, self._qd_index, self._scale, self._offset, self._stiffness,
-                self._damping, self._strength, self._effort, self._dc_motor, self._velocity_limit, self._lower,
-                self._upper, jq, jqd, self._net_effort],
-                outputs=[self._joint_f])
-            s_in.clear_forces()
-            if self.collision is not None:
-                self.collision.collide(s_in, self.contacts)
-            if self._observables is not None and k == self.substeps - 1:  # sensors read the last substep
-                self.solver.step(s_in, s_out, self.control, self._contact_out if self._sensor is not None else
-                                 self.contacts, self.sim_dt, observables=self._observables)
-                if self._sensor is not None:
-                    self._sensor.update(None, self._contact_out, observables=self._observables)
-                if self._imu is not None:
-                    self._imu.update(s_out, observables=self._observables)
-            else:
-                self.solver.step(s_in, s_out, self.control, self.contacts, self.sim_dt)
-            s_in, s_out = s_out, s_in
-        if self.substeps % 2 == 1:
-            self.state_0.assign(self.state_1)
-        if self.maximal:
-            newton.eval_ik(self.model, self.state_0, self.state_0.joint_q, self.state_0.joint_qd)
+        """``substeps`` physics steps under ``actions`` [num_envs, num_actions] in [-1, 1] (the backend's); result
+        in ``state_0`` and the views."""
+        self.backend.simulate(self, actions)
 
     def warm_up(self) -> None:
         """One throw-away step with zero actions, state restored after: compiles every module the step uses and lets
         solvers allocate their lazy buffers, so that a later graph recording sees only launches."""
+        backend_saved = self.backend.snapshot(self)
         saved = self.model.state()
         saved.assign(self.state_0)
         history = ({k: v.clone() for k, v in self.actuator_net.physics_state().items()}
                    if self.actuator_net is not None else {})
-        self.simulate(wp.zeros((self.num_envs, len(self._q_index)), dtype=float, device=self.device))
+        self.simulate(wp.zeros((self.num_envs, len(self.actuated_joints)), dtype=float, device=self.device))
         self.state_0.assign(saved)
         self.state_1.assign(saved)
         self._joint_f.zero_()
         if history:
             for k, v in self.actuator_net.physics_state().items():
                 v.copy_(history[k])
+        self.backend.restore(self, backend_saved)
 
     def inspect(self) -> None:
         """Health check: flag (``unstable``) and count worlds that are non-finite or out of bounds; base-frame twist."""
@@ -469,7 +409,7 @@ class NewtonWorld:
     def reset(self, mask: wp.array, rng: wp.array, on_reset: Callable[[wp.array, wp.array], None] | None = None
               ) -> None:
         """Default joint state + noise (drawn from the per-env ``rng`` streams) in masked worlds, ``on_reset(mask,
-        rng)`` (the task's reset events), then their FK."""
+        rng)`` (the task's reset events), then their FK and the backend's copy."""
         import newton
 
         wp.launch(reset_joint_state, self.num_envs, device=self.device, inputs=[
@@ -486,11 +426,9 @@ class NewtonWorld:
                   inputs=[mask, self.model.articulation_world], outputs=[self._articulation_mask])
         newton.eval_fk(self.model, self.state_0.joint_q, self.state_0.joint_qd, self.state_0,
                        mask=self._articulation_mask)
-        if self._warmstart is not None:
-            wp.launch(clear_warmstart, self._warmstart.shape, device=self.device, inputs=[mask],
-                      outputs=[self._warmstart])
         if self.actuator_net is not None:
             self.actuator_net.reset(mask)
+        self.backend.after_reset(self, mask)
 
     # --- host side -------------------------------------------------------------------------------------------------
     def pop_unstable_count(self) -> float:
@@ -504,15 +442,153 @@ class NewtonWorld:
         return {"joint_q": self.joint_q, "joint_qd": self.joint_qd, "body_q": self.body_pose,
                 "body_qd": self.body_vel, "joint_f": self.joint_f, "stiffness": self.stiffness, "damping": self.damping,
                 "motor_strength": self.motor_strength, "effort_limit": self.effort_limit,
-                **(self.actuator_net.physics_state() if self.actuator_net is not None else {})}
+                **(self.actuator_net.physics_state() if self.actuator_net is not None else {}),
+                **self.backend.physics_state(self)}
 
 
-def make_world(robot: newton.ModelBuilder, *, sim: SimConfig, **kwargs) -> NewtonWorld:
-    """The world of ``sim.solver`` (``auto`` resolved for the device): a :class:`NewtonWorld`, or for ``mujoco-c`` a
-    :class:`horde.sim.mujoco_batch.MujocoBatchWorld` (MuJoCo's C engine); same arguments, same interface."""
-    sim = dataclasses.replace(sim, solver=resolve_solver(sim.solver, kwargs["device"]))
-    if sim.solver == "mujoco-c":
-        from horde.sim.mujoco_batch import MujocoBatchWorld
+class NewtonSolverBackend:
+    """Newton's own solvers (MuJoCo-Warp, XPBD, Featherstone): each substep the actuation law, the collision
+    pipeline (solvers other than MuJoCo detect contacts with it) and one solver step, states swapped through
+    locals; Newton's ``SensorContact`` and ``SensorIMU`` read the solver's observables of the last substep."""
 
-        return MujocoBatchWorld(robot, sim=sim, **kwargs)
-    return NewtonWorld(robot, sim=sim, **kwargs)
+    steps_mujoco_c = False
+
+    def build(self, world: NewtonWorld, robot: newton.ModelBuilder) -> object:
+        import newton
+
+        sim = world.sim
+        solver = make_solver(world.model, sim.solver, iterations=sim.solver_iterations,
+                             max_contacts=sim.max_contacts, max_constraints=sim.max_constraints)
+        # MuJoCo-Warp's per-world warm start (None for other solvers), cleared for reset worlds in after_reset()
+        self._warmstart = getattr(getattr(solver, "mjw_data", None), "qacc_warmstart", None)
+        if sim.solver in MUJOCO_SOLVERS:  # MuJoCo detects contacts itself
+            self.collision, self.contacts = None, None
+        else:
+            self.collision = newton.CollisionPipeline(world.model)
+            self.contacts = self.collision.contacts()
+        self.solver = solver
+        return solver
+
+    def attach_sensors(self, world: NewtonWorld) -> None:
+        n = world.num_envs
+        # the same 2-D views of the scratch state, for the actuation kernel of odd substeps
+        self._views = ((world.arrays.joint_q, world.arrays.joint_qd),
+                       (world.state_1.joint_q.reshape((n, world.coords)),
+                        world.state_1.joint_qd.reshape((n, world.dofs))))
+        self._sensor, self._imu, self._observables = None, None, None
+        if world.contact_bodies:
+            self._make_contact_sensor(world)
+        if world.imu_site is not None:
+            self._make_imu(world, world.imu_site or IMU_SITE)
+        if self._sensor is not None or self._imu is not None:
+            kinds = set()
+            for sensor in (self._sensor, self._imu):
+                kinds |= set(sensor.solver_observable_kinds) if sensor is not None else set()
+            self._observables = self.solver.observables(
+                kinds=frozenset(kinds), **({"contacts": self._contact_out} if self._sensor is not None else {}))
+        if self._sensor is not None:
+            world.contact_forces = wp.to_torch(self._sensor.total_force).view(n, len(world.contact_bodies), 3)
+        if self._imu is not None:
+            world.arrays = dataclasses.replace(world.arrays, imu_acc=self._imu.accelerometer,
+                                               imu_gyro=self._imu.gyroscope)
+            world.imu_acc = wp.to_torch(self._imu.accelerometer).view(n, 3)
+            world.imu_gyro = wp.to_torch(self._imu.gyroscope).view(n, 3)
+
+    def _make_contact_sensor(self, world: NewtonWorld) -> None:
+        """A SensorContact over the named bodies of every world (world-major rows) fed by the solver's contact
+        forces of the last substep."""
+        import newton
+        from newton.sensors import SensorContact
+
+        world.require_mujoco("this task reads contact forces")
+        model = world.model
+        labels = [lbl.split("/")[-1] for lbl in model.body_label]
+        worlds = model.body_world.numpy()
+        index = {}
+        for b_idx, (lbl, w) in enumerate(zip(labels, worlds)):
+            if w >= 0:
+                index[(int(w), lbl)] = b_idx
+        missing = [name for name in world.contact_bodies if (0, name) not in index]
+        if missing:
+            raise ValueError(f"contact bodies not in the model: {', '.join(missing)}; bodies: "
+                             f"{', '.join(sorted({lbl for (w, lbl) in index if w == 0}))}")
+        rows = [index[(w, name)] for w in range(world.num_envs) for name in world.contact_bodies]
+        self._sensor = SensorContact(model, sensing_bodies=rows, request_contact_attributes=False)
+        self._contact_out = newton.CollisionPipeline(
+            model, rigid_contact_max=self.solver.get_max_contact_count(), soft_contact_max=0).contacts()
+
+    def _make_imu(self, world: NewtonWorld, label: str) -> None:
+        """Newton's SensorIMU at the site ``label`` of every world (rows in world order), fed by the solver's body
+        accelerations of the last substep."""
+        from newton.sensors import SensorIMU
+
+        world.require_mujoco("the IMU needs body accelerations")
+        self._imu = SensorIMU(world.model, sites=world.imu_site_rows(label), request_state_attributes=False)
+
+    def kernels(self, world: NewtonWorld) -> tuple:
+        return ()
+
+    def simulate(self, world: NewtonWorld, actions: wp.array2d) -> None:
+        """``substeps`` x (actuation law, collision, solver step); result in ``state_0``.
+
+        States swap every substep through locals only: the Python attributes never change, so a recorded graph
+        keeps reading and writing the same memory. An odd substep count ends with one copy back into ``state_0``.
+        """
+        import newton
+
+        d, w = world.drive, world
+        n, a = w.num_envs, len(w.actuated_joints)
+        s_in, s_out = w.state_0, w.state_1
+        for k in range(w.substeps):
+            jq, jqd = self._views[k % 2]
+            if w.maximal and k > 0:  # xpbd leaves joint coordinates stale: the PD law needs them
+                newton.eval_ik(w.model, s_in, s_in.joint_q, s_in.joint_qd)
+            if w.actuator_net is not None:
+                net = w.actuator_net
+                wp.launch(actuator_net_inputs, (n, a), device=w.device, inputs=[
+                    actions, d.q_index, d.qd_index, d.scale, d.offset, d.lower, d.upper, jq, jqd],
+                    outputs=[net.q, net.qd, net.target])
+                net.compute()
+            wp.launch(actuate_joints, (n, a), device=w.device, inputs=[
+                d.mode, actions, d.q_index, d.qd_index, d.scale, d.offset, d.stiffness, d.damping, d.strength,
+                d.effort, d.dc_motor, d.velocity_limit, d.lower, d.upper, jq, jqd, d.net_effort],
+                outputs=[w.arrays.joint_f])
+            s_in.clear_forces()
+            if self.collision is not None:
+                self.collision.collide(s_in, self.contacts)
+            if self._observables is not None and k == w.substeps - 1:  # sensors read the last substep
+                self.solver.step(s_in, s_out, w.control, self._contact_out if self._sensor is not None else
+                                 self.contacts, w.sim_dt, observables=self._observables)
+                if self._sensor is not None:
+                    self._sensor.update(None, self._contact_out, observables=self._observables)
+                if self._imu is not None:
+                    self._imu.update(s_out, observables=self._observables)
+            else:
+                self.solver.step(s_in, s_out, w.control, self.contacts, w.sim_dt)
+            s_in, s_out = s_out, s_in
+        if w.substeps % 2 == 1:
+            w.state_0.assign(w.state_1)
+        if w.maximal:
+            newton.eval_ik(w.model, w.state_0, w.state_0.joint_q, w.state_0.joint_qd)
+
+    def after_reset(self, world: NewtonWorld, mask: wp.array) -> None:
+        if self._warmstart is not None:
+            wp.launch(clear_warmstart, self._warmstart.shape, device=world.device, inputs=[mask],
+                      outputs=[self._warmstart])
+
+    def snapshot(self, world: NewtonWorld) -> None:
+        return None
+
+    def restore(self, world: NewtonWorld, saved: None) -> None:
+        pass
+
+    def physics_state(self, world: NewtonWorld) -> dict:
+        return {}
+
+
+def make_world(robot: newton.ModelBuilder, *, sim: SimConfig, num_envs: int, device: str, **kwargs) -> NewtonWorld:
+    """The old keyword form of :func:`horde.sim.spec.world_from_spec`: ``kwargs`` are the fields of
+    :func:`horde.sim.spec.robot_spec` (actuated joints, actuation, timing, ground, noise, objects, props, sensors)."""
+    from horde.sim.spec import robot_spec, world_from_spec
+
+    return world_from_spec(robot_spec(robot, **kwargs), sim=sim, num_envs=num_envs, device=device)

@@ -3,7 +3,7 @@
 A :class:`RigidObject` is a primitive body on a free joint with its own initial-state ranges, each a ``(lo, hi)``
 pair: on every reset of an env it is placed at x in U(``x``), y in U(``y``), z in U(``z``) (env frame) with a yaw in
 U(``yaw``), at rest. A :class:`StaticProp` is a fixed shape (a table, a wall). Both are
-given to :class:`horde.sim.newton_world.NewtonWorld` (``objects=``, ``props=``), which appends them to the robot of
+given to a :class:`horde.sim.spec.WorldSpec` (``objects=``, ``props=``); its world appends them to the robot of
 every env and exposes the objects' state as ``object_pose`` / ``object_vel`` views ``[num_envs, objects, ...]``.
 
 Shapes: ``box`` (``size`` = half extents x, y, z [m]), ``sphere`` (radius), ``capsule`` (radius, half height, along

@@ -1,9 +1,9 @@
 """The world protocol: what tasks, renderers, viewers and deploy may read and call of a simulated world.
 
-:class:`horde.sim.newton_world.NewtonWorld` (MuJoCo-Warp, XPBD, Featherstone on Newton) and
-:class:`horde.sim.mujoco_batch.MujocoBatchWorld` (MuJoCo's C engine) both satisfy it; a task builds one with
-:func:`horde.sim.newton_world.make_world` from its robot, scene and :class:`horde.sim.actuation.Actuation` and uses
-nothing else (``tests/contract/test_world_protocol.py`` checks both backends and that envs/, deploy/ and train/
+:class:`horde.sim.newton_world.NewtonWorld` satisfies it on each backend (MuJoCo-Warp, XPBD, Featherstone on Newton;
+MuJoCo's C engine, :class:`horde.sim.mujoco_batch.MujocoCBackend`); a task builds one with
+:func:`horde.sim.spec.world_from_spec` from a :class:`horde.sim.spec.WorldSpec` (its robot, scene, sensors and
+:class:`horde.sim.actuation.Actuation`) and uses nothing else (``tests/contract/test_world_protocol.py`` checks both backends and that envs/, deploy/ and train/
 read no other attribute of a world). Arrays are ``[num_envs, ...]`` on the world's device; torch views are
 zero-copy and created once.
 """

@@ -118,7 +118,7 @@ def test_a_tasks_fields_show_type_default_choices_bounds_and_doc(capsys):
     assert out == _help(capsys, "train", "task=lift", "--help")  # either order
     lines = out.splitlines()
     k = lines.index("  task.gripper: str = binary  {binary|delta|independent}")
-    assert lines[k + 1].startswith("      Gripper actions: `binary` (one, open at >= 0)")
+    assert lines[k + 1].startswith("      Gripper action term: `binary` (one, open at >= 0)")
     assert "  task.gripper_open: float | None = null  (> 0)" in lines  # null: the arm entry's
     assert "  task.robot: str = arm7  {arm7|yam|so101}" in lines
     k = lines.index("  task.episode_length: int = 250  (>= 1)")  # the task's default, the base class's bound and doc

@@ -127,8 +127,8 @@ def test_mujoco_actuators_run_horde_pd_law(task, steps, tol):
         return e
 
     drives, kernel = env(True), env(False)
-    assert drives.world._nstep == drives.world.substeps and kernel.world._nstep == 1
-    assert drives.world.mj_model.nu >= drives.num_actions
+    assert drives.world.backend.nstep == drives.world.substeps and kernel.world.backend.nstep == 1
+    assert drives.world.backend.mj_model.nu >= drives.num_actions
     q1, f1 = _pd_rollout(drives, steps)
     q0, f0 = _pd_rollout(kernel, steps)
     assert float((q1 - q0).abs().max()) < tol
@@ -148,9 +148,9 @@ def test_mujoco_jacobian_changes_the_cost_not_the_physics():
         return make("quadruped", num_envs=4, device="cpu", seed=2, config=cfg)
 
     sparse, dense, auto = env("sparse"), env("dense"), env("auto")
-    assert sparse.world.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_SPARSE
-    assert dense.world.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_DENSE
-    assert auto.world.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_AUTO
+    assert sparse.world.backend.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_SPARSE
+    assert dense.world.backend.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_DENSE
+    assert auto.world.backend.mj_model.opt.jacobian == mujoco.mjtJacobian.mjJAC_AUTO
     (q1, f1), (q0, f0) = _pd_rollout(sparse, 20), _pd_rollout(dense, 20)
     assert float((q1 - q0).abs().max()) < 1e-4
     scale = float(f0.abs().max())
@@ -180,13 +180,13 @@ def test_startup_randomization_reaches_every_simulation():
     env = _env("quadruped", "mujoco-c", num_envs=5, seed=1,
                randomization=dataclasses.replace(base.randomization, enabled=True))
     w = env.world
-    mass = w.batch.expand("body_mass")
+    mass = w.backend.batch.expand("body_mass")
     m = w.model.body_mass.numpy().reshape(5, -1)
     np.testing.assert_allclose(mass[:, 1:], m, rtol=1e-6)
     assert np.ptp(mass[:, 1]) > 0.1  # base masses differ between envs
-    friction = w.batch.expand("geom_friction")[:, :, 0]
+    friction = w.backend.batch.expand("geom_friction")[:, :, 0]
     drawn = env.randomization["friction"]
-    robot = w.mj_model.geom_bodyid > 0
+    robot = w.backend.mj_model.geom_bodyid > 0
     np.testing.assert_allclose(friction[:, robot], np.repeat(drawn[:, None], robot.sum(), 1), rtol=1e-6)
 
 
@@ -212,14 +212,21 @@ def test_contact_forces_and_imu_match_mujoco_warp():
         assert float((a - b).abs().max()) < 0.5
 
 
-def test_world_needs_the_factory():
-    from horde.sim.newton_world import NewtonWorld
+def test_the_backend_is_a_part_of_the_world_not_a_subclass():
+    """One world class; MuJoCo's C engine is its backend (``world.backend``), chosen by world_from_spec, not a
+    subclass with a flag; a world built around the factory with an unresolved solver is refused in one line."""
+    from horde.sim.mujoco_batch import MujocoCBackend
+    from horde.sim.newton_world import NewtonSolverBackend, NewtonWorld
 
-    env = make("ant", num_envs=2, device="cpu")
-    assert type(env.world) is not NewtonWorld
-    with pytest.raises(ValueError, match="make_world"):
-        NewtonWorld(None, num_envs=1, device="cpu", sim=dataclasses.replace(env.world.sim, solver="mujoco-c"),
-                    sim_dt=0.01, substeps=1, ground=True, actuated_joints=(), actuation=None)
+    env = _env("ant", "mujoco-c", num_envs=2)
+    assert type(env.world) is NewtonWorld and isinstance(env.world.backend, MujocoCBackend)
+    assert env.world.steps_mujoco_c and env.world.spec.robot.actuated_joints == env.world.actuated_joints
+    warp_env = _env("ant", "mujoco", num_envs=2)
+    assert type(warp_env.world) is NewtonWorld and isinstance(warp_env.world.backend, NewtonSolverBackend)
+    assert not NewtonWorld.__subclasses__()
+    with pytest.raises(ValueError, match="world_from_spec"):
+        NewtonWorld(env.world.spec, num_envs=1, device="cpu", sim=dataclasses.replace(env.world.sim, solver="auto"),
+                    backend=MujocoCBackend())
 
 
 def test_env_state_of_another_backend_is_refused_in_one_line():
@@ -236,14 +243,14 @@ def test_mujoco_hands_the_solver_every_contact_it_detects_on_the_rough_terrain()
     import mujoco
 
     env = _env("quadruped-rough", "mujoco-c", num_envs=4)
-    assert not env.world.mj_model.geom_gap.any()
+    assert not env.world.backend.mj_model.geom_gap.any()
     g = torch.Generator().manual_seed(0)
     made = 0
     for _ in range(30):
         env.step(torch.rand(4, env.num_actions, generator=g) * 2 - 1)
         for i in range(4):
-            d = env.world.batch.get_data(i)
-            mujoco.mj_forward(env.world.mj_model, d)
+            d = env.world.backend.batch.get_data(i)
+            mujoco.mj_forward(env.world.backend.mj_model, d)
             made += d.ncon
             assert all(d.contact[j].exclude == 0 for j in range(d.ncon)), "a contact the solver does not use"
     assert made > 0

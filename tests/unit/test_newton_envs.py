@@ -10,6 +10,7 @@ import warp as wp
 from horde.envs import get_task, make
 from horde.sim.actuation import Actuation, actuate_joints
 from horde.sim.newton_world import NewtonWorld, SimConfig
+from horde.sim.spec import RobotEntity, WorldSpec, world_from_spec
 
 ARTICULATED = ["ant", "reach", "quadruped", "humanoid"]
 
@@ -202,8 +203,10 @@ def test_urdf_robot_builds_a_batched_world_that_stands():
     robot.joint_q[2] = 0.7
     act = Actuation(mode="pd", scale=[0.3] * 12, offset=[0.0] * 12, stiffness=[150.0] * 12, damping=[5.0] * 12,
                     effort_limit=[80.0] * 12)
-    w = NewtonWorld(robot, num_envs=4, device="cpu", sim=SimConfig(solver="mujoco"), sim_dt=0.005, substeps=4,
-                    ground=True, actuated_joints=joints, actuation=act)
+    spec = WorldSpec(robot=RobotEntity(builder=robot, actuated_joints=tuple(joints), actuation=act), sim_dt=0.005,
+                     substeps=4)
+    w = world_from_spec(spec, sim=SimConfig(solver="mujoco"), num_envs=4, device="cpu")
+    assert type(w) is NewtonWorld and w.spec is spec and spec.robot.floating
     w.warm_up()
     zeros = wp.zeros((4, 12), dtype=float)
     for _ in range(50):
@@ -235,6 +238,11 @@ def test_world_arrays_are_the_memory_of_the_torch_views_and_tasks_use_nothing_pr
     private = [(p.name, m.group(0)) for p in envs_dir.glob("*.py")
                for m in re.finditer(r"\b(?:w|world)\._[a-z]\w*", p.read_text())]
     assert not private, private
+    # nor does a backend (sim/spec.py's BACKENDS): each reads the world's public members only
+    sim_dir = envs_dir.parent / "sim"
+    backends = [(sim_dir / "mujoco_batch.py").read_text(),
+                (sim_dir / "newton_world.py").read_text().split("class NewtonSolverBackend")[1]]
+    assert not [m.group(0) for text in backends for m in re.finditer(r"\b(?:w|world)\._[a-z]\w*", text)]
 
 
 def test_quadruped_with_dc_motors_stays_on_the_torque_speed_line():
