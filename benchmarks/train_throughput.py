@@ -117,8 +117,8 @@ def train_rate(task: str, num_envs: int, iterations: int, overrides: list[str], 
             return False
 
         trainer.learn(on_iteration=on_iteration)
-        solver = getattr(trainer.core, "world", None)
-        threads = getattr(getattr(solver, "batch", None), "nthread", None)
+        world = getattr(trainer.core, "world", None)
+        threads = getattr(getattr(getattr(world, "backend", None), "batch", None), "nthread", None)
     steps = cfg.algo.num_steps_per_env * num_envs
     rates = [steps / (b - a) for a, b in zip(starts[:-1], stamps[1:])]
     update_s = statistics.median(updates[1:] or updates) if updates else None

@@ -16,4 +16,4 @@ env = make("quadruped", num_envs=256, seed=3, device="cpu", config=cfg)
 g = torch.Generator().manual_seed(0)
 for _ in range(100):
     r = env.step(torch.rand(256, env.num_actions, generator=g) * 2 - 1)
-print("finite", bool(torch.isfinite(r.obs).all()), "batch nthread", getattr(getattr(env.world, "batch", None), "nthread", "?"), flush=True)
+print("finite", bool(torch.isfinite(r.obs).all()), "batch nthread", getattr(getattr(env.world.backend, "batch", None), "nthread", "?"), flush=True)
