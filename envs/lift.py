@@ -47,7 +47,7 @@ from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.arms import ArmRobot
 from horde.envs.lift_actions import ARM_ACTIONS, GRIPPER_ACTIONS, Command, LiftTask, command_kernel
-from horde.envs.lift_config import (ARM, ARM_MODES, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
+from horde.envs.lift_config import (ARM, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND_DOWN,  # noqa: F401
                                     IK_RANGE, JOINTS, LiftConfig, _scales, _sim, action_names_of, arm_of,
                                     OBSERVATIONS)
 from horde.envs.lift_terms import LIFT_EVENTS, LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos

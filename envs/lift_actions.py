@@ -29,6 +29,7 @@ then ``task.arm=joint_velocity``. The robot-side runner of an exported bundle do
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -149,8 +150,6 @@ class ActionSet:
         if term.name in self._terms and not replace:
             raise ValueError(f"{self.kind} action '{term.name}' is already registered (pass replace=True)")
         if term.code < 0:
-            import dataclasses
-
             term = dataclasses.replace(term, code=max((t.code for t in self._terms.values()), default=-1) + 1)
         self._terms[term.name] = term
         return term

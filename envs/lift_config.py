@@ -15,7 +15,7 @@ from horde.envs.lift_actions import ARM_ACTIONS, EE_ACTIONS, GRIPPER_ACTIONS, IK
 from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_world import SimConfig
 
-__all__ = ["ARM", "ARM_MODES", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
+__all__ = ["ARM", "EE_ACTIONS", "FINGERS", "GRIPPER_MJCF", "HAND_DOWN", "IK_RANGE", "JOINTS", "LiftConfig",
            "OBSERVATIONS", "action_names_of", "arm_of"]
 
 GRIPPER_MJCF = Path(__file__).resolve().parents[1] / "assets" / "arm7_gripper.xml"
@@ -24,10 +24,6 @@ ARM = ARMS["arm7"].arm_joints
 """horde's own arm's joints (``robot=arm7``); an entry's are ``arm_of(cfg).arm_joints``."""
 FINGERS = ARMS["arm7"].fingers
 JOINTS = ARM + FINGERS
-ARM_MODES = ("ee_delta", "joint", "joint_delta")
-"""The built-in arm action terms (:data:`horde.envs.lift_actions.ARM_ACTIONS` holds them and any registered since):
-``ee_delta``: end-effector target deltas through differential IK; ``joint``: joint position targets;
-``joint_delta``: joint target deltas (ManiSkill's ``pd_joint_delta_pos``, Playground's delta control)."""
 HAND_DOWN = ARMS["arm7"].hand_down
 """Hand orientation horde's arm's IK holds (x, y, z, w): the default pose's, half a turn about y (palm z axis
 down); an entry's is ``hand_down``."""

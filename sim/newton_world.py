@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # newton is imported where used: importing horde.envs stays l
 
     from horde.sim.spec import Backend, WorldSpec
 
-__all__ = ["DriveArrays", "NewtonSolverBackend", "NewtonWorld", "SimConfig", "WorldArrays", "make_world"]
+__all__ = ["DriveArrays", "NewtonSolverBackend", "NewtonWorld", "SimConfig", "WorldArrays"]
 
 
 @dataclass(kw_only=True)
@@ -584,11 +584,3 @@ class NewtonSolverBackend:
 
     def physics_state(self, world: NewtonWorld) -> dict:
         return {}
-
-
-def make_world(robot: newton.ModelBuilder, *, sim: SimConfig, num_envs: int, device: str, **kwargs) -> NewtonWorld:
-    """The old keyword form of :func:`horde.sim.spec.world_from_spec`: ``kwargs`` are the fields of
-    :func:`horde.sim.spec.robot_spec` (actuated joints, actuation, timing, ground, noise, objects, props, sensors)."""
-    from horde.sim.spec import robot_spec, world_from_spec
-
-    return world_from_spec(robot_spec(robot, **kwargs), sim=sim, num_envs=num_envs, device=device)

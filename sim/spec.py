@@ -23,7 +23,6 @@ second world from a fresh builder.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -156,17 +155,3 @@ def world_from_spec(spec: WorldSpec, *, sim: SimConfig, num_envs: int, device: s
         raise ValueError(f"unknown solver '{sim.solver}'; valid solvers: {', '.join(SOLVERS)}")
     sim = dataclasses.replace(sim, solver=resolve_solver(sim.solver, device))
     return NewtonWorld(spec, sim=sim, num_envs=num_envs, device=device, backend=BACKENDS[sim.solver]())
-
-
-def robot_spec(robot: newton.ModelBuilder, *, actuated_joints: Sequence[str], actuation: Actuation, sim_dt: float,
-               substeps: int, ground: bool, root_body: int = 0, q_noise: Sequence[float] | None = None,
-               qd_noise: Sequence[float] | None = None, terrain=None, contact_bodies: Sequence[str] = (),
-               yaw_range: float = 0.0, objects: Sequence[RigidObject] = (), props: Sequence[StaticProp] = (),
-               imu_site: str | None = None) -> WorldSpec:
-    """The spec of the old keyword form (:func:`horde.sim.newton_world.make_world`'s arguments)."""
-    return WorldSpec(
-        robot=RobotEntity(builder=robot, actuated_joints=tuple(actuated_joints), actuation=actuation,
-                          root_body=root_body, q_noise=None if q_noise is None else tuple(q_noise),
-                          qd_noise=None if qd_noise is None else tuple(qd_noise), yaw_range=float(yaw_range)),
-        objects=tuple(objects), props=tuple(props), ground=ground, terrain=terrain,
-        sensors=Sensors(contact_bodies=tuple(contact_bodies), imu_site=imu_site), sim_dt=sim_dt, substeps=substeps)
