@@ -19,7 +19,8 @@ from horde.envs.blocks import BlockStepEnv
 from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs import render
-from horde.envs.observations import raw_term
+from horde.envs.obs_writer import observation_writer
+from horde.envs.observations import ObsTerm
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
 from horde.sim.device import resolve_device
@@ -39,9 +40,7 @@ NUM_TERMS = len(TERMS)
 TERMINATIONS = ("cart_out", "pole_fallen")
 """The built-in termination terms, the ones the CPU block step (:mod:`horde.envs.cartpole_block`) runs too."""
 OBS_DIM = 5
-
-Obs = wp.types.vector(length=OBS_DIM, dtype=float)
-"""The observation of one env."""
+"""The observation's width (:func:`observation_terms`; the CPU block step's C++ writes the same columns)."""
 
 
 def _balance_scales() -> dict[str, float]:
@@ -101,19 +100,6 @@ class CartpoleTask:
 
 
 @wp.func
-def _obs(x: float, x_dot: float, theta: float, theta_dot: float) -> Obs:
-    s, c = sincos(theta)
-    return Obs(x, x_dot, c, s, theta_dot)
-
-
-@wp.func
-def _write_obs(out: wp.array2d(dtype=float), i: int, x: float, x_dot: float, theta: float, theta_dot: float):
-    o = _obs(x, x_dot, theta, theta_dot)
-    for k in range(OBS_DIM):
-        out[i, k] = o[k]
-
-
-@wp.func
 def _draw_state(t: CartpoleTask, rng: wp.array(dtype=wp.uint32), i: int):
     """A state from the reset distribution, drawn from env ``i``'s random stream."""
     s = rng[i]
@@ -149,6 +135,9 @@ class Cart:
     failed: wp.array(dtype=wp.bool)
     """The episode fails on this step: a non-finite state or a configured termination term (written before the
     reward terms run)."""
+    scored: bool
+    """The observation terms read the state as scored (the pole angle wrapped to [-pi, pi)); False right after a
+    reset, where they read it as drawn."""
 
 
 CARTPOLE_TERMS = TermSet("cartpole", Cart)
@@ -176,6 +165,60 @@ def _var(x: Cart, i: int, k: int) -> float:
 def _squared(x: Cart, i: int, k: int) -> float:
     v = _var(x, i, k)
     return v * v
+
+
+# --- observation terms: (x, i, k) -> column k's raw value, written by horde.envs.obs_writer ------------------------
+@wp.func
+def _observed(x: Cart, i: int, k: int) -> float:
+    v = x.state[i, k]
+    if k == 2 and x.scored:
+        v = wrap_angle(v)
+    return v
+
+
+@wp.func
+def obs_cart_pos(x: Cart, i: int, k: int) -> float:
+    """Cart position [m]."""
+    return _observed(x, i, 0)
+
+
+@wp.func
+def obs_cart_vel(x: Cart, i: int, k: int) -> float:
+    """Cart velocity [m/s]."""
+    return _observed(x, i, 1)
+
+
+@wp.func
+def obs_pole_cos(x: Cart, i: int, k: int) -> float:
+    """cos of the pole angle from upright."""
+    s, c = sincos(_observed(x, i, 2))
+    return c
+
+
+@wp.func
+def obs_pole_sin(x: Cart, i: int, k: int) -> float:
+    """sin of the pole angle from upright."""
+    s, c = sincos(_observed(x, i, 2))
+    return s
+
+
+@wp.func
+def obs_pole_vel(x: Cart, i: int, k: int) -> float:
+    """Pole rate [rad/s]."""
+    return _observed(x, i, 3)
+
+
+def observation_terms() -> tuple[ObsTerm, ...]:
+    """The cart-pole's observation: the state variables as they are, the pole angle as its cos and sin; a
+    non-finite state is observed as the cart centred at rest with the pole upright (the episode's final
+    observation). The CPU block step's C++ (:mod:`horde.envs.cartpole_block`) writes the same columns, pinned bit
+    for bit to these by tests/unit/test_sim.py."""
+    def term(name, unit, func, fallback):
+        return ObsTerm(name, name, (name,), unit=unit, func=func, fallback=fallback)
+
+    return (term("cart_pos", "m", obs_cart_pos, 0.0), term("cart_vel", "m/s", obs_cart_vel, 0.0),
+            term("pole_cos", "1", obs_pole_cos, 1.0), term("pole_sin", "1", obs_pole_sin, 0.0),
+            term("pole_vel", "rad/s", obs_pole_vel, 0.0))
 
 
 CARTPOLE_TERMINATIONS = TerminationSet("cartpole termination", Cart)
@@ -247,10 +290,12 @@ def terminated(x: Cart, i: int) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
+                     write_obs: wp.Function) -> wp.Kernel:
     """The one-env-per-thread step kernel (CUDA, the envs after the last CPU block, and the CPU with terminations
-    of a config's own) for these reward terms and terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+    of a config's own) for these reward terms, terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`) and observation writer
+    (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`), fused with ``wp.static``."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -273,45 +318,55 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         x.cart_limit = t.cart_limit
         x.pole_limit = t.pole_limit
         x.failed = failed_now
+        x.scored = True
         hits, failed, timed_out = wp.static(check)(x, i)
         failed = failed or (not _finite(x, i))
         x.failed[i] = failed
         for k in range(wp.static(len(terms))):
             ep.terms[k, i] = wp.static(terms[k])(x, i)
         done = close_step(ep, i, weighted_reward(ep, i), failed, wp.where(timed_out, 0, t.max_episode_length))
-        # the post-step state as scored: the pole angle wrapped, zeros for a non-finite state
-        v0, v1, v2, v3 = _var(x, i, 0), _var(x, i, 1), _var(x, i, 2), _var(x, i, 3)
+        # the post-step state as scored (the pole angle wrapped; the terms' fallback for a non-finite state), then
+        # after a reset the state as drawn
         if done:
             wp.static(count)(hits, causes)
-            _write_obs(final_obs, i, v0, v1, v2, v3)
+            rng[i] = wp.static(write_obs)(x, i, _finite(x, i), rng[i], final_obs, 0)
             _sample_state(t, rng, state, i)
-            _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
-        else:
-            _write_obs(obs, i, v0, v1, v2, v3)
+            x.scored = False
+        rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return cartpole_post_step
 
 
-cartpole_post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS), CARTPOLE_TERMINATIONS.fused(TERMINATIONS))
-"""The step kernel of :data:`TERMS` and :data:`TERMINATIONS` (every cart-pole task scores all of the reward terms;
-``reward_scales`` weights them)."""
+_write_builtin = observation_writer(Cart, observation_terms())
+cartpole_post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS), CARTPOLE_TERMINATIONS.fused(TERMINATIONS),
+                                      _write_builtin)
+"""The step kernel of :data:`TERMS`, :data:`TERMINATIONS` and :func:`observation_terms` (every cart-pole task scores
+all of the reward terms; ``reward_scales`` weights them)."""
 
 
-@wp.kernel(enable_backward=False)
-def cartpole_reset(
-    t: CartpoleTask,
-    mask: wp.array(dtype=wp.bool),
-    state: wp.array2d(dtype=float),
-    rng: wp.array(dtype=wp.uint32),
-    ep: Episodes,
-    obs: wp.array2d(dtype=float),
-):
-    """Explicit reset of the envs where ``mask`` is True."""
-    i = wp.tid()
-    if mask[i]:
-        _sample_state(t, rng, state, i)
-        clear_episode(ep, i)
-        _write_obs(obs, i, state[i, 0], state[i, 1], state[i, 2], state[i, 3])
+@functools.lru_cache(maxsize=None)
+def reset_kernel(write_obs: wp.Function) -> wp.Kernel:
+    """Explicit reset of the envs where ``mask`` is True, observed through ``write_obs``."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def cartpole_reset(
+        t: CartpoleTask,
+        mask: wp.array(dtype=wp.bool),
+        state: wp.array2d(dtype=float),
+        rng: wp.array(dtype=wp.uint32),
+        ep: Episodes,
+        obs: wp.array2d(dtype=float),
+    ):
+        i = wp.tid()
+        if mask[i]:
+            _sample_state(t, rng, state, i)
+            clear_episode(ep, i)
+            x = Cart()
+            x.state = state
+            x.scored = False
+            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
+
+    return cartpole_reset
 
 
 class CartpoleEnv(BlockStepEnv):
@@ -327,9 +382,8 @@ class CartpoleEnv(BlockStepEnv):
     action_unit = "N"
 
     def observation_terms(self):
-        """The state variables as they are, the pole angle as its cos and sin."""
-        return (raw_term("cart_pos", "m"), raw_term("cart_vel", "m/s"), raw_term("pole_cos", "1"),
-                raw_term("pole_sin", "1"), raw_term("pole_vel", "rad/s"))
+        """The state variables as they are, the pole angle as its cos and sin (:func:`observation_terms`)."""
+        return observation_terms()
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         s = self.state
@@ -341,7 +395,9 @@ class CartpoleEnv(BlockStepEnv):
         ends = CARTPOLE_TERMINATIONS.configure(cfg.terminations, cfg.termination_params)
         self.termination_names = tuple(cfg.terminations)
         self._post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS),
-                                           CARTPOLE_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
+                                           CARTPOLE_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
+                                           _write_builtin)
+        self._reset = reset_kernel(_write_builtin)
         bases = [t.base for t in ends]
         self._builtin_ends = len(set(bases)) == len(bases) and set(bases) <= set(TERMINATIONS)
         """The configured terminations are built-in ones the block step's C++ runs (else: per-env kernels only)."""
@@ -389,7 +445,7 @@ class CartpoleEnv(BlockStepEnv):
                       outputs=[v(self._obs, mid), v(self._final_obs, mid)], device=d)
 
     def _launch_reset(self) -> None:
-        self._launch_masked_reset(cartpole_reset, self._task)
+        self._launch_masked_reset(self._reset, self._task)
 
 
 def physics_params(cfg: CartpoleConfig) -> CartpoleParams:

@@ -37,7 +37,8 @@ __all__ = ["cartpole_block_kernel"]
 # random stream). Termination terms of a config's own cannot reach this C++: such a config runs the per-env kernels. Reward terms and episode
 # sums are term-major ([num_terms, num_envs], see horde.envs.core), so those stores are contiguous across lanes.
 # The C++ mirrors, statement for statement, ``sincos``, ``is_finite``, ``wrap_angle`` and ``cartpole_substep``
-# (horde.sim.classic), the reward terms, ``_failed``, ``_draw_state`` and ``_obs`` above, and ``weighted_reward``, ``close_step`` and
+# (horde.sim.classic), the reward terms, ``_failed``, ``_draw_state`` and the observation terms (``observation_terms``:
+# their columns, in their order, and their fallback for a non-finite state) of horde.envs.cartpole, and ``weighted_reward``, ``close_step`` and
 # ``end_episode`` (horde.envs.episode), calling Warp's own ``wp::clamp``, ``wp::floor``, ``wp::abs`` and ``wp::randf``:
 # tests/unit/test_sim.py pins this path to the one-env-per-thread kernels (which CUDA runs) bit for bit, NaN actions,
 # infinite states, random streams and statistics included, so a change to that maths not mirrored here fails there.
@@ -150,7 +151,7 @@ for (int j = 0; j < lanes; ++j) {
     ret[j] = ret[j] + r;
     mask |= (wp::uint64)(failed || time_out) << j;
 }
-// finished envs, in env order: horde.envs.episode.end_episode, then _draw_state and _obs above
+// finished envs, in env order: horde.envs.episode.end_episode, then _draw_state and the observation terms
 double* __restrict__ sts = ep.stats.data;
 wp::uint32* __restrict__ seed = rng.data + first;
 float* __restrict__ fin = final_obs.data + n_obs * first;         // [num_envs, 5]

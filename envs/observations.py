@@ -11,8 +11,11 @@ be rebuilt from raw state and ``policy.json`` alone (``tests/contract/test_obser
     ObsTerm("joint_pos", source="joint_pos", columns=tuple(f"pos_{j}" for j in joints), unit="rad", frame="joint",
             offset=default_pose)   # the policy sees the angle relative to the default pose
 
-The step kernels write the observation vector themselves (fused, one launch); the terms describe it, and the
-contract test holds the two together for every registered task.
+The terms also write it: a term's ``func`` (a Warp function of the task's context) gives its raw value, and
+:func:`horde.envs.obs_writer.observation_writer` fuses a group's terms into the step kernel with their offsets,
+noise, scale, clip and fallback, so what ``policy.json`` states is what ran (every task family; the cart-pole's CPU
+block step writes the same columns in C++, pinned bit for bit to its terms). The contract test holds the terms and
+the raw sources together for every registered task.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ import warp as wp
 from horde.envs.core import TaskConfig, WarpTaskEnv
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs import render
-from horde.envs.observations import raw_term
+from horde.envs.obs_writer import observation_writer
+from horde.envs.observations import ObsTerm
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
@@ -71,14 +72,6 @@ class PendulumTask:
 
 
 @wp.func
-def _write_obs(out: wp.array2d(dtype=float), i: int, theta: float, theta_dot: float):
-    s, c = sincos(theta)
-    out[i, 0] = c
-    out[i, 1] = s
-    out[i, 2] = theta_dot
-
-
-@wp.func
 def _sample_state(t: PendulumTask, rng: wp.array(dtype=wp.uint32), state: wp.array2d(dtype=float), i: int):
     s = rng[i]
     state[i, 0] = wp.randf(s, -t.init_angle_range, t.init_angle_range)
@@ -109,6 +102,35 @@ def _healthy(x: Swing, i: int) -> bool:
     return wp.isfinite(x.state[i, 0]) and wp.isfinite(x.state[i, 1])
 
 
+# --- observation terms: (x, i, k) -> column k's raw value, written by horde.envs.obs_writer ------------------------
+@wp.func
+def cos_angle(x: Swing, i: int, k: int) -> float:
+    """cos of the angle from upright (1 upright)."""
+    s, c = sincos(x.state[i, 0])
+    return c
+
+
+@wp.func
+def sin_angle(x: Swing, i: int, k: int) -> float:
+    """sin of the angle from upright."""
+    s, c = sincos(x.state[i, 0])
+    return s
+
+
+@wp.func
+def angular_vel(x: Swing, i: int, k: int) -> float:
+    """Angular velocity [rad/s]."""
+    return x.state[i, 1]
+
+
+def observation_terms() -> tuple[ObsTerm, ...]:
+    """The pendulum's observation: the angle as its cos and sin, the rate as it is; a non-finite state is observed
+    as upright at rest (the episode's final observation)."""
+    return (ObsTerm("cos_angle", "cos_angle", ("cos_angle",), unit="1", func=cos_angle, fallback=1.0),
+            ObsTerm("sin_angle", "sin_angle", ("sin_angle",), unit="1", func=sin_angle, fallback=0.0),
+            ObsTerm("angular_vel", "angular_vel", ("angular_vel",), unit="rad/s", func=angular_vel, fallback=0.0))
+
+
 @PENDULUM_TERMS.term
 def angle(x: Swing, i: int) -> float:
     """Angle from upright, wrapped to [-pi, pi), squared [rad^2] (0 for a non-finite state)."""
@@ -131,9 +153,11 @@ def torque(x: Swing, i: int) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function]) -> wp.Kernel:
-    """The step's kernel for these reward terms and terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`), fused with ``wp.static``."""
+def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
+                     write_obs: wp.Function) -> wp.Kernel:
+    """The step's kernel for these reward terms, terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`) and observation writer
+    (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`), fused with ``wp.static``."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -155,28 +179,35 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
         done = close_step(ep, i, weighted_reward(ep, i), failed or bad, wp.where(timed_out, 0, t.max_episode_length))
         if done:
             wp.static(count)(hits, causes)
-            _write_obs(final_obs, i, wp.where(bad, 0.0, x.state[i, 0]), wp.where(bad, 0.0, x.state[i, 1]))
+            rng[i] = wp.static(write_obs)(x, i, not bad, rng[i], final_obs, 0)
             _sample_state(t, rng, x.state, i)
-        _write_obs(obs, i, x.state[i, 0], x.state[i, 1])
+        rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return pendulum_post_step
 
 
-@wp.kernel(enable_backward=False)
-def pendulum_reset(
-    t: PendulumTask,
-    mask: wp.array(dtype=wp.bool),
-    state: wp.array2d(dtype=float),
-    rng: wp.array(dtype=wp.uint32),
-    ep: Episodes,
-    obs: wp.array2d(dtype=float),
-):
-    """Explicit reset of the envs where ``mask`` is True."""
-    i = wp.tid()
-    if mask[i]:
-        _sample_state(t, rng, state, i)
-        clear_episode(ep, i)
-        _write_obs(obs, i, state[i, 0], state[i, 1])
+@functools.lru_cache(maxsize=None)
+def reset_kernel(write_obs: wp.Function) -> wp.Kernel:
+    """Explicit reset of the envs where ``mask`` is True, observed through ``write_obs``."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def pendulum_reset(
+        t: PendulumTask,
+        mask: wp.array(dtype=wp.bool),
+        state: wp.array2d(dtype=float),
+        rng: wp.array(dtype=wp.uint32),
+        ep: Episodes,
+        obs: wp.array2d(dtype=float),
+    ):
+        i = wp.tid()
+        if mask[i]:
+            _sample_state(t, rng, state, i)
+            clear_episode(ep, i)
+            x = Swing()
+            x.state = state
+            rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
+
+    return pendulum_reset
 
 
 class PendulumEnv(WarpTaskEnv):
@@ -192,8 +223,8 @@ class PendulumEnv(WarpTaskEnv):
     action_unit = "N m"
 
     def observation_terms(self):
-        """The angle as its cos and sin, the rate as it is."""
-        return raw_term("cos_angle", "1"), raw_term("sin_angle", "1"), raw_term("angular_vel", "rad/s")
+        """The angle as its cos and sin, the rate as it is (:func:`observation_terms`)."""
+        return observation_terms()
 
     def observation_sources(self) -> dict[str, torch.Tensor]:
         s = self.state
@@ -206,8 +237,11 @@ class PendulumEnv(WarpTaskEnv):
         self._task.init_vel_range = cfg.init_vel_range
         self._task.max_episode_length = cfg.episode_length
         self.termination_names = tuple(cfg.terminations)
+        write_obs = observation_writer(Swing, observation_terms())
         self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS, cfg.reward_params),
-                                           PENDULUM_TERMINATIONS.fused(cfg.terminations, cfg.termination_params))
+                                           PENDULUM_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
+                                           write_obs)
+        self._reset = reset_kernel(write_obs)
         self.step_kernels = (pendulum_advance, self._post_step)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self._swing = Swing()
@@ -224,7 +258,7 @@ class PendulumEnv(WarpTaskEnv):
                   outputs=[self._obs, self._final_obs], device=self.dev.warp)
 
     def _launch_reset(self) -> None:
-        self._launch_masked_reset(pendulum_reset, self._task)
+        self._launch_masked_reset(self._reset, self._task)
 
 
 def physics_params(cfg: PendulumConfig) -> PendulumParams:

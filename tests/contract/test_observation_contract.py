@@ -45,13 +45,15 @@ def test_observation_rebuilds_from_policy_json_and_raw_state(task):
         env.step(torch.rand(N, env.num_actions, generator=g) * 2 - 1)
 
 
-def test_every_term_names_a_documented_source_or_its_own_column():
+def test_every_term_names_a_documented_source_or_its_own_column_and_writes_itself():
     """A term's source is a documented raw quantity (SOURCES), or, for a one-column term, the column itself (a
-    classic task's state variable)."""
+    classic task's state variable); and every term of every task has the Warp function the observation generator
+    writes it from (issue 71: no task hand-indexes an observation column)."""
     for task in task_names():
         env = make(task, num_envs=1)
         for t in env.observation_terms():
             assert t.source in SOURCES or t.columns == (t.source,), (task, t.name, t.source)
+            assert t.func is not None, f"{task}: observation term '{t.name}' is not written by the generator"
 
 
 def test_builder_names_what_is_missing_or_misshapen():
