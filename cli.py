@@ -13,7 +13,7 @@
                                              # from policy.json; a randomized run at nominal physics, with its pushes
     horde sim2sim run=<dir> commands=sets [episodes=64]   # velocity tasks: each command set held for an episode in
                                              # MuJoCo and in horde, side by side, with the sim-to-sim floor
-    horde play run=<dir> video=true [envs=4] [episodes=1] [steps=N] [render=3d|2d]   # mp4 of the policy, rendered
+    horde play run=<dir> video=true [envs=4] [episodes=1] [steps=N] [render=3d|2d] [commands=sets]   # an mp4
                                              # headless until every env has ended `episodes` episodes (or for
                                              # `steps` steps); Newton tasks ray-traced in 3D, 2d: the side view
     horde play run=<dir> viewer=rerun|usd|file|viser [envs=4] [steps=N] [out=<file>] [serve=true] [port=P]
@@ -266,6 +266,7 @@ def cmd_video(args: list[str]) -> dict:
         raise UsageError("video needs run=<run dir or checkpoint>")
     _positive(kv, "envs", "steps", "episodes")
     _output_file(kv, "out")
+    sets = _command_sets(kv.get("commands"))
     episodes = kv.get("episodes", None if "steps" in kv else 1)
     bar = Progress("rendering", seconds=Stages.SECONDS)  # 3D frames can take a second each: a line every 5 s
 
@@ -273,10 +274,11 @@ def cmd_video(args: list[str]) -> dict:
         bar(frames, most, f"{ended}/{episodes} episodes ended in every env" if episodes else "")
 
     try:
-        path, frames = record_video(kv["run"], envs=kv.get("envs", 4), episodes=episodes, steps=kv.get("steps"),
-                                    out=kv.get("out"), render=kv.get("render", "3d"), progress=progress)
+        path, frames = record_video(kv["run"], envs=kv.get("envs", len(sets) or 4), episodes=episodes,
+                                    steps=kv.get("steps"), out=kv.get("out"), render=kv.get("render", "3d"),
+                                    progress=progress, commands=sets)
     except ValueError as exc:
-        if "render=" not in str(exc):
+        if "render=" not in str(exc) and "commands=" not in str(exc):
             raise
         raise UsageError(str(exc)) from None
     print(f"wrote {path} ({frames} frames)")

@@ -69,6 +69,8 @@ KEYS: dict[str, dict[str, Key]] = {
               "steps": Key(int, "stop after this many control steps (with episodes=: whichever comes first)"),
               "out": Key(str, "the mp4 file (default <run>/videos/<task>_<checkpoint>.mp4)"),
               "render": Key(str, "3d (default: Newton tasks ray-traced with a chase camera) or 2d (side view)"),
+              "commands": Key(str, "velocity tasks: sets (all) or a comma list of command sets, env k holding a "
+                                   "command of set k (cycled), with the floors' pushes"),
               **_SHIPPED},
     "viewer": {"run": _RUN, "viewer": Key(str, "rerun, usd, file or viser: record for Newton's 3D viewer"),
                "envs": Key(int, "envs recorded (default 4)"),

@@ -26,7 +26,8 @@ def has_3d_scene(core) -> bool:
 @torch.inference_mode()
 def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None, steps: int | None = None,
                  out: str | Path | None = None, seed: int = 2024, render: str = "3d",
-                 progress: Callable[[int, int, int], None] | None = None) -> tuple[Path, int]:
+                 progress: Callable[[int, int, int], None] | None = None,
+                 commands: tuple[str, ...] = ()) -> tuple[Path, int]:
     """Render ``envs`` envs at the control rate until every one of them has ended ``episodes`` episodes, or for
     ``steps`` control steps, whichever comes first (neither given: one episode each).
 
@@ -34,6 +35,10 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     needed. ``render``: ``3d`` ray-traces Newton tasks with a chase camera per env; ``2d`` draws the side view.
     ``progress(frames, most_frames, ended)`` is called after every frame (``ended``: the fewest episodes any env has
     ended), and once more at the end with ``most_frames == frames``.
+
+    ``commands`` (velocity tasks): command sets of :mod:`horde.train.command_sets`; env ``k`` holds the middle
+    command of set ``k`` (cycled over the sets) for the whole video, as ``play commands=`` evaluates them (no
+    curricula, the floors' pushes when the run trained with randomization).
     """
     import imageio.v2 as imageio
 
@@ -44,7 +49,18 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     if render not in RENDER_MODES:
         raise ValueError(f"render={render}: not a valid choice; valid choices: {', '.join(RENDER_MODES)}")
     policy, ckpt, cfg, path = load_policy(run)
-    core = make(ckpt["task"], num_envs=envs, device="cpu", seed=seed, config=cfg.task)
+    task_cfg, held = cfg.task, None
+    if commands:
+        from horde.train.command_sets import FLOOR_PUSHES, command_set, eval_config
+
+        if not hasattr(task_cfg, "command_vx"):
+            raise ValueError(f"commands= plays velocity tasks (a commanded base velocity); {ckpt['task']} has none")
+        task_cfg = eval_config(task_cfg, FLOOR_PUSHES if task_cfg.randomization.enabled else None)
+        middle = {name: command_set(name, 8)[3] for name in commands}  # a middling magnitude of each set
+        held = torch.stack([middle[commands[k % len(commands)]] for k in range(envs)])
+    core = make(ckpt["task"], num_envs=envs, device="cpu", seed=seed, config=task_cfg)
+    if held is not None:
+        _hold(core, held)
     ids = list(range(envs))
     if render == "3d" and has_3d_scene(core):
         from horde.sim.camera import chase_camera, robot_centres, tile
@@ -64,14 +80,23 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     fps = max(1, round(1.0 / core.cfg.control_dt))
     out = Path(out) if out else path.parent / "videos" / f"{ckpt['task']}_{path.stem}.mp4"
     with atomic_path(out) as tmp:  # a video cut short (Ctrl-C, a full disk) never replaces a whole one
-        frames, ended = _record(imageio, tmp, fps, draw, core, policy, limit, envs, episodes, progress)
+        frames, ended = _record(imageio, tmp, fps, draw, core, policy, limit, envs, episodes, progress, held)
     if progress:
         progress(frames, frames, int(ended.min()))
     return out, frames
 
 
-def _record(imageio, out: Path, fps: int, draw, core, policy, limit: int, envs: int, episodes, progress):
-    """Step and draw into an mp4 at ``out``; (frames written, episodes ended per env)."""
+def _hold(core, command: torch.Tensor) -> None:
+    """Each env's velocity command (and its observation's command columns) set to ``command`` [envs, 3]."""
+    core.command.copy_(command.to(core.device))
+    col = core.obs_names.index("cmd_vx")
+    core.obs[:, col:col + 3] = core.command
+
+
+def _record(imageio, out: Path, fps: int, draw, core, policy, limit: int, envs: int, episodes, progress,
+            held: torch.Tensor | None = None):
+    """Step and draw into an mp4 at ``out``; (frames written, episodes ended per env). ``held``: commands
+    restored after every step (an env that fell and reset draws a new one)."""
     writer = imageio.get_writer(str(out), fps=fps, codec="libx264", quality=7, macro_block_size=16,
                                 ffmpeg_log_level="error")
     frames, ended = 0, torch.zeros(envs, dtype=torch.long)
@@ -81,6 +106,8 @@ def _record(imageio, out: Path, fps: int, draw, core, policy, limit: int, envs: 
         obs = core.obs
         for _ in range(limit):
             result = core.step(policy(obs))
+            if held is not None:
+                _hold(core, held)
             obs = result.obs
             ended += result.dones.to("cpu", torch.long)
             writer.append_data(draw())
