@@ -251,8 +251,11 @@ def algo_overrides(entry: Entry, algo: str) -> list[str]:
 def script_argv(entry: Entry, *, device: str, minutes: float, seed: int, quick: bool, algo: str = "ppo") -> list[str]:
     """The learn script's arguments for this run (without ``--json``/``--out``); PPO's are those of the scoreboard
     before ``--algo`` existed, word for word."""
+    # an entry's iteration cap is PPO's (its iterations are 24 vector steps of every env); another learner's tuned
+    # config sets its own, which the budget, not the cap, ends
+    overrides = [o for o in entry.overrides if algo == "ppo" or not o.startswith("max_iterations=")]
     argv = ["--minutes", f"{minutes:g}", *(["--seed", str(seed)] if entry.seed_flag else []), *entry.flags,
-            *entry.overrides, *algo_overrides(entry, algo)]
+            *overrides, *algo_overrides(entry, algo)]
     argv += list(GPU_ENVS) if device.startswith("cuda") else cpu_overrides(entry, algo=algo)
     return argv + ([] if entry.seed_flag else [f"seed={seed}"]) + (["--quick"] if quick else [])
 
