@@ -218,10 +218,16 @@ def cmd_sim2sim(args: list[str]) -> dict:
     results = {}
     for bundle in find_bundles(kv["run"]):
         r = run_sim2sim(bundle, episodes=kv.get("episodes", 16), seed=kv.get("seed", 0), pushes=kv.get("pushes", True),
-                        progress=progress, stage=bundle.name)
+                        progress=progress, stage=bundle.name, report_dir=_reports(kv, bundle))
         print(f"{bundle.name}: {summary_line(r)}")
         results[str(bundle)] = r
     return results
+
+
+def _reports(kv: dict, bundle: Path) -> Path | None:
+    """Where sim2sim writes a bundle's reports: ``runs/pretrained/<name>/sim2sim/<bundle>`` for a shipped policy,
+    the bundle itself otherwise (None)."""
+    return Path(kv["_reports"]) / bundle.name if "_reports" in kv else None
 
 
 def _sim2sim_command_sets(kv: dict, sets: tuple[str, ...], progress) -> dict:
@@ -244,7 +250,8 @@ def _sim2sim_command_sets(kv: dict, sets: tuple[str, ...], progress) -> dict:
         horde = evaluate_command_sets(policy, ckpt["task"], cfg.task, sets=sets, num_envs=envs, seed=kv.get("seed", 0),
                                       pushes=pushes, progress=lambda line: progress(f"horde, {line}"),
                                       step_progress=lambda k, n: progress("horde", k, n))
-        r = run_sim2sim_sets(bundle, sets, episodes=envs, seed=kv.get("seed", 0), horde=horde, progress=progress)
+        r = run_sim2sim_sets(bundle, sets, episodes=envs, seed=kv.get("seed", 0), horde=horde, progress=progress,
+                             report_dir=_reports(kv, bundle))
         for name, figs in r["sets"].items():
             print(f"{bundle.name}: {sets_line(name, figs)}")
         results[str(bundle)] = r

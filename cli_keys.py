@@ -160,6 +160,8 @@ def _shipped(kv: dict, command: str) -> None:
         from horde.train.viewer import SUFFIX
 
         kv["out"] = str(mine / "viewer" / f"{folder.name}{SUFFIX.get(kv.get('viewer'), '')}")
+    elif command == "sim2sim":
+        kv["_reports"] = str(mine / "sim2sim")  # the reports, beside the shipped bundle rather than in it
 
 
 def _positive(kv: dict, *keys: str) -> None:

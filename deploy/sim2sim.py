@@ -407,11 +407,19 @@ def passes(mujoco_return: float, horde_return: float | None) -> bool | None:
     return bool(mujoco_return >= horde_return - (1.0 - MIN_RETURN_RATIO) * abs(horde_return))
 
 
+def _report_dir(bundle: Path, report_dir: str | Path | None) -> Path:
+    """Where a report goes: ``report_dir`` (made) or the bundle."""
+    if report_dir is None:
+        return Path(bundle)
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    return Path(report_dir)
+
+
 def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_return: float | None = None,
                 write_report: bool = True, pushes: bool = True, progress: ProgressFn | None = None,
-                stage: str = "sim-to-sim") -> dict:
+                stage: str = "sim-to-sim", report_dir: str | Path | None = None) -> dict:
     """Run ``episodes`` episodes of the bundle's policy in MuJoCo; returns the figures and, with ``write_report``,
-    writes them to ``sim2sim_report.json`` in the bundle. ``horde_return`` defaults to rung 2's ONNX mean return in
+    writes them to ``sim2sim_report.json`` in the bundle (or in ``report_dir``: a shipped bundle stays as shipped). ``horde_return`` defaults to rung 2's ONNX mean return in
     the bundle's ``parity_report.json``. A run trained with domain randomization runs at its nominal physics, with
     its pushes unless ``pushes`` is False (:func:`conditions`, reported as ``physics`` and ``pushes``).
     ``progress`` (:class:`horde.deploy.verify.ProgressFn`) hears ``stage`` start, then each control step."""
@@ -446,7 +454,7 @@ def run_sim2sim(bundle: str | Path, *, episodes: int = 16, seed: int = 0, horde_
            "rule": f"MuJoCo mean return >= horde's - {1 - MIN_RETURN_RATIO:.1f} x |horde's|",
            "passed": passes(mean, horde_return)}
     if write_report:
-        atomic_write_text(bundle / "sim2sim_report.json", json.dumps(out, indent=2))
+        atomic_write_text(_report_dir(bundle, report_dir) / "sim2sim_report.json", json.dumps(out, indent=2))
     return out
 
 
@@ -458,13 +466,13 @@ SETS_MAX_ERROR_RATIO = 1.25
 
 def run_sim2sim_sets(bundle: str | Path, sets: tuple[str, ...], *, episodes: int = 64, seed: int = 0,
                      settle: int = 50, horde: dict[str, dict] | None = None, progress: ProgressFn | None = None,
-                     write_report: bool = True) -> dict:
+                     write_report: bool = True, report_dir: str | Path | None = None) -> dict:
     """The command sets ``sets`` (:mod:`horde.train.command_sets`) in MuJoCo: ``episodes`` episodes per set, episode
     ``e`` holding the set's command ``e`` for a whole episode, at nominal physics with the G1 floors' pushes
     (``FLOOR_PUSHES``, a run trained with randomization; none otherwise), as ``horde play commands=`` measures them
     in horde. ``horde``: horde's figures per set on the same commands (``evaluate_command_sets``), for the floor:
     MuJoCo keeps at least :data:`SETS_MIN_UP` up and a linear error within :data:`SETS_MAX_ERROR_RATIO` x horde's.
-    Writes ``sim2sim_sets_report.json`` in the bundle with ``write_report``."""
+    Writes ``sim2sim_sets_report.json`` in the bundle (or in ``report_dir``) with ``write_report``."""
     from horde.deploy.verify import ort_session, say
     from horde.sim.device import init_warp
     from horde.train.command_sets import FLOOR_PUSHES, command_set
@@ -501,7 +509,7 @@ def run_sim2sim_sets(bundle: str | Path, sets: tuple[str, ...], *, episodes: int
         out["sets"][name] = figs
         say(progress, f"{stage}: {sets_line(name, figs)}")
     if write_report:
-        atomic_write_text(bundle / "sim2sim_sets_report.json", json.dumps(out, indent=2))
+        atomic_write_text(_report_dir(bundle, report_dir) / "sim2sim_sets_report.json", json.dumps(out, indent=2))
     return out
 
 

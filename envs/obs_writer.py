@@ -27,8 +27,8 @@ import warp as wp
 
 from horde.envs.observations import ObsTerm
 
-__all__ = ["column_writer", "interleaved_writer", "observation_writer", "observe_kernel", "raw_kernel", "term_writer",
-           "write_joint_state"]
+__all__ = ["column_writer", "interleaved_writer", "observation_values_torch", "observation_writer", "observe_kernel",
+           "raw_kernel", "term_writer", "write_joint_state"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -236,6 +236,38 @@ def raw_kernel(context: type, terms: tuple[ObsTerm, ...]) -> wp.Kernel:
                 out[i, wp.static(starts[e]) + k] = wp.static(funcs[e])(x, i, k)
 
     return raw_observation
+
+
+@functools.lru_cache(maxsize=None)
+def _column_value(context: type, func: wp.Function, k: int) -> wp.Function:
+    """``(x, i) -> float``: column ``k`` of a term's function, as a reward term's signature (what
+    :func:`horde.envs.terms.term_values_torch` runs)."""
+
+    @wp.func
+    def column_value(x: context, i: int) -> float:
+        return wp.static(func)(x, i, wp.static(k))
+
+    return column_value
+
+
+def observation_values_torch(context: type, terms: Sequence[ObsTerm], arrays: dict, constants: dict | None = None):
+    """The observation ``[N, width]`` that ``terms`` describe, on a ``context`` built from torch tensors, with each
+    term's offset, scale and clip (no noise: a differentiable model observes as the robot does), differentiable with
+    respect to the tensors: the env's own observation functions in a torch graph, so that a differentiable model
+    (SHAC's) observes its states through the one source the step kernel writes from. ``arrays`` and ``constants``
+    as :func:`horde.envs.terms.term_values_torch` takes them."""
+    import torch
+
+    from horde.envs.terms import term_values_torch
+
+    columns = tuple(_column_value(context, t.func, k) for t in terms for k in range(t.width))
+    raw = term_values_torch(context, columns, arrays, constants).T  # [N, width]
+    device = raw.device
+    offset = torch.tensor([v for t in terms for v in t.per_column("offset")], device=device)
+    scale = torch.tensor([v for t in terms for v in t.per_column("scale")], device=device)
+    out = (raw - offset) * scale
+    clip = torch.tensor([t.clip or float("inf") for t in terms for _ in range(t.width)], device=device)
+    return torch.where(torch.isinf(clip), out, torch.clamp(out, -clip, clip))
 
 
 @wp.func

@@ -78,3 +78,13 @@ def test_play_and_verify_a_shipped_policy(tmp_path):
     r = run_cli("verify", "pretrained=cartpole", "episodes=64", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert not any(PRETRAINED_DIR.glob("*/exported/*/.*"))  # verify wrote nothing into the package
+
+
+def test_sim2sim_of_a_shipped_policy_writes_its_report_beside_the_package(tmp_path):
+    """``sim2sim pretrained=...`` writes its report under ``runs/pretrained/<name>/sim2sim/<bundle>/``; the shipped
+    bundle stays as shipped (the package's folder may not be writable)."""
+    before = sorted(p.name for p in PRETRAINED_DIR.rglob("*"))
+    r = run_cli("sim2sim", "pretrained=quadruped", "episodes=1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert list((tmp_path / "runs" / "pretrained" / "quadruped" / "sim2sim").glob("*/sim2sim_report.json"))
+    assert sorted(p.name for p in PRETRAINED_DIR.rglob("*")) == before

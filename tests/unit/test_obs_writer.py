@@ -153,3 +153,36 @@ def test_an_interleave_group_of_other_widths_or_not_consecutive_fails_in_one_lin
         observation_writer(Ctx, TERMS, interleave=[("plain", "shaped")])
     with pytest.raises(ValueError, match="no term 'nope'"):
         observation_writer(Ctx, TERMS, interleave=[("nope", "plain")])
+
+
+def test_the_classic_models_torch_observations_match_their_terms_values_and_gradients():
+    """The differentiable models of the pendulum and the cart-pole observe in torch; their observation terms (what
+    the step kernels write from) give the same values and gradients through ``observation_values_torch`` to float
+    rounding. (The models keep torch: through the Warp terms, a float-rounding change, one of ten SHAC seeds fell
+    under each task's learning bar; benchmarks/results/2026-12-07_learning_bars_shac_warp_obs_cpu.jsonl.)"""
+    import torch
+
+    from horde.envs import cartpole, pendulum
+    from horde.envs.obs_writer import observation_values_torch
+
+    g = torch.Generator().manual_seed(0)
+    for module, context, scale, extra, constants in (
+            (pendulum, pendulum.Swing, (6.0, 8.0), {}, None),
+            (cartpole, cartpole.Cart, (2.0, 3.0, 7.0, 8.0),
+             {"failed": (torch.zeros(64, dtype=torch.bool), wp.bool)}, {"scored": False})):
+        state = ((torch.rand(64, len(scale), generator=g) * 2 - 1) * torch.tensor(scale)).requires_grad_(True)
+        arrays = {"state": (state, float), "actions": (torch.zeros(64, 1), float), **extra}
+        ours = observation_values_torch(context, module.observation_terms(), arrays, constants)
+        ref = module.obs_from_state(state)
+        torch.testing.assert_close(ours, ref, atol=2e-7, rtol=0)
+        (g_ours,) = torch.autograd.grad(ours.sum(), state)
+        (g_ref,) = torch.autograd.grad(ref.sum(), state)
+        torch.testing.assert_close(g_ours, g_ref, atol=1e-6, rtol=0)
+    # offset, scale and clip as the generator applies them
+    from horde.envs.observations import ObsTerm
+
+    term = ObsTerm("v", "v", ("v",), func=pendulum.angular_vel, offset=1.0, scale=2.0, clip=3.0)
+    state = torch.tensor([[0.0, -5.0], [0.0, 1.5], [0.0, 9.0]])
+    out = observation_values_torch(pendulum.Swing, (term,), {"state": (state, float),
+                                                             "actions": (torch.zeros(3, 1), float)})
+    torch.testing.assert_close(out[:, 0], torch.tensor([-3.0, 1.0, 3.0]))
