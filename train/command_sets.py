@@ -95,6 +95,13 @@ def _wrap(a: torch.Tensor) -> torch.Tensor:
     return torch.remainder(a + math.pi, 2.0 * math.pi) - math.pi
 
 
+def hold_command(env, command: torch.Tensor) -> None:
+    """Each env's velocity command, and its observation's command columns, set to ``command`` [num_envs, 3]."""
+    env.command.copy_(command.to(env.device))
+    col = env.obs_names.index("cmd_vx")
+    env.obs[:, col:col + 3] = env.command
+
+
 def eval_config(task_cfg, pushes: dict | None):
     """The task as evaluated: commands held for the whole episode, no curricula; ``pushes`` (randomization
     ``push_interval``/``push_velocity``) replace the run's when given."""
@@ -119,10 +126,8 @@ def run_command_set(policy, env, command: torch.Tensor, *, seed: int, steps: int
     env.reset()
     n, dev = env.num_envs, env.device
     command = command.to(dev)
-    env.command.copy_(command)
+    hold_command(env, command)  # the reset's observation holds the commands it drew
     obs = env.obs
-    col = env.obs_names.index("cmd_vx")
-    obs[:, col:col + 3] = command  # the reset's observation holds the commands it drew
     w, cfg = env.world, env.cfg
     dt = cfg.sim_dt * cfg.decimation
     nf = len(env.feet)

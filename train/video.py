@@ -51,7 +51,7 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     policy, ckpt, cfg, path = load_policy(run)
     task_cfg, held = cfg.task, None
     if commands:
-        from horde.train.command_sets import FLOOR_PUSHES, command_set, eval_config
+        from horde.train.command_sets import FLOOR_PUSHES, command_set, eval_config, hold_command
 
         if not hasattr(task_cfg, "command_vx"):
             raise ValueError(f"commands= plays velocity tasks (a commanded base velocity); {ckpt['task']} has none")
@@ -60,7 +60,7 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
         held = torch.stack([middle[commands[k % len(commands)]] for k in range(envs)])
     core = make(ckpt["task"], num_envs=envs, device="cpu", seed=seed, config=task_cfg)
     if held is not None:
-        _hold(core, held)
+        hold_command(core, held)
     ids = list(range(envs))
     if render == "3d" and has_3d_scene(core):
         from horde.sim.camera import chase_camera, robot_centres, tile
@@ -86,17 +86,12 @@ def record_video(run: str | Path, *, envs: int = 4, episodes: int | None = None,
     return out, frames
 
 
-def _hold(core, command: torch.Tensor) -> None:
-    """Each env's velocity command (and its observation's command columns) set to ``command`` [envs, 3]."""
-    core.command.copy_(command.to(core.device))
-    col = core.obs_names.index("cmd_vx")
-    core.obs[:, col:col + 3] = core.command
-
-
 def _record(imageio, out: Path, fps: int, draw, core, policy, limit: int, envs: int, episodes, progress,
             held: torch.Tensor | None = None):
     """Step and draw into an mp4 at ``out``; (frames written, episodes ended per env). ``held``: commands
     restored after every step (an env that fell and reset draws a new one)."""
+    if held is not None:
+        from horde.train.command_sets import hold_command
     writer = imageio.get_writer(str(out), fps=fps, codec="libx264", quality=7, macro_block_size=16,
                                 ffmpeg_log_level="error")
     frames, ended = 0, torch.zeros(envs, dtype=torch.long)
@@ -107,7 +102,7 @@ def _record(imageio, out: Path, fps: int, draw, core, policy, limit: int, envs: 
         for _ in range(limit):
             result = core.step(policy(obs))
             if held is not None:
-                _hold(core, held)
+                hold_command(core, held)
             obs = result.obs
             ended += result.dones.to("cpu", torch.long)
             writer.append_data(draw())

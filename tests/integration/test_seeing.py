@@ -67,28 +67,31 @@ def test_articulated_tasks_render_and_move():
         assert np.abs(later.astype(int) - first.astype(int)).mean() > 0.2, f"{task}: the robot moves between frames"
 
 
-def test_a_video_of_command_sets_holds_each_envs_command(tmp_path):
-    """``play video=true commands=...``: env k holds a command of set k for the whole video (restored after every
-    step); a task without velocity commands is refused in one line."""
+def test_a_video_of_command_sets_holds_each_envs_command(tmp_path, monkeypatch):
+    """``play video=true commands=...``: env k holds the middle command of set k (cycled over the sets) on every
+    frame of the video; a task without velocity commands is refused in one line."""
     import pytest
     import torch
 
-    from horde.envs import make
-    from horde.train.command_sets import command_set, eval_config
+    from horde.train import command_sets
+    from horde.train.command_sets import command_set
     from horde.train.pretrained import resolve
-    from horde.train.video import _hold
 
-    run = resolve("quadruped")
-    path, frames = record_video(run, envs=2, steps=3, render="2d", out=tmp_path / "sets.mp4",
+    seen = []
+    hold = command_sets.hold_command
+
+    def spy(env, command):
+        hold(env, command)
+        col = env.obs_names.index("cmd_vx")
+        seen.append((env.command.clone(), env.obs[:, col:col + 3].clone()))
+
+    monkeypatch.setattr(command_sets, "hold_command", spy)
+    path, frames = record_video(resolve("quadruped"), envs=3, steps=3, render="2d", out=tmp_path / "sets.mp4",
                                 commands=("forward", "turning"))
     assert frames == 4 and path.is_file()
-    held = torch.stack([command_set("forward", 8)[3], command_set("turning", 8)[3]])
-    env = make("quadruped", num_envs=2, config=eval_config(make("quadruped", num_envs=1).cfg, None))
-    _hold(env, held)
-    col = env.obs_names.index("cmd_vx")
-    for _ in range(3):
-        env.step(torch.zeros(2, env.num_actions))
-        _hold(env, held)
-        assert torch.equal(env.command, held) and torch.equal(env.obs[:, col:col + 3], held)
+    want = torch.stack([command_set("forward", 8)[3], command_set("turning", 8)[3], command_set("forward", 8)[3]])
+    assert len(seen) == 4  # once after the reset, once after every step
+    for command, observed in seen:
+        assert torch.equal(command, want) and torch.equal(observed, want)
     with pytest.raises(ValueError, match="commands= plays velocity tasks"):
         record_video(resolve("cartpole"), envs=1, steps=1, out=tmp_path / "c.mp4", commands=("forward",))
