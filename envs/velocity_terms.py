@@ -16,7 +16,7 @@ from horde.sim.terrain import TerrainGrid
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_COMMANDS", "VELOCITY_OBSERVATIONS",
            "VELOCITY_TERMINATIONS", "VELOCITY_TERMS", "CommandRanges", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
-           "obs_names", "track_heading", "uniform_velocity", "velocity_term"]
+           "obs_names", "swing_profile", "track_heading", "uniform_velocity", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
@@ -471,3 +471,35 @@ def feet_swing_height(x: Legged, i: int) -> float:
             h = foot_position(x, i, f)[2] - lowest - x.swing_height
             err += h * h
     return wp.where(x.unstable[i], 0.0, err)
+
+
+@wp.func
+def swing_profile(s: float) -> float:
+    """The swing foot's height as a share of the peak at ``s`` in [0, 1] of its swing: up over the first half, down
+    over the second, each a smoothstep (zero velocity at lift-off, apex and touchdown; Playground's ``get_rz``)."""
+    u = wp.clamp(2.0 * s, 0.0, 2.0)
+    up = wp.min(u, 1.0)
+    down = wp.max(u - 1.0, 0.0)
+    return up * up * (3.0 - 2.0 * up) - down * down * (3.0 - 2.0 * down)
+
+
+@velocity_term(bounds={"height": {"ge": 0}, "std": {"gt": 0}})
+def feet_phase(x: Legged, i: int, height: float = 0.0, std: float = 0.1) -> float:
+    """exp(-sum_f (h_f - h*_f)^2 / std^2): every foot's height above the lowest foot tracks the gait clock's
+    reference, 0 in stance and a smooth arc to ``height`` and back in swing (MuJoCo Playground's ``feet_phase``;
+    every foot down under a standing command) [height: m, 0: the task's ``feet_swing_height``; std: m]. Dense where
+    ``gait_contact`` is a step: lifting a foot 1 cm earns a little more, so a shuffling gait has a gradient to
+    follow."""
+    peak = wp.where(height > 0.0, height, x.swing_height)
+    lowest = float(1.0e9)
+    for f in range(x.n_feet):
+        lowest = wp.min(lowest, foot_position(x, i, f)[2])
+    moving = _moving(x, i)
+    err = float(0.0)
+    for f in range(x.n_feet):
+        p = foot_phase(x, i, f)
+        s = (p - x.gait_stance) / (1.0 - x.gait_stance)
+        want = wp.where(moving and p >= x.gait_stance, peak * swing_profile(s), 0.0)
+        e = foot_position(x, i, f)[2] - lowest - want
+        err += e * e
+    return wp.where(x.unstable[i], 0.0, wp.exp(-err / (std * std)))

@@ -197,6 +197,28 @@ def test_feet_swing_height_wants_the_swinging_foot_at_its_height():
     np.testing.assert_allclose(_term("feet_swing_height", x, 4), [0.0, 0.05 ** 2, 0.0, 2 * 0.08 ** 2], atol=1e-7)
 
 
+
+def test_feet_phase_tracks_the_clocks_swing_arc():
+    """Phase 0.775 puts the right foot (offset 0.5) at 0.275, in stance, and the left at the middle of its swing
+    ((0.775 - 0.55) / 0.45 = 0.5): the apex, 0.08 m. Phase 0.6625 puts the left a quarter into its swing:
+    smoothstep(0.5) = half the apex."""
+    walk, stand = [0.5, 0.0, 0.0], [0.0, 0.0, 0.0]
+    s = 2.0 / 9.0  # phase 0.1: the right foot at 0.6, 1/9 into its swing, wants smoothstep(2/9) of the apex
+    cases = [  # (clock phase, (left z, right z), command, expected reward with std 0.1)
+        (0.775, (0.11, 0.03), walk, 1.0),                       # the left at its apex over the right: exact
+        (0.775, (0.03, 0.03), walk, math.exp(-0.08 ** 2 / 0.01)),  # shuffling: the apex missed by 8 cm
+        (0.6625, (0.07, 0.03), walk, 1.0),                      # a quarter in: 4 cm
+        (0.1, (0.03, 0.03), walk, math.exp(-(0.08 * s * s * (3 - 2 * s)) ** 2 / 0.01)),
+        (0.775, (0.11, 0.03), stand, math.exp(-0.08 ** 2 / 0.01)),  # standing: every foot should be down
+        (0.775, (0.03, 0.03), stand, 1.0),
+    ]
+    x = _legged([c[0] for c in cases], [(True, True)] * len(cases), [c[2] for c in cases],
+                heights=[c[1] for c in cases])
+    np.testing.assert_allclose(_term("feet_phase", x, len(cases)), [c[3] for c in cases], rtol=1e-5)
+    x = _legged([0.775], [(True, False)], [walk], heights=[(0.11, 0.03)], unstable=[True])
+    assert _term("feet_phase", x, 1)[0] == 0.0
+
+
 def test_the_mujoco_twin_keeps_the_same_clock():
     """Rung 3's twin observes the clock and runs the gait terms on MuJoCo's state, one tick per control step."""
     import dataclasses
