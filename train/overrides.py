@@ -80,12 +80,18 @@ def _hydra_value(v) -> str:
     return "null" if v is None else str(v)
 
 
+CONFIG_GROUPS = ("task", "algo", "tuned")
+"""The config groups of ``configs/train.yaml``'s defaults: ``<group>=<name>`` chooses a config, not a value."""
+
+
 def cpu_profile(cfg: DictConfig, parsed) -> list[str]:
     """The CPU profile's overrides (``TrainConfig.cpu``) that apply to this composition: on a CPU device, for the
     keys the command line does not set; empty otherwise (or when the profile has been applied already)."""
     if cfg.get("profile") is not None or not str(cfg.get("device", "cpu")).startswith("cpu") or not cfg.get("cpu"):
         return []
-    given = {ov.key_or_group.lstrip("+~") for ov in parsed}
+    # a group's choice (``algo=sac``, ``task=lift``) picks a config; it sets none of its keys, so the profile's
+    # ``algo.batch_size`` still applies under ``algo=sac``
+    given = {ov.key_or_group.lstrip("+~") for ov in parsed} - set(CONFIG_GROUPS)
     if any(ov.key_or_group == "cpu" and not ov.value() for ov in parsed):  # cpu={}: the profile is off
         return []
     flat = _flat(OmegaConf.to_container(cfg.cpu, resolve=True))

@@ -57,6 +57,8 @@ def test_a_tuned_configs_cpu_profile_applies_on_the_cpu_under_the_command_line()
     cfg = compose(["task=g1-velocity"])[0]
     assert (cfg.num_envs, cfg.max_iterations, cfg.algo.num_learning_epochs) == (512, 1500, 3)
     assert cfg.profile == "cpu: num_envs=512 max_iterations=1500 algo.num_learning_epochs=3"
+    named = compose(["task=g1-velocity", "algo=ppo"])[0]  # choosing the algo group sets none of its keys
+    assert (named.num_envs, named.algo.num_learning_epochs, named.profile) == (512, 3, cfg.profile)
     cfg = compose(["task=g1-velocity", "num_envs=64"])[0]
     assert cfg.num_envs == 64 and cfg.algo.num_learning_epochs == 3 and "num_envs" not in cfg.profile
     cfg = compose(["task=g1-velocity", "cpu={}"])[0]

@@ -7,6 +7,8 @@
 # robots in one call and the rest in a second (TASKS, the second argument):
 #   bash benchmarks/results/gpu/learning_gpu.sh 540
 #   bash benchmarks/results/gpu/learning_gpu.sh 300 "reach pendulum cartpole"
+# SAC's scoreboard (issue 70), the GPU recipes of configs/tuned/<task>_sac.yaml (never run on a GPU yet):
+#   ALGO=sac bash benchmarks/results/gpu/learning_gpu.sh 540 "quadruped lift ant pendulum"
 # A session that is lent a GPU runs g1_gpu.sh (the open G1 floor) first, then this:
 #   bash benchmarks/results/gpu/learning_gpu.sh [SECONDS]   (default 540; no task starts with under a minute left)
 # Python: as gpu_env.sh beside it sets it up (the one on PATH, or the carried py3.12 stack).
@@ -19,7 +21,7 @@ mkdir -p "$DEST"
 source "$(dirname "$0")/gpu_env.sh" || exit 1
 echo "== setup $(( $(date +%s) - START ))s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $(nproc) cores; $(python -V 2>&1)"
 LEFT=$(( SECONDS_MAX - ($(date +%s) - START) ))
-timeout $LEFT python benchmarks/learning_suite.py --device cuda:0 --deadline-s $(( LEFT - 30 )) --out "$DEST" \
+timeout $LEFT python benchmarks/learning_suite.py --algo "${ALGO:-ppo}" --device cuda:0 --deadline-s $(( LEFT - 30 )) --out "$DEST" \
   ${2:+--tasks $2} \
   2>&1 | grep -v "^Module \|^Warp " | tee "$DEST/learning_gpu.txt"
 echo "== learning_suite rc=${PIPESTATUS[0]} after $(( $(date +%s) - START ))s"
