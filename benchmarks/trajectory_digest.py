@@ -65,8 +65,10 @@ def learner_digest(spec: str, sim: dict | None = None) -> str:
     task, _, algo = spec.partition(":")
     overrides = [f"task.sim.{k}={v}" for k, v in (sim or {}).items()] if hasattr(get_task(task).config, "sim") else []
     with tempfile.TemporaryDirectory() as tmp:
+        # cpu={}: the tuned configs' CPU recipes off, as every recorded learner digest ran (until 2026-12-07 an
+        # explicit algo= dropped a profile's algo.* keys, and the digest sets num_envs and max_iterations itself)
         cfg, name, raw = compose([f"task={task}", f"algo={algo or 'ppo'}", "num_envs=32", "max_iterations=3",
-                                  f"run_root={tmp}", *overrides])
+                                  "cpu={}", f"run_root={tmp}", *overrides])
         if algo == "shac":
             from horde.train.shac import SHACTrainer as Trainer
         else:
