@@ -16,7 +16,7 @@ from horde.sim.terrain import TerrainGrid
 
 __all__ = ["BASE_OBS", "CLOCK_OBS", "ROOT_COORDS", "ROOT_DOFS", "VELOCITY_COMMANDS", "VELOCITY_OBSERVATIONS",
            "VELOCITY_TERMINATIONS", "VELOCITY_TERMS", "CommandRanges", "Legged", "advance", "clock_phase", "foot_phase", "foot_position", "foot_velocity",
-           "obs_names", "swing_profile", "track_heading", "uniform_velocity", "velocity_term"]
+           "lowest_foot", "obs_names", "swing_profile", "track_heading", "uniform_velocity", "velocity_term"]
 
 ROOT_COORDS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
 ROOT_DOFS = 6
@@ -323,6 +323,15 @@ def foot_phase(x: Legged, i: int, f: int) -> float:
 
 
 @wp.func
+def lowest_foot(x: Legged, i: int) -> float:
+    """World height of the lowest foot [m]: the ground the swing terms measure from (it holds on rough terrain)."""
+    lowest = float(1.0e9)
+    for f in range(x.n_feet):
+        lowest = wp.min(lowest, foot_position(x, i, f)[2])
+    return lowest
+
+
+@wp.func
 def _moving(x: Legged, i: int) -> bool:
     return wp.abs(x.command[i, 0]) + wp.abs(x.command[i, 1]) + wp.abs(x.command[i, 2]) > 0.1
 
@@ -462,9 +471,7 @@ def gait_contact(x: Legged, i: int) -> float:
 def feet_swing_height(x: Legged, i: int) -> float:
     """sum over feet in the air of (height above the lowest foot - ``swing_height``)^2 [m^2] (unitree_rl_gym's
     ``feet_swing_height`` with the lowest foot, not the world plane, as the ground: it holds on rough terrain)."""
-    lowest = float(1.0e9)
-    for f in range(x.n_feet):
-        lowest = wp.min(lowest, foot_position(x, i, f)[2])
+    lowest = lowest_foot(x, i)
     err = float(0.0)
     for f in range(x.n_feet):
         if x.contact[i, f][2] <= x.contact_threshold:
@@ -491,9 +498,7 @@ def feet_phase(x: Legged, i: int, height: float = 0.0, std: float = 0.1) -> floa
     ``gait_contact`` is a step: lifting a foot 1 cm earns a little more, so a shuffling gait has a gradient to
     follow."""
     peak = wp.where(height > 0.0, height, x.swing_height)
-    lowest = float(1.0e9)
-    for f in range(x.n_feet):
-        lowest = wp.min(lowest, foot_position(x, i, f)[2])
+    lowest = lowest_foot(x, i)
     moving = _moving(x, i)
     err = float(0.0)
     for f in range(x.n_feet):

@@ -24,3 +24,13 @@ def run_main(*args: str) -> int:
     from horde.cli import main
 
     return main(list(args))
+
+
+def plugin_project(tmp_path: Path, module: str, text: str) -> tuple[Path, Path, Path]:
+    """A user's plugin folder holding ``<module>.py`` (``text``), a project folder and another folder, all under
+    ``tmp_path``: (plugins, project, elsewhere)."""
+    plugins, project, elsewhere = tmp_path / "my_pkg", tmp_path / "project", tmp_path / "elsewhere"
+    for d in (plugins, project, elsewhere):
+        d.mkdir()
+    (plugins / f"{module}.py").write_text(text)
+    return plugins, project, elsewhere

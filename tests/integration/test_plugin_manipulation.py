@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import yaml
-from clihelp import run_cli
+from clihelp import plugin_project, run_cli
 
 PLUGIN = '''"""A user's arm, observation term and task."""
 import warp as wp
@@ -50,10 +50,7 @@ register_task("my-nudge", TaskSpec(env_cls=LiftEnv, config=config, renderer=rend
 
 
 def test_a_plugin_arm_observation_term_and_task_train_and_export(tmp_path):
-    plugins, project, elsewhere = tmp_path / "my_pkg", tmp_path / "project", tmp_path / "elsewhere"
-    for d in (plugins, project, elsewhere):
-        d.mkdir()
-    (plugins / "my_manip.py").write_text(PLUGIN)
+    plugins, project, elsewhere = plugin_project(tmp_path, "my_manip", PLUGIN)
     runs = tmp_path / "runs"
     train = run_cli("train", "imports=[my_manip]", "task=my-nudge", "robot=my-arm",
                     "task.extra_observations=[cube_above]", "task.observation_params.cube_above.above=0.02",

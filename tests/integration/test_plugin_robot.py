@@ -14,7 +14,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from clihelp import run_cli
+from clihelp import plugin_project, run_cli
 
 PLUGIN = '''"""A user's robot and reward term."""
 import dataclasses
@@ -39,10 +39,7 @@ def horde(*args: str, cwd: Path, plugins: Path) -> subprocess.CompletedProcess:
 
 
 def test_a_plugin_robot_and_reward_term_train_and_export(tmp_path):
-    plugins, project, elsewhere = tmp_path / "my_pkg", tmp_path / "project", tmp_path / "elsewhere"
-    for d in (plugins, project, elsewhere):
-        d.mkdir()
-    (plugins / "my_quad.py").write_text(PLUGIN)
+    plugins, project, elsewhere = plugin_project(tmp_path, "my_quad", PLUGIN)
     runs = tmp_path / "runs"
     train = horde("train", "imports=[my_quad]", "task=quadruped", "task.robot=my-quad",
                   "+task.reward_scales.base_height_error=-5.0", "num_envs=8", "max_iterations=1",
