@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from horde.deploy.robot.observations import build_observation, required_sources
+from horde.deploy.robot.observations import ObservationFrames, build_observation, required_sources
 from horde.sim.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -172,15 +172,18 @@ class Sim2SimSetup:
         ctl = self.spec["control"]
         return self.twin_cls(self.model, self.cfg, ctl["sim_dt"] * ctl["decimation"])
 
-    def observe(self, data, twin, last: np.ndarray) -> np.ndarray:
+    def observe(self, data, twin, last: np.ndarray, frames: ObservationFrames | None = None) -> np.ndarray:
         """Observation vector [obs_dim] (float32) of ``data``: the twin's raw sources, the joints' and the last
-        action, through ``policy.json``'s blocks (the robot side's :func:`build_observation`)."""
+        action, through ``policy.json``'s blocks (the robot side's :func:`build_observation`; ``frames``: the
+        episode's :class:`ObservationFrames`, which keeps the frames of terms with history, as a robot does)."""
         raw = {**twin.raw(data), "last_action": last}
         for b in self.spec["observation"]["sources"]:
             if b["source"] in ("joint_pos", "joint_vel"):
                 k = 0 if b["source"] == "joint_pos" else 1
                 state = data.qpos if k == 0 else data.qvel
                 raw[b["source"]] = np.array([state[self.joint_adr[j][k]] for j in b["joints"]])
+        if frames is not None:
+            return frames.build(raw)[0]
         return build_observation(self.spec["observation"], raw)[0]
 
 
@@ -282,6 +285,7 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
     rng = np.random.default_rng(seed)
     datas = [mujoco.MjData(model) for _ in range(episodes)]
     twins = [setup.new_twin() for _ in range(episodes)]
+    frames = [ObservationFrames(spec["observation"]) for _ in range(episodes)]  # each episode's first obs fills
     weight = {k: v * (dt if twins[0].per_second else 1.0) for k, v in scales.items()}
     events = hasattr(twins[0], "pre_physics")  # a twin with events before the physics (the velocity twin's pushes)
     for e, (data, twin) in enumerate(zip(datas, twins)):
@@ -301,7 +305,7 @@ def rollout(setup: Sim2SimSetup, policy: Callable[[np.ndarray], np.ndarray], *, 
         rows = np.flatnonzero(alive)
         if rows.size == 0:
             break
-        obs = np.stack([setup.observe(datas[e], twins[e], last[e]) for e in rows])
+        obs = np.stack([setup.observe(datas[e], twins[e], last[e], frames[e]) for e in rows])
         actions = joints.act(policy(obs).astype(np.float64))
         for a, e in zip(actions, rows):
             data, twin = datas[e], twins[e]

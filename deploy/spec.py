@@ -20,8 +20,13 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     :func:`horde.deploy.robot.observations.build_observation` reads; ``training_noise``, the half-width of the
     uniform noise added to the raw value in training only, where a term has it), and ``terms``, the same per column.
     The value fed to the graph is ``clip((raw - offset) * scale, -clip, clip)``; the normalizer is inside the
-    graph."""
-    from horde.envs.observations import columns_of, raw_term, term_slices
+    graph.
+
+    A term with ``history`` H > 1 (``ObsTerm.history``) states it in its block: the slice spans H frames of the
+    source, newest first (``history_layout``), ``columns`` names them all and ``offset``, ``scale`` and ``unit``
+    are one frame's; each column of ``terms`` gives its ``lag`` (steps ago, 0: now). The robot keeps the frames
+    (:class:`horde.deploy.robot.observations.ObservationFrames`)."""
+    from horde.envs.observations import HISTORY_LAYOUT, columns_of, raw_term, term_slices
 
     names = layout["obs_names"]
     declared = getattr(env, "observation_terms", None)  # an env that is no WarpTaskEnv: each column as it is
@@ -31,17 +36,21 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
                          f"the env's obs_names {list(names)[:6]}...")
     blocks, columns = [], []
     for t, lo, hi in term_slices(terms):
-        offsets, scales = t.per_column("offset"), t.per_column("scale")
-        blocks.append({"term": t.name, "source": t.source, "slice": [lo, hi], "columns": list(t.columns),
-                       "offset": offsets, "scale": scales, "clip": t.clip, "unit": t.units(), "frame": t.frame,
-                       "joints": list(t.joints) or None,
+        offsets, scales, units = t.per_column("offset"), t.per_column("scale"), t.units()
+        blocks.append({"term": t.name, "source": t.source, "slice": [lo, hi], "columns": list(t.names),
+                       "offset": offsets, "scale": scales, "clip": t.clip, "unit": units, "frame": t.frame,
+                       "joints": list(t.joints) or None, "history": t.history,
                        **({"training_noise": t.noise} if t.noise > 0 else {})})
+        w = t.frame_width
         columns += [{"name": c, "slice": [lo + k, lo + k + 1], "term": t.name, "source": t.source,
-                     "offset": offsets[k], "scale": scales[k], "clip": t.clip, "unit": t.units()[k], "frame": t.frame}
-                    for k, c in enumerate(t.columns)]
+                     "offset": offsets[k % w], "scale": scales[k % w], "clip": t.clip, "unit": units[k % w],
+                     "frame": t.frame, "lag": k // w}
+                    for k, c in enumerate(t.names)]
     norm = None if normalizer is None else {**normalizer, "formula": "(obs - mean) / (std + eps)", "in_graph": True}
     out = {"dim": len(names), "sources": blocks, "terms": columns,
            "formula": "obs = clip((raw - offset) * scale, -clip, clip)", "normalizer": norm}
+    if any(t.history > 1 for t in terms):
+        out["history_layout"] = HISTORY_LAYOUT
     images = list(getattr(env, "obs_images", ()) or ())
     if images:  # images travel flattened in the observation vector; this says how to lay them out
         out["images"] = images

@@ -312,7 +312,8 @@ class LiftEnv(ArticulatedTaskEnv):
         """Reset events in the order they run (``task.reset_events``)."""
         LIFT_EVENTS.check_params(cfg.reset_events, cfg.event_params)
         self._observe_kernel = observe_kernel(LIFT_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events",
-                                                                       cfg.event_params), write_obs)
+                                                                       cfg.event_params),
+                                              observation_writer(Manip, self._obs_terms, fill=True))
         self._command_kernel = command_kernel(law.func, grip_law.func)
         self.step_kernels = (self._command_kernel, self._post_step, self._observe_kernel) + w.kernels
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
@@ -347,12 +348,12 @@ class LiftEnv(ArticulatedTaskEnv):
                    "last_action": wp.to_torch(self._last_actions)}
         user = [t for t in self._obs_terms if t.name in LIFT_OBSERVATIONS.names() or t.source not in builtin]
         if user:  # a user's terms: their functions' raw values (Warp, the same functions the step runs)
-            raw = wp.zeros((self.num_envs, sum(t.width for t in user)), dtype=float, device=self.dev.warp)
+            raw = wp.zeros((self.num_envs, sum(t.frame_width for t in user)), dtype=float, device=self.dev.warp)
             wp.launch(raw_kernel(Manip, tuple(user)), self.num_envs, device=self.dev.warp, inputs=[self.manip],
                       outputs=[raw])
             raw, c0 = wp.to_torch(raw), 0
             for t in user:
-                builtin[t.source], c0 = raw[:, c0:c0 + t.width], c0 + t.width
+                builtin[t.source], c0 = raw[:, c0:c0 + t.frame_width], c0 + t.frame_width
         return builtin
 
     def command_spec(self) -> dict:

@@ -329,7 +329,8 @@ class LocomotionEnv(ArticulatedTaskEnv):
         self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
                                            self.termination_set.fused(cfg.terminations, cfg.termination_params),
                                            write_obs)
-        self._observe_kernel = observe_kernel(Runner, write_obs, clear_root_twist=True)
+        self._observe_kernel = observe_kernel(Runner, observation_writer(Runner, self._obs_terms, fill=True),
+                                              clear_root_twist=True)
         self.world = self._build_world(cfg, num_envs, d)
         self.world.warm_up()
         self.action_type = "position_target" if cfg.action_mode == "pd" else "torque"

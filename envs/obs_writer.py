@@ -17,6 +17,14 @@ states what ran::
 Offsets, scales, clips and noise are compiled into the code as constants (no per-step host work, no kernel
 argument); a term's columns are a loop, not unrolled, so a wide term (a height scan, a depth image) compiles as fast
 as a narrow one. Identity constants cost nothing and change no bit (``v - 0.0`` and ``v * 1.0`` are exact).
+
+History (``ObsTerm.history`` H > 1): the term's columns hold H frames, newest first
+(:data:`horde.envs.observations.HISTORY_LAYOUT`), and the obs buffer itself keeps them: the step's writer moves
+each older frame one frame on (dropping the oldest), then writes the newest as above; the writer for just-reset
+envs (``fill=True``, what a task's observe kernel calls) writes the newest and copies it into every older frame.
+Noise is drawn for the newest frame only, as it is written, so each frame keeps the noise it had and the RNG
+stream is the one the term draws without history. Terms with history 1 generate the code they always did, and
+``fill=True`` gives the step's writer itself when no term has history.
 """
 # no `from __future__ import annotations`: Warp reads the annotations of the generated functions
 
@@ -27,8 +35,8 @@ import warp as wp
 
 from horde.envs.observations import ObsTerm
 
-__all__ = ["column_writer", "interleaved_writer", "observation_values_torch", "observation_writer", "observe_kernel",
-           "raw_kernel", "term_writer", "write_joint_state"]
+__all__ = ["column_writer", "framed_writer", "interleaved_writer", "observation_values_torch", "observation_writer",
+           "observe_kernel", "raw_kernel", "term_writer", "write_joint_state"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -149,19 +157,46 @@ def interleaved_writer(columns: tuple[wp.Function, ...], context: type, width: i
     return write_interleaved
 
 
+@functools.lru_cache(maxsize=None)
+def framed_writer(write: wp.Function, context: type, at: int, frame: int, history: int, fill: bool) -> wp.Function:
+    """``(x, i, ok, s, obs, col) -> s``: ``write`` (a block's writer from ``obs[i, col]`` on), with the ``history``
+    frames of ``frame`` columns each of the term at ``col + at`` kept in ``obs`` itself (newest first): before it,
+    each older frame moves one frame on (``fill`` False: the step); after it, the newest is copied into every older
+    frame (``fill`` True: an env just reset)."""
+
+    @wp.func
+    def write_framed(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float),
+                     col: int) -> wp.uint32:
+        c = col + wp.static(at)
+        if wp.static(not fill):
+            for g in range(wp.static(history - 1)):  # the oldest frame first: it is overwritten
+                f = wp.static(history - 1) - g
+                for k in range(wp.static(frame)):
+                    obs[i, c + f * wp.static(frame) + k] = obs[i, c + (f - 1) * wp.static(frame) + k]
+        s = wp.static(write)(x, i, ok, s, obs, col)
+        if wp.static(fill):
+            for f in range(1, wp.static(history)):
+                for k in range(wp.static(frame)):
+                    obs[i, c + f * wp.static(frame) + k] = obs[i, c + k]
+        return s
+
+    return write_framed
+
+
 def _per_column(term: ObsTerm, attr: str) -> tuple[float, ...]:
     v = getattr(term, attr)
     if v is None:
         return ()
-    return tuple(float(v) for _ in range(term.width)) if isinstance(v, (int, float)) else tuple(float(c) for c in v)
+    return (tuple(float(v) for _ in range(term.frame_width)) if isinstance(v, (int, float))
+            else tuple(float(c) for c in v))
 
 
 def _writer_args(term: ObsTerm, draw: bool) -> tuple:
     if term.func is None:
         raise ValueError(f"observation term '{term.name}' has no function to write it (ObsTerm.func)")
     fb = term.fallback if isinstance(term.fallback, wp.Function) else (_per_column(term, "fallback") or None)
-    return (term.func, term.width, _per_column(term, "offset"), _per_column(term, "scale"), float(term.clip or 0.0),
-            float(term.noise), fb, draw)
+    return (term.func, term.frame_width, _per_column(term, "offset"), _per_column(term, "scale"),
+            float(term.clip or 0.0), float(term.noise), fb, draw)
 
 
 def _blocks(terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...]) -> list[tuple[ObsTerm, ...]]:
@@ -176,7 +211,7 @@ def _blocks(terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...])
             raise ValueError(f"interleave group {list(group)}: no term '{group[0]}' in {names}")
         at = names.index(group[0])
         block = terms[at:at + len(group)]
-        if tuple(t.name for t in block) != tuple(group) or len({t.width for t in block}) != 1:
+        if tuple(t.name for t in block) != tuple(group) or len({t.frame_width for t in block}) != 1:
             raise ValueError(f"interleave group {list(group)}: not consecutive terms of one width in {names}")
         first[at] = block
     out, e = [], 0
@@ -189,43 +224,54 @@ def _blocks(terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...])
 
 @functools.lru_cache(maxsize=None)
 def _group_writer(context: type, terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...],
-                  always_draw: tuple[str, ...]) -> wp.Function:
+                  always_draw: tuple[str, ...], fill: bool) -> wp.Function:
     writers, starts, col = [], [], 0
     for block in _blocks(terms, interleave):
         args = [_writer_args(t, t.name in always_draw) for t in block]
+        rel = tuple(sum(t.width for t in block[:e]) for e in range(len(block)))
         if len(block) == 1:
-            writers.append(term_writer(context, *args[0]))
+            write = term_writer(context, *args[0])
         else:
             columns = tuple(column_writer(context, *a) for a in args)
-            rel = tuple(sum(t.width for t in block[:e]) for e in range(len(block)))
-            writers.append(interleaved_writer(columns, context, block[0].width, rel))
+            write = interleaved_writer(columns, context, block[0].frame_width, rel)
+        for t, at in zip(block, rel):  # history 1: the block's writer as it is
+            if t.history > 1:
+                write = framed_writer(write, context, at, t.frame_width, t.history, fill)
+        writers.append(write)
         starts.append(col)
         col += sum(t.width for t in block)
     return _chain(context, tuple(writers), tuple(starts))
 
 
 def observation_writer(context: type, terms: Sequence[ObsTerm], *, interleave: Sequence[Sequence[str]] = (),
-                       always_draw: Sequence[str] = ()) -> wp.Function:
+                       always_draw: Sequence[str] = (), fill: bool = False) -> wp.Function:
     """``(x: context, i, ok, s, obs, start) -> s``: writes every term of ``terms`` (each with a ``func``) for env
     ``i`` into ``obs[i, start:start + width]``, in order, and returns the RNG state ``s`` after the terms' noise
     (unchanged without noise). ``ok``: the env's world is sound (terms with a ``fallback`` write it otherwise). One
     function per context and term list (cached): a kernel calls it with ``wp.static``.
+
+    Terms with ``history`` keep their older frames in ``obs`` (see the module's docstring): the step's writer moves
+    them on; ``fill=True`` gives the writer for envs just reset (a task's observe kernel), which fills every frame
+    with the first value. Without history the two are one function.
 
     The order of the noise draws (which sets every later number of the env's stream): term after term, column
     after column, a term with ``noise`` 0 drawing none; two options keep a task's older stream bit for bit (the
     velocity family's): ``interleave``, groups of consecutive terms of one width (by name) written column by column
     in turn (column 0 of each, then column 1, ...), and ``always_draw``, terms that draw their number (times 0)
     even without noise. The columns stay where the term list puts them."""
-    return _group_writer(context, tuple(terms), tuple(tuple(g) for g in interleave), tuple(always_draw))
+    terms = tuple(terms)
+    fill = fill and any(t.history > 1 for t in terms)
+    return _group_writer(context, terms, tuple(tuple(g) for g in interleave), tuple(always_draw), fill)
 
 
 @functools.lru_cache(maxsize=None)
 def raw_kernel(context: type, terms: tuple[ObsTerm, ...]) -> wp.Kernel:
     """A kernel ``(x: context, out [num_envs, width])`` that writes the terms' functions' raw values (no noise,
-    offset, scale, clip or fallback), one thread per env: the raw sources of terms that exist only as functions
-    (``env.observation_sources()``, checked by the observation contract)."""
+    offset, scale, clip or fallback; one frame of a term with history), one thread per env: the raw sources of
+    terms that exist only as functions (``env.observation_sources()``, checked by the observation contract);
+    ``width``: the terms' frame widths summed."""
     funcs = tuple(t.func for t in terms)
-    widths = tuple(t.width for t in terms)
+    widths = tuple(t.frame_width for t in terms)
     starts = tuple(sum(widths[:e]) for e in range(len(terms)))
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -260,6 +306,10 @@ def observation_values_torch(context: type, terms: Sequence[ObsTerm], arrays: di
 
     from horde.envs.terms import term_values_torch
 
+    kept = [t.name for t in terms if t.history > 1]
+    if kept:  # a differentiable model observes one state, with no frames before it
+        raise ValueError(f"observation term '{kept[0]}' keeps a history: a differentiable model's torch observation "
+                         "has none (history 1 on its terms)")
     columns = tuple(_column_value(context, t.func, k) for t in terms for k in range(t.width))
     raw = term_values_torch(context, columns, arrays, constants).T  # [N, width]
     device = raw.device

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import torch
 import warp as wp
 
-__all__ = ["MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction", "columns_of", "modifiers",
-           "quat_rotate", "quat_rotate_inverse", "raw_term", "term_slices"]
+__all__ = ["HISTORY_LAYOUT", "MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction",
+           "columns_of", "history_column", "modifiers", "quat_rotate", "quat_rotate_inverse", "raw_term",
+           "split_history_column", "term_slices"]
 
 SOURCES: dict[str, str] = {
     # floating-base robots
@@ -93,6 +94,10 @@ class ObsTerm:
     """What the generator writes in the term's columns while the env's world is not sound (NaN or flagged), instead
     of its value: one value, one per column, or a Warp function ``(x, i, k) -> float``; None: the value as
     computed."""
+    history: int = 1
+    """Frames kept (1: the current value only). The term's observation is ``history`` frames of its ``columns``,
+    newest first (:data:`HISTORY_LAYOUT`): a frame is the value the policy saw that many steps ago, with the noise
+    it had then; on an episode's start every frame holds the first value."""
 
     def __post_init__(self) -> None:
         for attr in ("offset", "scale", "unit", "fallback"):  # a function as fallback is no tuple
@@ -100,33 +105,70 @@ class ObsTerm:
             if isinstance(v, tuple) and len(v) != len(self.columns):
                 raise ValueError(f"observation term '{self.name}': {attr} has {len(v)} values for "
                                  f"{len(self.columns)} columns")
+        if isinstance(self.history, bool) or not isinstance(self.history, int) or self.history < 1:
+            raise ValueError(f"observation term '{self.name}': history must be an int >= 1, got {self.history!r}")
+
+    @property
+    def frame_width(self) -> int:
+        """Columns of one frame: the raw source's width (``columns``)."""
+        return len(self.columns)
 
     @property
     def width(self) -> int:
-        return len(self.columns)
+        """Observation columns of the term: ``history`` x ``frame_width``."""
+        return self.history * len(self.columns)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The term's observation column names, ``history`` frames of ``columns``, newest first
+        (:data:`HISTORY_LAYOUT`); ``columns`` when ``history`` is 1."""
+        return tuple(history_column(c, f) for f in range(self.history) for c in self.columns)
 
     def units(self) -> list[str | None]:
-        """``unit`` per column."""
-        return list(self.unit) if isinstance(self.unit, tuple) else [self.unit] * self.width
+        """``unit`` per column (of one frame)."""
+        return list(self.unit) if isinstance(self.unit, tuple) else [self.unit] * self.frame_width
 
     def per_column(self, attr: str) -> list[float]:
-        """``offset`` or ``scale`` as one float per column."""
+        """``offset`` or ``scale`` as one float per column (of one frame)."""
         v = getattr(self, attr)
-        return [float(v)] * self.width if isinstance(v, (int, float)) else [float(x) for x in v]
+        return [float(v)] * self.frame_width if isinstance(v, (int, float)) else [float(x) for x in v]
 
 
-MODIFIERS = ("noise", "scale", "clip")
+HISTORY_LAYOUT = ("A term with history H observes H frames of its columns, newest first: columns c_0..c_w-1 "
+                  "(now), then c_0@-1..c_w-1@-1 (one step ago), ..., c_0@-(H-1)..; every frame holds the first "
+                  "value after a reset")
+"""The column layout of a term with ``history`` > 1 (:attr:`ObsTerm.names`), as ``policy.json`` states it."""
+
+
+def history_column(column: str, lag: int) -> str:
+    """The name of ``column``'s value ``lag`` steps ago: ``column`` itself for lag 0, else ``<column>@-<lag>``."""
+    return column if lag == 0 else f"{column}@-{lag}"
+
+
+def split_history_column(name: str) -> tuple[str, int]:
+    """``(column, lag)`` of an observation column name (the inverse of :func:`history_column`)."""
+    base, sep, lag = name.rpartition("@-")
+    return (base, int(lag)) if sep and lag.isdigit() else (name, 0)
+
+
+MODIFIERS = ("noise", "scale", "clip", "history")
 """Keys of ``task.observation_params.<term>`` that set how the generator writes any term (not parameters of its
 function): the lift family's and the velocity family's, built-in terms and a user's."""
 
 
-def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, float]:
+def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, Any]:
     """``task.observation_params.<name>``'s :data:`MODIFIERS` as :class:`ObsTerm` fields, checked (a number; noise
-    >= 0, clip > 0); a mistake raises :class:`horde.envs.terms.UnknownTermError` in one line."""
+    >= 0, clip > 0; history an int >= 1); a mistake raises :class:`horde.envs.terms.UnknownTermError` in one
+    line."""
     from horde.envs.terms import UnknownTermError
 
     out = {}
     for key, v in mods.items():
+        if key == "history":
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise UnknownTermError(f"task.observation_params.{name}.history: frames kept, an int >= 1, got {v!r}")
+            out[key] = v
+            continue
         try:
             v = float(v)
         except (TypeError, ValueError):
@@ -236,14 +278,14 @@ def columns_of(terms: Sequence[ObsTerm]) -> tuple[str, ...]:
     names = [t.name for t in terms]
     if len(set(names)) != len(names):
         raise ValueError(f"observation term names repeat: {names}")
-    cols = tuple(c for t in terms for c in t.columns)
+    cols = tuple(c for t in terms for c in t.names)
     if len(set(cols)) != len(cols):
         raise ValueError("observation column names repeat")
     return cols
 
 
 def term_slices(terms: Sequence[ObsTerm]) -> list[tuple[ObsTerm, int, int]]:
-    """Each term with its column range [start, stop)."""
+    """Each term with its column range [start, stop) (every frame of a term with history)."""
     out, c = [], 0
     for t in terms:
         out.append((t, c, c + t.width))

@@ -241,7 +241,7 @@ class PendulumEnv(WarpTaskEnv):
         self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS, cfg.reward_params),
                                            PENDULUM_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
                                            write_obs)
-        self._reset = reset_kernel(write_obs)
+        self._reset = reset_kernel(observation_writer(Swing, observation_terms(), fill=True))
         self.step_kernels = (pendulum_advance, self._post_step)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self._swing = Swing()

@@ -248,7 +248,7 @@ class ReachEnv(ArticulatedTaskEnv):
         self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
                                            REACH_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
                                            episode_events, write_obs)
-        self._observe_kernel = observe_kernel(Arm, write_obs)
+        self._observe_kernel = observe_kernel(Arm, observation_writer(Arm, self._obs_terms, fill=True))
         self._reset_episode = reset_episode_kernel(episode_events)
         self._pre_step = pre_step_kernel(events) if events else None
         reset_kernel = reset_events_kernel(Arm, reset_events) if reset_events else None

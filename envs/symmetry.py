@@ -17,6 +17,8 @@ Nothing is written by hand per task. The map comes from the robot config and the
   put half a cycle apart;
 * a user's observation terms (``task.extra_observations``) by the rule they declare: each column its own image,
   unchanged (``mirror="even"``) or negated (``"odd"``);
+* a term's past frames (``task.observation_params.<term>.history``: columns ``<column>@-<lag>``) as its current
+  frame, each within its own frame (the image of ``pos_FL_hip@-2`` is the partner's ``pos_FR_hip@-2``);
 * the actions (the acting joints only, under ``task.action_joints=legs``) like the joints they drive.
 
 A name the mirror does not know fails with one line naming it.
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
+from horde.envs.observations import history_column, split_history_column
 
 __all__ = ["Mirror", "joint_mirror", "mirror_name", "observation_mirror", "subset_mirror", "task_mirror"]
 
@@ -122,26 +126,28 @@ def observation_mirror(names: Sequence[str], joints: Sequence[str], joint: Mirro
         if not np.all(d[np.arange(len(d)), scan_partner] < 1e-5):
             raise ValueError("the height-scan grid is not symmetric about the base's x axis")
     perm, sign = np.zeros(len(names), dtype=np.int64), np.ones(len(names))
-    for k, name in enumerate(names):
+    for k, full in enumerate(names):
+        name, lag = split_history_column(full)  # a past frame mirrors as its term's column, to the same frame
         if name in own:
-            perm[k], sign[k] = k, own[name]
+            image, sign[k] = name, own[name]
         elif name in BASE_SIGNS:
-            perm[k], sign[k] = k, BASE_SIGNS[name]
+            image, sign[k] = name, BASE_SIGNS[name]
         elif name in SCALARS:
-            perm[k] = k
+            image = name
         elif name in HALF_CYCLE:
-            perm[k], sign[k] = k, -1.0
+            image, sign[k] = name, -1.0
         elif name.startswith("height_scan_") and scan_partner is not None:
-            perm[k] = index[f"height_scan_{scan_partner[int(name.removeprefix('height_scan_'))]}"]
+            image = f"height_scan_{scan_partner[int(name.removeprefix('height_scan_'))]}"
         elif (prefix := next((p for p in JOINT_SIGNED + JOINT_UNSIGNED if name.startswith(p)), None)) is not None \
                 and name.removeprefix(prefix) in jindex:
             j = jindex[name.removeprefix(prefix)]
-            perm[k] = index[prefix + joints[int(joint.perm[j])]]
+            image = prefix + joints[int(joint.perm[j])]
             sign[k] = joint.sign[j] if prefix in JOINT_SIGNED else 1.0
         elif (prefix := next((p for p in BODY_UNSIGNED if name.startswith(p)), None)) is not None:
-            perm[k] = index[prefix + mirror_name(name.removeprefix(prefix), pairs)]
+            image = prefix + mirror_name(name.removeprefix(prefix), pairs)
         else:
-            raise ValueError(f"observation '{name}' has no known mirror image")
+            raise ValueError(f"observation '{full}' has no known mirror image")
+        perm[k] = index[history_column(image, lag)]
     return Mirror(perm, sign)
 
 

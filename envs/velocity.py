@@ -43,8 +43,8 @@ from horde.envs.observations import columns_of
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, per_joint, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
                                         _sim, action_joints, check_options)  # (some re-exported)
-from horde.envs.velocity_kernels import (VelocityTask, critic_kernel, observe_kernel,  # noqa: F401
-                                         post_step_kernel, pre_step_kernel, reset_episode_kernel,
+from horde.envs.velocity_kernels import (VelocityTask, critic_history_kernel, critic_kernel,  # noqa: F401
+                                         observe_kernel, post_step_kernel, pre_step_kernel, reset_episode_kernel,
                                          velocity_pre_step)
 from horde.envs.velocity_terms import (CLOCK_OBS, EPISODE_EVENTS, ROOT_COORDS, ROOT_DOFS,  # noqa: F401
                                        VELOCITY_COMMANDS, VELOCITY_EVENTS, CommandRanges,
@@ -299,9 +299,14 @@ class VelocityEnv(ArticulatedTaskEnv):
                                  *(f"contact_force_{f}" for f in feet), "friction", "added_base_mass", "base_height")
         write_obs = velocity_obs.observation_writer_of(self, cfg)
         self._post_step = post_step_kernel(terms, ends, write_obs, episode_events, draw)
-        self._observe_kernel = observe_kernel(write_obs)
-        self._critic_kernel = (critic_kernel(velocity_obs.observation_writer_of(self, cfg, clean=True))
-                               if cfg.privileged_critic else None)
+        self._observe_kernel = observe_kernel(velocity_obs.observation_writer_of(self, cfg, fill=True))
+        self._critic_history = any(t.history > 1 for t in velocity_obs.observation_terms(self, cfg=cfg))
+        """A term keeps frames: the critic group keeps them too (:func:`critic_history_kernel`)."""
+        self._critic_kernel = None
+        if cfg.privileged_critic:
+            clean = velocity_obs.observation_writer_of(self, cfg, clean=True)
+            self._critic_kernel = (critic_history_kernel(clean, velocity_obs.observation_writer_of(
+                self, cfg, clean=True, fill=True)) if self._critic_history else critic_kernel(clean))
         self._reset_episode = reset_episode_kernel(episode_events, draw)
         self._pre_step = pre_step_kernel(events)
         reset_kernel = reset_events_kernel(Legged, reset_events) if reset_events else None
@@ -420,11 +425,13 @@ class VelocityEnv(ArticulatedTaskEnv):
             out[:, 1] = draws["base_mass_delta"]
         return out
 
-    def _write_critic(self) -> None:
+    def _write_critic(self, mask: wp.array, step: int) -> None:
+        """The critic group after the step (``step`` 1) or an explicit reset (0); ``mask``: the envs just reset."""
         if self._critic_kernel is None:
             return
-        wp.launch(self._critic_kernel, self.num_envs, device=self.dev.warp,
-                  inputs=[self.legged, self.obs_dim, self._physics], outputs=[self._critic_obs])
+        inputs = [self.legged, self.obs_dim, self._physics] + ([mask, step] if self._critic_history else [])
+        wp.launch(self._critic_kernel, self.num_envs, device=self.dev.warp, inputs=inputs,
+                  outputs=[self._critic_obs])
 
     def _pre_physics(self) -> None:
         wp.launch(self._pre_step, self.num_envs, device=self.dev.warp, inputs=[
@@ -445,7 +452,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         if self.camera is not None:  # envs that just reset see their new state
             self.camera.update(self._dones, rng=self._rng)
         self._observe(self._dones)
-        self._write_critic()
+        self._write_critic(self._dones, 1)
 
     def _observe(self, mask: wp.array) -> None:
         wp.launch(self._observe_kernel, self.num_envs, device=self.dev.warp,
@@ -460,7 +467,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         if self.camera is not None:
             self.camera.update(self._reset_mask, rng=self._rng)
         self._observe(self._reset_mask)
-        self._write_critic()
+        self._write_critic(self._reset_mask, 0)
 
     # --- host side -------------------------------------------------------------------------------------------------
     def pop_episode_stats(self) -> dict[str, float]:

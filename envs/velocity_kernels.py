@@ -13,8 +13,8 @@ from horde.envs.velocity_terms import Legged, advance, clock_phase, push, track_
 from horde.sim.randomize import delay_actions
 from horde.sim.terrain import TerrainGrid, terrain_height, terrain_level_update
 
-__all__ = ["VelocityTask", "critic_kernel", "observe_kernel", "post_step_kernel", "pre_step_kernel",
-           "reset_episode_kernel", "velocity_pre_step", "write_state"]
+__all__ = ["VelocityTask", "critic_history_kernel", "critic_kernel", "observe_kernel", "post_step_kernel",
+           "pre_step_kernel", "reset_episode_kernel", "velocity_pre_step", "write_privileged", "write_state"]
 
 
 @wp.struct
@@ -160,11 +160,31 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     return velocity_post_step
 
 
+@wp.func
+def write_privileged(x: Legged, i: int, ok: bool, start: int, physics: wp.array2d(dtype=float),
+                     critic: wp.array2d(dtype=float)):
+    """The critic group's privileged columns of env ``i`` from column ``start`` on: the episode's physics (motor
+    strength, PD gain scales), the feet's contact forces, friction, added base mass and base height."""
+    nj = x.strength.shape[1]
+    c = start
+    for k in range(nj):
+        critic[i, c + k] = x.strength[i, k]
+        critic[i, c + nj + k] = x.kp[i, k] / wp.max(x.kp0[k], 1.0e-6)
+        critic[i, c + 2 * nj + k] = x.kd[i, k] / wp.max(x.kd0[k], 1.0e-6)
+    c = c + 3 * nj
+    for f in range(x.n_feet):
+        critic[i, c + f] = wp.where(ok, wp.length(x.contact[i, f]), 0.0)
+    c = c + x.n_feet
+    critic[i, c] = physics[i, 0]
+    critic[i, c + 1] = physics[i, 1]
+    p = wp.transform_get_translation(x.body_q[i, x.root])
+    critic[i, c + 2] = wp.where(ok, p[2] - terrain_height(x.grid, p[0], p[1]), 0.0)
+
+
 @functools.lru_cache(maxsize=None)
 def critic_kernel(write_clean: wp.Function) -> wp.Kernel:
     """The privileged critic group of every env from the current state: the observation group without noise
-    (``write_clean``), then the episode's physics (motor strength, PD gain scales), the feet's contact forces,
-    friction, added base mass and base height."""
+    (``write_clean``), then :func:`write_privileged`."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def velocity_critic(
@@ -176,22 +196,36 @@ def critic_kernel(write_clean: wp.Function) -> wp.Kernel:
         i = wp.tid()
         ok = not x.unstable[i]
         wp.static(write_clean)(x, i, ok, wp.uint32(0), critic, 0)
-        nj = x.strength.shape[1]
-        c = start
-        for k in range(nj):
-            critic[i, c + k] = x.strength[i, k]
-            critic[i, c + nj + k] = x.kp[i, k] / wp.max(x.kp0[k], 1.0e-6)
-            critic[i, c + 2 * nj + k] = x.kd[i, k] / wp.max(x.kd0[k], 1.0e-6)
-        c = c + 3 * nj
-        for f in range(x.n_feet):
-            critic[i, c + f] = wp.where(ok, wp.length(x.contact[i, f]), 0.0)
-        c = c + x.n_feet
-        critic[i, c] = physics[i, 0]
-        critic[i, c + 1] = physics[i, 1]
-        p = wp.transform_get_translation(x.body_q[i, x.root])
-        critic[i, c + 2] = wp.where(ok, p[2] - terrain_height(x.grid, p[0], p[1]), 0.0)
+        write_privileged(x, i, ok, start, physics, critic)
 
     return velocity_critic
+
+
+@functools.lru_cache(maxsize=None)
+def critic_history_kernel(write_clean: wp.Function, fill_clean: wp.Function) -> wp.Kernel:
+    """:func:`critic_kernel` for an observation group with history (its frames kept in the critic group as in the
+    policy's): envs in ``mask`` (just reset) fill every frame (``fill_clean``); the others move their frames on and
+    write the newest (``write_clean``) when ``step`` is 1 (the step's call) and keep them otherwise (an explicit
+    reset's call: a second move would age them twice)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def velocity_critic_history(
+        x: Legged,
+        start: int,
+        physics: wp.array2d(dtype=float),
+        mask: wp.array(dtype=wp.bool),
+        step: int,
+        critic: wp.array2d(dtype=float),
+    ):
+        i = wp.tid()
+        ok = not x.unstable[i]
+        if mask[i]:
+            wp.static(fill_clean)(x, i, True, wp.uint32(0), critic, 0)
+        elif step == 1:
+            wp.static(write_clean)(x, i, ok, wp.uint32(0), critic, 0)
+        write_privileged(x, i, ok, start, physics, critic)
+
+    return velocity_critic_history
 
 
 @functools.lru_cache(maxsize=None)

@@ -190,21 +190,22 @@ def observation_terms(env, clean: bool = False, cfg=None) -> tuple:
     return tuple(terms)
 
 
-def observation_writer_of(env, cfg, clean: bool = False) -> wp.Function:
+def observation_writer_of(env, cfg, clean: bool = False, fill: bool = False) -> wp.Function:
     """The env's observation group as one Warp function (:func:`horde.envs.obs_writer.observation_writer`; ``cfg``:
-    the env's config, before the env holds it)."""
+    the env's config, before the env holds it; ``fill``: the writer for envs just reset, every frame of a term with
+    history the first value)."""
     return observation_writer(Legged, observation_terms(env, clean, cfg), interleave=INTERLEAVE,
-                              always_draw=() if clean else ALWAYS_DRAW)
+                              always_draw=() if clean else ALWAYS_DRAW, fill=fill)
 
 
 def observation_sources(env) -> dict[str, torch.Tensor]:
     """The raw sources of :func:`observation_terms`, read from the world's state now by the terms' own functions
     (one source per quantity: what the step writes, before offset, noise, scale, clip)."""
     terms = observation_terms(env, clean=True)
-    raw = wp.zeros((env.num_envs, sum(t.width for t in terms)), dtype=float, device=env.dev.warp)
+    raw = wp.zeros((env.num_envs, sum(t.frame_width for t in terms)), dtype=float, device=env.dev.warp)
     wp.launch(raw_kernel(Legged, terms), env.num_envs, device=env.dev.warp, inputs=[env.legged], outputs=[raw])
     out, c = {}, 0
     for t in terms:
-        out[t.source] = wp.to_torch(raw)[:, c:c + t.width]
-        c += t.width
+        out[t.source] = wp.to_torch(raw)[:, c:c + t.frame_width]
+        c += t.frame_width
     return out

@@ -51,11 +51,11 @@ from types import SimpleNamespace
 import numpy as np
 
 try:  # inside horde: horde.deploy.robot.run_policy
-    from .observations import build_observation
+    from .observations import ObservationFrames
     from .run_policy import BundleError, PolicyInputError, PolicyRunner, load_spec
 except ImportError:  # a script in the bundle directory, next to run_policy.py (also under python -I)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from observations import build_observation  # noqa: E402
+    from observations import ObservationFrames  # noqa: E402
     from run_policy import BundleError, PolicyInputError, PolicyRunner, load_spec  # noqa: E402
 
 _LEGS = ("FR", "FL", "RR", "RL")
@@ -159,8 +159,9 @@ class ObservationBuilder:
     ``joint_vel`` (``motor_state[i].q`` / ``.dq`` of each listed joint's motor), ``last_action`` (the policy's
     previous action, zero after :meth:`reset`), ``gait_clock`` (sin and cos of 2 pi x the phase ``k dt / period``
     mod 1 at the k-th observation since :meth:`reset`, ``period`` the task's ``gait_period``, as the env's clock
-    counts control steps from each episode's start). :func:`observations.build_observation` then applies each block's
-    offset, scale and clip.
+    counts control steps from each episode's start). :class:`observations.ObservationFrames` then applies each
+    block's offset, scale and clip, and keeps the frames of blocks with ``history`` (every frame the first value
+    after :meth:`reset`, as the env's reset fills them).
     """
 
     spec: dict
@@ -195,6 +196,8 @@ class ObservationBuilder:
                 if missing:
                     raise DeployError(f"the policy observes joints {missing}, which are not {self.robot} motors")
         self.last_action = np.zeros(len(self.actions))
+        self.frames = ObservationFrames(obs)
+        """The last observation, for the blocks' history frames."""
         self.steps = 0
         """Observations built since :meth:`reset` (the gait clock's count)."""
         self.clock = (float(self.spec["control"]["dt"]), float((self.spec.get("task_config") or {}).get(
@@ -204,6 +207,7 @@ class ObservationBuilder:
 
     def reset(self) -> None:
         self.last_action[:] = 0.0
+        self.frames.reset()
         self.steps = 0
 
     def raw(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> dict[str, np.ndarray]:
@@ -227,7 +231,7 @@ class ObservationBuilder:
 
     def build(self, low_state, lin_vel: np.ndarray, command: np.ndarray) -> np.ndarray:
         """One observation row, float32 [1, obs_dim]; counts one control step of the gait clock."""
-        row = build_observation(self.spec["observation"], self.raw(low_state, lin_vel, command))
+        row = self.frames.build(self.raw(low_state, lin_vel, command))
         self.steps += 1
         return row
 

@@ -11,6 +11,9 @@ In a control loop::
     actions = runner.step(obs)                                # obs float32 [1, obs_dim] -> actions [1, num_actions]
     command = runner.command(actions)                         # physical command: offset + scale * actions
 
+``obs`` is built from raw robot state by ``observations.py`` (``ObservationFrames``: it also keeps the past frames
+of observation terms with a history, filled with the first value at each episode start; reset it with the runner).
+
 Every input is checked (type, dtype, shape, finiteness) and refused with a message that names the offending
 observation term. The recurrent state of GRU/LSTM policies is carried inside the runner, double-buffered. A
 TensorRT engine is refused unless the JSON written next to it by ``build_engine.py`` names this machine's
@@ -462,8 +465,9 @@ def describe(spec: dict) -> str:
     """The observation and action layout of a bundle, one line per column."""
     lines = [f"{spec['task']} policy ({spec['precision']}), control period {spec['control']['dt']} s"]
     for t in spec["observation"]["terms"]:
+        ago = f", {t['lag']} step(s) ago" if t.get("lag") else ""
         lines.append(f"  obs[{t['slice'][0]}:{t['slice'][1]}] {t['name']} [{t['unit'] or '-'}] scale {t['scale']} "
-                     f"clip {t['clip']}")
+                     f"clip {t['clip']}{ago}")
     a = spec["action"]
     for k, name in enumerate(a["names"]):
         squash = "tanh(a)" if a.get("squash") == "tanh" else "a"

@@ -69,7 +69,11 @@ def test_the_observation_list_can_drop_and_reorder_built_in_terms():
 @pytest.mark.parametrize("override, message", [
     ("task.extra_observations=[cube_abve]", r"^unknown lift observation term 'cube_abve'; valid terms: joint_pos, "),
     ("task.observation_params.ee_pos.std=1", r"^task.observation_params.ee_pos: the built-in term takes only noise, "
-                                             r"scale, clip; got std$"),
+                                             r"scale, clip, history; got std$"),
+    ("task.observation_params.joint_pos.history=0", r"^task.observation_params.joint_pos.history: frames kept, an int "
+                                                    r">= 1, got 0$"),
+    ("task.observation_params.cube_above.history=2.5", r"^task.observation_params.cube_above.history: frames kept, "
+                                                       r"an int >= 1, got 2.5$"),
     ("task.observation_params.joint_vel.noise=-1", r"^task.observation_params.joint_vel.noise: must be >= 0"),
     ("task.observation_params.cube_pos.noise=0.1", r"^task.observation_params.cube_pos: not an observation term"),
 ])
@@ -78,6 +82,8 @@ def test_a_mistake_is_one_line(override, message):
     overrides = ["task=lift", override]
     if "cube_pos" in override:
         overrides.append("task.observations=[joint_pos]")
+    if "cube_above" in override:
+        overrides.append("task.extra_observations=[cube_above]")
     with pytest.raises(ConfigError, match=message):
         compose(overrides)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from horde.deploy.robot.observations import ObservationError, build_observation, required_sources
+from horde.deploy.robot.observations import ObservationError, ObservationFrames, build_observation, required_sources
 from horde.deploy.spec import observation_spec
 from horde.envs import get_task, make, task_names
 from horde.envs.observations import SOURCES, ObsTerm, columns_of
@@ -43,6 +43,47 @@ def test_observation_rebuilds_from_policy_json_and_raw_state(task):
         np.testing.assert_allclose(rebuilt, env.obs.cpu().numpy(), rtol=1e-5, atol=2e-5,
                                    err_msg=f"{task} step {step}: obs differs from policy.json(raw state)")
         env.step(torch.rand(N, env.num_actions, generator=g) * 2 - 1)
+
+
+@pytest.mark.parametrize("task, history", [
+    ("lift", {"joint_pos": 3}),
+    ("quadruped", {"base_ang_vel": 3, "joint_pos": 2}),  # joint_pos: in an interleaved group (the family's draws)
+])
+def test_a_history_term_rebuilds_from_policy_json_and_the_frames_the_robot_keeps(task, history):
+    """``task.observation_params.<term>.history``: the env's observation, past frames included, equals the robot
+    side's (``ObservationFrames``: policy.json's blocks, raw state, the frames it kept itself) over steps with an
+    episode's end and start between them (env 0 times out at step 3: its frames fill with its first value)."""
+    cfg = _quiet(task)
+    cfg.observation_params = {name: {"history": h} for name, h in history.items()}
+    env = make(task, num_envs=N, config=cfg)
+    terms = {t.name: t for t in env.observation_terms()}
+    assert {n: terms[n].history for n in history} == history
+    spec = observation_spec(env, env.describe(), None)
+    blocks = {b["term"]: b for b in spec["sources"]}
+    for name, h in history.items():
+        b, w = blocks[name], terms[name].frame_width
+        assert b["history"] == h and b["slice"][1] - b["slice"][0] == h * w and len(b["offset"]) == w
+        assert b["columns"][w] == b["columns"][0] + "@-1" and spec["terms"][b["slice"][0] + w]["lag"] == 1
+    assert required_sources(spec)[blocks["joint_pos"]["source"]] == terms["joint_pos"].frame_width
+    with pytest.raises(ObservationError, match="observes .* frames of its source: build the observation with "
+                                               "ObservationFrames"):
+        build_observation(spec, {})
+    frames = ObservationFrames(spec)
+    env.episode_length[0] = env.max_episode_length - 3
+    g = torch.Generator().manual_seed(0)
+    ended = 0
+    for step in range(7):
+        raw = {k: v.detach().cpu().numpy() for k, v in env.observation_sources().items()}
+        rebuilt = frames.build(raw)
+        np.testing.assert_allclose(rebuilt, env.obs.cpu().numpy(), rtol=1e-5, atol=2e-5,
+                                   err_msg=f"{task} step {step}: obs differs from policy.json(raw state, frames)")
+        r = env.step(torch.rand(N, env.num_actions, generator=g) * 2 - 1)
+        frames.reset(r.dones.cpu().numpy())
+        ended += int(r.dones[0])
+    assert ended == 1
+    lo, hi = blocks["joint_pos"]["slice"]
+    assert np.abs(env.obs[1:, lo:hi].numpy() - np.tile(env.obs[1:, lo:lo + (hi - lo) // history["joint_pos"]].numpy(),
+                                                       (1, history["joint_pos"]))).max() > 1e-4  # frames differ
 
 
 def test_every_term_names_a_documented_source_or_its_own_column_and_writes_itself():

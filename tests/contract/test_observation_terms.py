@@ -87,6 +87,31 @@ def test_the_critic_group_and_the_mirror_take_it_too():
         task_mirror(bad, "quadruped")
 
 
+def test_the_critic_group_keeps_the_same_frames_as_the_policys_through_steps_ends_and_explicit_resets():
+    """With ``history`` on a term, the privileged critic's noise-free copy of the observation group keeps the same
+    frames (the teacher's observation for distillation is the student's layout): moved on at each step, filled on
+    an episode's start, untouched by an explicit reset of other envs."""
+    cfg = _cfg("quadruped-rough-perceptive", extra=("base_height",), quiet=True)
+    cfg.observation_params = {"base_ang_vel": {"history": 3}, "base_height": {"history": 2}}
+    env = make("quadruped-rough-perceptive", num_envs=4, seed=0, config=cfg)
+    n = env.obs_dim
+    assert env.critic_names[:n] == env.obs_names and "base_height@-1" in env.obs_names
+    env.episode_length[0] = env.max_episode_length - 2
+    g = torch.Generator().manual_seed(0)
+    ended = 0
+    for step in range(5):
+        r = env.step(torch.rand(4, 12, generator=g) * 2 - 1)
+        ended += int(r.dones[0])
+        np.testing.assert_array_equal(env.critic_obs[:, :n].numpy(), env.obs.numpy(), err_msg=f"step {step}")
+    assert ended == 1
+    before = env.obs.clone()
+    env.reset(torch.tensor([False, True, False, False]))
+    np.testing.assert_array_equal(env.critic_obs[:, :n].numpy(), env.obs.numpy())
+    np.testing.assert_array_equal(env.obs[[0, 2, 3]].numpy(), before[[0, 2, 3]].numpy())
+    k = env.obs_names.index("ang_vel_x")
+    np.testing.assert_array_equal(env.obs[1, k + 3:k + 9].numpy(), env.obs[1, k:k + 3].repeat(2).numpy())
+
+
 def test_unknown_observation_term_lists_the_valid_ones():
     with pytest.raises(UnknownTermError, match=r"^unknown velocity observation term height; valid terms: "
                                                r"base_height, yaw_rate_and_error"):
@@ -116,7 +141,10 @@ def test_any_velocity_term_takes_noise_scale_and_clip_from_one_config_line():
 
 @pytest.mark.parametrize("params, message", [
     ({"joint_vel": {"std": 1.0}}, r"^task.observation_params.joint_vel: the built-in term takes only noise, scale, "
-                                  r"clip; got std$"),
+                                  r"clip, history; got std$"),
+    ({"joint_pos": {"history": 0}}, r"^task.observation_params.joint_pos.history: frames kept, an int >= 1, got 0$"),
+    ({"joint_vel": {"history": "3"}}, r"^task.observation_params.joint_vel.history: frames kept, an int >= 1, "
+                                      r"got '3'$"),
     ({"height_scan": {"noise": 0.1}}, r"^task.observation_params.height_scan: not an observation term of the task "),
     ({"joint_pos": {"clip": 0.0}}, r"^task.observation_params.joint_pos.clip: must be > 0, got 0.0$"),
 ])

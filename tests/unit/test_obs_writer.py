@@ -186,3 +186,100 @@ def test_the_classic_models_torch_observations_match_their_terms_values_and_grad
     out = observation_values_torch(pendulum.Swing, (term,), {"state": (state, float),
                                                              "actions": (torch.zeros(3, 1), float)})
     torch.testing.assert_close(out[:, 0], torch.tensor([-3.0, 1.0, 3.0]))
+
+
+# --- history (ObsTerm.history): frames kept in the obs buffer, newest first, filled on a reset -------------------
+def _history_kernels(terms, **order):
+    """The step's kernel (every env: older frames move on, the newest is written) and the observe kernel of envs
+    just reset (``fill``: every frame the first value), as a task's kernels call the two writers."""
+    step, fill = observation_writer(Ctx, terms, **order), observation_writer(Ctx, terms, fill=True, **order)
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe_step(x: Ctx, rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        rng[i] = wp.static(step)(x, i, True, rng[i], obs, 0)
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe_reset(x: Ctx, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
+                      obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        if mask[i]:
+            rng[i] = wp.static(fill)(x, i, True, rng[i], obs, 0)
+
+    return observe_step, observe_reset
+
+
+def _history_run(terms, values, resets, **order):
+    """Observations after each event of a sequence: ``values[t]`` [n, 2] the raw state at event t, ``resets[t]``
+    None for a step or the envs reset (bool [n])."""
+    n = values[0].shape[0]
+    step, reset = _history_kernels(terms, **order)
+    x = Ctx()
+    rng = wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)
+    obs = wp.zeros((n, sum(t.width for t in terms)), dtype=float)
+    out = []
+    for a, mask in zip(values, resets):
+        x.a = wp.array(a, dtype=float)
+        if mask is None:
+            wp.launch(step, n, inputs=[x, rng], outputs=[obs])
+        else:
+            wp.launch(reset, n, inputs=[x, wp.array(mask, dtype=wp.bool), rng], outputs=[obs])
+        out.append(obs.numpy().copy())
+    return out
+
+
+def test_a_history_term_keeps_its_frames_newest_first_and_a_reset_fills_them_with_the_first_value():
+    """Hand-worked: a 2-column term (offset 1, scale 2) with 3 frames, then a plain 1-column term; both envs
+    reset, three steps, env 1 alone reset, one step."""
+    terms = (ObsTerm("h", source="a", columns=("h0", "h1"), func=_column, offset=1.0, scale=2.0, history=3),
+             ObsTerm("p", source="a", columns=("p0",), func=_twice))
+    assert columns_of(terms) == ("h0", "h1", "h0@-1", "h1@-1", "h0@-2", "h1@-2", "p0")
+    assert (terms[0].width, terms[0].frame_width, terms[0].names[:2]) == (6, 2, ("h0", "h1"))
+    a = [np.array([[10.0 * t + 1, 10.0 * t + 2], [100.0 * t + 1, 100.0 * t + 2]], dtype=np.float32)
+         for t in range(6)]
+    resets = [np.array([True, True]), None, None, None, np.array([False, True]), None]
+    out = _history_run(terms, a, resets)
+
+    def h(t, e):  # the frame env e wrote at event t
+        return (a[t][e] - 1.0) * 2.0
+
+    for e in (0, 1):
+        np.testing.assert_array_equal(out[0][e], [*h(0, e), *h(0, e), *h(0, e), 2.0 * a[0][e][0]])  # filled
+        np.testing.assert_array_equal(out[1][e], [*h(1, e), *h(0, e), *h(0, e), 2.0 * a[1][e][0]])
+        np.testing.assert_array_equal(out[2][e], [*h(2, e), *h(1, e), *h(0, e), 2.0 * a[2][e][0]])
+        np.testing.assert_array_equal(out[3][e], [*h(3, e), *h(2, e), *h(1, e), 2.0 * a[3][e][0]])
+    np.testing.assert_array_equal(out[4][0], out[3][0])  # not reset: untouched by the reset's kernel
+    np.testing.assert_array_equal(out[4][1], [*h(4, 1), *h(4, 1), *h(4, 1), 2.0 * a[4][1][0]])
+    np.testing.assert_array_equal(out[5][0], [*h(5, 0), *h(3, 0), *h(2, 0), 2.0 * a[5][0][0]])
+    np.testing.assert_array_equal(out[5][1], [*h(5, 1), *h(4, 1), *h(4, 1), 2.0 * a[5][1][0]])
+
+
+def test_history_keeps_each_frames_noise_and_the_rng_stream_and_the_interleaved_order():
+    """Each frame keeps the noise drawn when it was written; the draws are those of the terms without history
+    (the newest frame is the history-free observation bit for bit), interleaved groups included."""
+    def terms(history):
+        return (ObsTerm("a", source="a", columns=("a0", "a1"), func=_column, noise=0.5, history=history),
+                ObsTerm("b", source="a", columns=("b0", "b1"), func=_twice, noise=0.25))
+
+    n, steps = 3, 5
+    a = [np.random.default_rng(t).normal(size=(n, 2)).astype(np.float32) for t in range(steps)]
+    resets = [np.ones(n, dtype=bool)] + [None] * (steps - 1)
+    for order in ({}, {"interleave": [("a", "b")]}):
+        kept, plain = _history_run(terms(4), a, resets, **order), _history_run(terms(1), a, resets, **order)
+        for t in range(steps):
+            np.testing.assert_array_equal(kept[t][:, 0:2], plain[t][:, 0:2])  # the newest frame: noise and all
+            np.testing.assert_array_equal(kept[t][:, 8:10], plain[t][:, 2:4])  # the next term, moved by 3 frames
+            for f in range(1, 4):  # frame f is the newest frame of f steps before (the reset's, before that)
+                np.testing.assert_array_equal(kept[t][:, 2 * f:2 * f + 2], plain[max(t - f, 0)][:, 0:2])
+        assert np.abs(kept[-1][:, 0:2] - a[-1]).max() > 0.01  # there is noise to keep
+
+
+def test_history_1_is_the_writer_it_was_and_a_bad_history_fails_in_one_line():
+    import pytest
+
+    plain = ObsTerm("h", source="a", columns=("h0",), func=_column)
+    assert plain.history == 1 and plain.names == plain.columns
+    assert observation_writer(Ctx, (plain,), fill=True) is observation_writer(Ctx, (plain,))
+    for bad in (0, 2.0, True, "3"):
+        with pytest.raises(ValueError, match=r"^observation term 'h': history must be an int >= 1, got "):
+            ObsTerm("h", source="a", columns=("h0",), history=bad)

@@ -11,7 +11,8 @@ import torch
 
 from horde.envs import get_task, make
 from horde.envs.robots import resolve_robot
-from horde.envs.symmetry import Mirror, joint_mirror, mirror_name, task_mirror
+from horde.envs.observations import history_column
+from horde.envs.symmetry import Mirror, joint_mirror, mirror_name, observation_mirror, task_mirror
 from horde.train.config import ConfigError, compose
 
 
@@ -57,11 +58,13 @@ def test_observation_mirror_of_the_perceptive_task_is_an_involution_on_both_grou
         assert np.allclose(scan[j], scan[k] * np.array([1, -1]))
 
 
-def _mirror_rollout(task: str, steps: int) -> tuple[list[float], list[float]]:
+def _mirror_rollout(task: str, steps: int, history: dict | None = None) -> tuple[list[float], list[float]]:
     """Env 0 steps with random actions and a command, env 1 with their mirror images, both from the (symmetric)
-    standing pose; returns per step the largest |mirror(obs_0) - obs_1| and the largest |mirror(obs_0) - obs_0|."""
+    standing pose; returns per step the largest |mirror(obs_0) - obs_1| and the largest |mirror(obs_0) - obs_0|;
+    ``history``: frames kept per term (``task.observation_params.<term>.history``)."""
     cfg = copy.deepcopy(get_task(task).config)
     cfg.init_joint_pos_range, cfg.init_yaw_range, cfg.randomization.enabled = 0.0, 0.0, False
+    cfg.observation_params = {name: {"history": h} for name, h in (history or {}).items()}
     core = make(task, num_envs=2, device="cpu", seed=0, config=cfg)
     mirror = task_mirror(core, task)
     obs_m, act_m = mirror.groups["policy"], mirror.actions
@@ -83,6 +86,31 @@ def test_a_left_step_is_a_right_step_in_the_simulator():
     err, asym = _mirror_rollout("quadruped", 20)
     assert max(asym) > 1.0  # the motion is far from symmetric itself ...
     assert max(err) < 1e-3  # ... and its mirror image is what the simulator does with the mirrored actions
+
+
+def test_a_terms_past_frames_mirror_as_the_term_each_in_its_own_frame():
+    """``<column>@-<lag>`` mirrors to its image's column at the same lag, with the column's sign: the mirror of a
+    stacked observation is the stack of the mirrored frames."""
+    r = resolve_robot("quad12")
+    joint = joint_mirror(r)
+    frame = ("ang_vel_x", "ang_vel_y", "ang_vel_z", *(f"pos_{j}" for j in r.joints))
+    names = [history_column(c, lag) for lag in range(3) for c in frame]
+    one, kept = (observation_mirror(n, r.joints, joint, r.mirror_names) for n in (frame, names))
+    assert _is_involution(kept)
+    k = names.index("pos_FL_hip_joint@-2")
+    assert names[kept.perm[k]] == "pos_FR_hip_joint@-2" and kept.sign[k] == -1
+    k = names.index("ang_vel_z@-1")
+    assert names[kept.perm[k]] == "ang_vel_z@-1" and kept.sign[k] == -1
+    x = torch.randn(5, 3, len(frame))  # [batch, frame, column], newest frame first
+    torch.testing.assert_close(kept.apply(x.reshape(5, -1)), one.apply(x).reshape(5, -1), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="observation 'pos_nope@-1' has no known mirror image"):
+        observation_mirror(["pos_nope@-1"], r.joints, joint, r.mirror_names)
+
+
+def test_a_left_step_is_a_right_step_with_history_frames_too():
+    err, asym = _mirror_rollout("quadruped", 12, history={"joint_pos": 3, "base_ang_vel": 2})
+    assert max(asym) > 1.0
+    assert max(err) < 1e-3
 
 
 def test_the_g1s_mirror_image_holds_to_its_models_asymmetry():
