@@ -16,6 +16,10 @@ The terms also write it: a term's ``func`` (a Warp function of the task's contex
 noise, scale, clip and fallback, so what ``policy.json`` states is what ran (every task family; the cart-pole's CPU
 block step writes the same columns in C++, pinned bit for bit to its terms). The contract test holds the terms and
 the raw sources together for every registered task.
+
+A term may keep a history (``ObsTerm.history``, ``task.observation_params.<term>.history``): its last H frames,
+newest first (:data:`HISTORY_LAYOUT`), kept in the observation buffer by the generator and on the robot by
+:class:`horde.deploy.robot.observations.ObservationFrames`.
 """
 
 from __future__ import annotations

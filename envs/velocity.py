@@ -162,7 +162,7 @@ class VelocityEnv(ArticulatedTaskEnv):
     @staticmethod
     def check_observations(cfg: VelocityConfig) -> None:
         """``task.extra_observations`` and ``task.observation_params`` (a user term's parameters; any term's noise,
-        scale, clip) name the config's terms, checked before an env is built (one line each)."""
+        scale, clip, history) name the config's terms, checked before an env is built (one line each)."""
         velocity_obs.check_observation_params(cfg)
 
     def __init__(self, cfg: VelocityConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:

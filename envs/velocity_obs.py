@@ -107,8 +107,8 @@ BUILTIN_OBSERVATIONS = ("base_lin_vel", "base_ang_vel", "projected_gravity", "ve
 
 
 def split_params(params) -> tuple[dict[str, dict], dict[str, dict]]:
-    """``task.observation_params`` as each term's :data:`~horde.envs.observations.MODIFIERS` (noise, scale, clip:
-    any term, built-in or a user's) and the rest (a user term's function parameters and ``func``)."""
+    """``task.observation_params`` as each term's :data:`~horde.envs.observations.MODIFIERS` (noise, scale, clip,
+    history: any term, built-in or a user's) and the rest (a user term's function parameters and ``func``)."""
     mods, rest = {}, {}
     for name, kv in (params or {}).items():
         kv = dict(kv or {})

@@ -160,6 +160,61 @@ def test_mujoco_observations_and_rewards_match_horde_for_the_same_state(quad_exp
             assert terms[k] == pytest.approx(horde_terms[i, env.term_names.index(k)], rel=1e-3, abs=1e-5), (i, k)
 
 
+def test_the_twin_keeps_a_terms_history_frames_as_the_env_and_the_robot_do():
+    """``task.observation_params.<term>.history``: sim-to-sim builds each episode's observation through the robot
+    side's ``ObservationFrames`` (the frames kept per episode, filled at its start), so horde's state set in MuJoCo
+    step after step gives horde's observation, past frames included; so does the Unitree script from LowState
+    messages of that state (no export needed: policy.json's sections from the env)."""
+    from types import SimpleNamespace
+
+    from horde.deploy.robot import deploy_unitree as du
+    from horde.deploy.robot.observations import ObservationError, ObservationFrames
+    from horde.deploy.spec import action_spec, observation_spec, robot_spec
+    from horde.envs import get_task, make
+
+    cfg = copy.deepcopy(get_task("quadruped").config)
+    cfg.observation_params = {"base_ang_vel": {"history": 3}, "joint_pos": {"history": 2}}
+    env = make("quadruped", num_envs=2, device="cpu", seed=5, config=cfg)
+    layout = env.describe()
+    spec = {"task": "quadruped", "observation": observation_spec(env, layout, None),
+            "action": action_spec(env, layout), **robot_spec(env, layout), "recurrent": None,
+            "control": {"dt": layout["control_dt"], "decimation": layout["decimation"],
+                        "sim_dt": layout["config"].get("sim_dt"), "episode_length": layout["episode_length"]},
+            "task_config": layout["config"]}
+    setup = load_setup(spec)
+    datas = [mujoco.MjData(setup.model) for _ in range(2)]
+    twins = [setup.new_twin() for _ in range(2)]
+    frames = [ObservationFrames(spec["observation"]) for _ in range(2)]
+    unitree = [du.ObservationBuilder(spec, "go2") for _ in range(2)]  # the robot's script, from LowState messages
+    last = torch.zeros(2, 12)
+    gen = torch.Generator().manual_seed(0)
+    w = env.world
+    for step in range(5):
+        if step:
+            last = torch.rand(2, 12, generator=gen) * 2 - 1
+            assert not env.step(last).dones.any()
+        raw = {k: v.double().numpy() for k, v in env.observation_sources().items()}
+        for i in range(2):
+            _to_mujoco(setup.model, datas[i], w.joint_q[i].double().numpy(), w.joint_qd[i].double().numpy())
+            twins[i].command[:] = env.command[i].double().numpy()
+            obs = setup.observe(datas[i], twins[i], last[i].clamp(-1, 1).double().numpy(), frames[i])
+            np.testing.assert_allclose(obs, env.obs[i].numpy(), atol=2e-5, err_msg=f"step {step} env {i}")
+            motors = [SimpleNamespace(q=0.0, dq=0.0) for _ in range(du.MOTOR_SLOTS["go2"])]
+            for k, j in enumerate(env.robot.joints):
+                motors[du.MOTOR_ORDER["go2"].index(j)] = SimpleNamespace(q=raw["joint_pos"][i, k],
+                                                                         dq=raw["joint_vel"][i, k])
+            imu = SimpleNamespace(gyroscope=raw["base_ang_vel"][i],
+                                  quaternion=du.quat_from_gravity(raw["projected_gravity"][i]))
+            unitree[i].last_action[:] = raw["last_action"][i]
+            row = unitree[i].build(SimpleNamespace(imu_state=imu, motor_state=motors), raw["base_lin_vel"][i],
+                                   raw["velocity_command"][i])
+            np.testing.assert_allclose(row[0], env.obs[i].numpy(), atol=2e-5, err_msg=f"Unitree: step {step} env {i}")
+    k = env.obs_names.index("ang_vel_x@-2")
+    assert np.abs(env.obs[:, k:k + 3] - env.obs[:, k - 6:k - 3]).max() > 1e-3  # the frames differ
+    with pytest.raises(ObservationError, match="observes 3 frames of its source: build the observation with "):  # without frames: refused, not a wrong observation
+        setup.observe(datas[0], twins[0], last[0].double().numpy())
+
+
 def test_cli_and_refusal(reach_bundle, tiny_run):
     proc = run_cli("sim2sim", f"run={reach_bundle}", "episodes=2", cwd=reach_bundle)
     assert proc.returncode == 0 and "MuJoCo" in proc.stdout and "ratio" in proc.stdout, proc.stderr
