@@ -137,6 +137,9 @@ def check_observation_params(cfg) -> None:
             raise UnknownTermError(f"task.observation_params.{name}: not an observation term of the task "
                                    f"({', '.join([*own, *cfg.extra_observations])})")
         modifiers(name, kv)
+        if name == "depth_image" and kv.get("history", 1) != 1:  # the image encoder reads one image's slice
+            raise UnknownTermError("task.observation_params.depth_image.history: the depth image keeps no history "
+                                   "(its encoder reads one frame)")
     VELOCITY_OBSERVATIONS.resolve(list(cfg.extra_observations),
                                   {n: kv for n, kv in rest.items() if n not in BUILTIN_OBSERVATIONS})
 

@@ -155,3 +155,15 @@ def test_a_velocity_modifier_mistake_is_one_line(params, message):
     cfg.observation_params = params
     with pytest.raises(UnknownTermError, match=message):
         VelocityEnv.check_observations(cfg)
+
+
+def test_the_depth_image_refuses_a_history_in_one_line():
+    """The depth encoder reads one image's slice (``observation.images``): frames after it would reach the policy
+    as something else, so the image keeps none."""
+    from horde.envs.velocity import VelocityEnv
+
+    cfg = _cfg("quadruped-rough-depth", extra=())
+    cfg.observation_params = {"depth_image": {"history": 2}}
+    with pytest.raises(UnknownTermError, match=r"^task.observation_params.depth_image.history: the depth image keeps "
+                                               r"no history \(its encoder reads one frame\)$"):
+        VelocityEnv.check_observations(cfg)
