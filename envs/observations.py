@@ -138,9 +138,9 @@ class ObsTerm:
         return [float(v)] * self.frame_width if isinstance(v, (int, float)) else [float(x) for x in v]
 
 
-HISTORY_LAYOUT = ("A term with history H observes H frames of its columns, newest first: columns c_0..c_w-1 "
-                  "(now), then c_0@-1..c_w-1@-1 (one step ago), ..., c_0@-(H-1)..; every frame holds the first "
-                  "value after a reset")
+HISTORY_LAYOUT = ("a term with history H observes H frames of its columns, newest first: <col> for each column "
+                  "(now), then <col>@-1 for each (one step ago), ..., <col>@-(H-1); an episode's first observation "
+                  "fills every frame with its value")
 """The column layout of a term with ``history`` > 1 (:attr:`ObsTerm.names`), as ``policy.json`` states it."""
 
 

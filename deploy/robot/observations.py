@@ -13,8 +13,8 @@ Every raw array is ``[batch, width]`` (or ``[width]`` for one robot) in the colu
 A block with ``history`` H > 1 observes H frames of its source, newest first (``observation.history_layout``):
 its slice spans H x the source's width, its ``offset`` and ``scale`` are one frame's, and the frames before the
 newest are what the policy saw 1, 2, ... steps ago. The robot keeps them itself: :class:`ObservationFrames` holds
-the last observation per row and moves the frames on at each call; the first call after :meth:`ObservationFrames.reset`
-(an episode's start) fills every frame with the first value, as the env does::
+the last observation per row and moves the frames on at each call; the first call after
+:meth:`ObservationFrames.reset` (an episode's start) fills every frame with the first value, as the env does::
 
     frames = ObservationFrames(spec["observation"])
     frames.reset()                                   # at every episode start

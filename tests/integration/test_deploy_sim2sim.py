@@ -211,7 +211,8 @@ def test_the_twin_keeps_a_terms_history_frames_as_the_env_and_the_robot_do():
             np.testing.assert_allclose(row[0], env.obs[i].numpy(), atol=2e-5, err_msg=f"Unitree: step {step} env {i}")
     k = env.obs_names.index("ang_vel_x@-2")
     assert np.abs(env.obs[:, k:k + 3] - env.obs[:, k - 6:k - 3]).max() > 1e-3  # the frames differ
-    with pytest.raises(ObservationError, match="observes 3 frames of its source: build the observation with "):  # without frames: refused, not a wrong observation
+    # without the frames: refused, never a different observation
+    with pytest.raises(ObservationError, match="observes 3 frames of its source: build the observation with "):
         setup.observe(datas[0], twins[0], last[0].double().numpy())
 
 
