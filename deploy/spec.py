@@ -25,8 +25,10 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
     A term with ``history`` H > 1 (``ObsTerm.history``) states it in its block: the slice spans H frames of the
     source, newest first (``history_layout``), ``columns`` names them all and ``offset``, ``scale`` and ``unit``
     are one frame's; each column of ``terms`` gives its ``lag`` (steps ago, 0: now). The robot keeps the frames
-    (:class:`horde.deploy.robot.observations.ObservationFrames`)."""
-    from horde.envs.observations import HISTORY_LAYOUT, columns_of, raw_term, term_slices
+    (:class:`horde.deploy.robot.observations.ObservationFrames`). A delayed term (``ObsTerm.delay``) states its
+    ``delay`` [min, max] (control steps, training only) and the observation its ``delay_note``: the robot feeds its
+    latest reading."""
+    from horde.envs.observations import DELAY_NOTE, HISTORY_LAYOUT, columns_of, raw_term, term_slices
 
     names = layout["obs_names"]
     declared = getattr(env, "observation_terms", None)  # an env that is no WarpTaskEnv: each column as it is
@@ -40,7 +42,8 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
         blocks.append({"term": t.name, "source": t.source, "slice": [lo, hi], "columns": list(t.names),
                        "offset": offsets, "scale": scales, "clip": t.clip, "unit": units, "frame": t.frame,
                        "joints": list(t.joints) or None, "history": t.history,
-                       **({"training_noise": t.noise} if t.noise > 0 else {})})
+                       **({"training_noise": t.noise} if t.noise > 0 else {}),
+                       **({"delay": list(t.delay)} if t.delay[1] > 0 else {})})
         w = t.frame_width
         columns += [{"name": c, "slice": [lo + k, lo + k + 1], "term": t.name, "source": t.source,
                      "offset": offsets[k % w], "scale": scales[k % w], "clip": t.clip, "unit": units[k % w],
@@ -51,6 +54,8 @@ def observation_spec(env, layout: dict, normalizer: dict | None) -> dict:
            "formula": "obs = clip((raw - offset) * scale, -clip, clip)", "normalizer": norm}
     if any(t.history > 1 for t in terms):
         out["history_layout"] = HISTORY_LAYOUT
+    if any(t.delay[1] > 0 for t in terms):
+        out["delay_note"] = DELAY_NOTE
     images = list(getattr(env, "obs_images", ()) or ())
     if images:  # images travel flattened in the observation vector; this says how to lay them out
         out["images"] = images

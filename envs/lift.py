@@ -52,7 +52,7 @@ from horde.envs.lift_config import (ARM, EE_ACTIONS, FINGERS, GRIPPER_MJCF, HAND
                                     OBSERVATIONS)
 from horde.envs.lift_terms import LIFT_EVENTS, LIFT_TERMINATIONS, LIFT_TERMS, Manip, cube_pos, ee_pos
 from horde.envs.lift_obs import LIFT_OBSERVATIONS, lift_observation_terms
-from horde.envs.obs_writer import observation_writer, raw_kernel
+from horde.envs.obs_writer import observation_writer, past_width, raw_kernel
 from horde.envs.observations import ObsTerm, columns_of, quat_rotate
 from horde.envs.registry import TaskSpec, register_task
 from horde.sim.actuation import GRIPPER_MODES, Actuation, Gripper  # noqa: F401
@@ -283,6 +283,7 @@ class LiftEnv(ArticulatedTaskEnv):
         act = actuation_of(cfg)
         with wp.ScopedDevice(d):
             self._last_actions = wp.zeros((num_envs, len(self.action_names)), dtype=float)
+            self._obs_past = wp.zeros((num_envs, max(1, past_width(self._obs_terms))), dtype=float)
             self._target = wp.zeros(num_envs, dtype=wp.vec3)
             self._failed = wp.zeros(num_envs, dtype=wp.bool)
             self._cube_height = wp.zeros(num_envs, dtype=float)
@@ -390,6 +391,7 @@ class LiftEnv(ArticulatedTaskEnv):
             self._contact
         x.target, x.unstable, x.failed = self._target, a.unstable, self._failed
         x.ee_mode, x.ee_target, x.grip = ARM_ACTIONS.get(cfg.arm).code, self._command.ee_target, self._command.grip
+        x.obs_past = self._obs_past
         return x
 
     def action_scale(self) -> list[float]:

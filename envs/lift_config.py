@@ -192,5 +192,6 @@ class LiftConfig(TaskConfig):
     ``task.extra_observations=[cube_height]``."""
     observation_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per observation term: its function's parameters (``func`` makes a new term of a registered one) and, for any
-    term, ``noise`` (uniform half-width in raw units, training only), ``scale``, ``clip`` and ``history`` (frames
-    kept, newest first; an int >= 1); ``task.observation_params.<term>.<key>=v``."""
+    term, ``noise`` (uniform half-width in raw units, training only), ``scale``, ``clip``, ``history`` (frames
+    kept, newest first; an int >= 1) and ``delay`` (sensor latency in control steps, training only: an int or
+    [min, max], a lag drawn per env and step); ``task.observation_params.<term>.<key>=v``."""

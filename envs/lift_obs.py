@@ -11,7 +11,8 @@ the arm entry; a user's terms are registered in :data:`LIFT_OBSERVATIONS` and na
     # task.extra_observations=[cube_height] task.observation_params.cube_height.above=0.02
 
 ``task.observation_params.<term>`` also sets any term's ``noise`` (uniform, raw units, training only), ``scale``,
-``clip`` and ``history`` (frames kept, newest first); ``policy.json`` states them.
+``clip``, ``history`` (frames kept, newest first) and ``delay`` (sensor latency, training only); ``policy.json``
+states them.
 """
 # no `from __future__ import annotations`: Warp reads the annotations of the term functions
 

@@ -68,6 +68,9 @@ class Manip:
     """End-effector target [m], world frame (arm=ee_delta)."""
     grip: wp.array(dtype=float)
     """Gripper opening command [0, 1] (1 open; the first finger's with gripper=independent)."""
+    obs_past: wp.array2d(dtype=float)
+    """The delayed observation terms' waiting values (``ObsTerm.delay``; :func:`horde.envs.obs_writer.past_width`
+    columns, at least one)."""
 
 
 LIFT_TERMS = TermSet("lift", Manip)

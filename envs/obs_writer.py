@@ -25,6 +25,13 @@ envs (``fill=True``, what a task's observe kernel calls) writes the newest and c
 Noise is drawn for the newest frame only, as it is written, so each frame keeps the noise it had and the RNG
 stream is the one the term draws without history. Terms with history 1 generate the code they always did, and
 ``fill=True`` gives the step's writer itself when no term has history.
+
+Delay (``ObsTerm.delay`` (min, max) > (0, 0)): the term's last ``max`` written values wait in the context's
+``obs_past`` array (``[num_envs, past_width(terms)]``, the delayed terms' frames one after the other, newest first):
+the step's writer writes the value now as above, draws the lag in [min, max] from the env's RNG state (after the
+term's noise; no draw when min = max), puts the value of ``lag`` steps before in the term's columns and moves the
+waiting frames on; the writer for just-reset envs fills them with the first value. History then keeps the delayed
+frames. A context without ``obs_past`` (a family that keeps no delay buffer) refuses a delayed term in one line.
 """
 # no `from __future__ import annotations`: Warp reads the annotations of the generated functions
 
@@ -35,8 +42,8 @@ import warp as wp
 
 from horde.envs.observations import ObsTerm
 
-__all__ = ["column_writer", "framed_writer", "interleaved_writer", "observation_values_torch", "observation_writer",
-           "observe_kernel", "raw_kernel", "term_writer", "write_joint_state"]
+__all__ = ["column_writer", "delayed_writer", "framed_writer", "interleaved_writer", "observation_values_torch",
+           "observation_writer", "observe_kernel", "past_width", "raw_kernel", "term_writer", "write_joint_state"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -183,6 +190,45 @@ def framed_writer(write: wp.Function, context: type, at: int, frame: int, histor
     return write_framed
 
 
+@functools.lru_cache(maxsize=None)
+def delayed_writer(write: wp.Function, context: type, at: int, frame: int, lo: int, hi: int, past: int,
+                   fill: bool) -> wp.Function:
+    """``(x, i, ok, s, obs, col) -> s``: ``write`` (a block's writer from ``obs[i, col]`` on), then the ``frame``
+    columns of the term at ``col + at`` delayed by a lag drawn in [``lo``, ``hi``]: ``x.obs_past[i, past:]`` holds
+    the term's ``hi`` values before, newest first (``fill``: an env just reset; every one the value now)."""
+    draw = hi > lo and not fill
+
+    @wp.func
+    def write_delayed(x: context, i: int, ok: bool, s: wp.uint32, obs: wp.array2d(dtype=float),
+                      col: int) -> wp.uint32:
+        s = wp.static(write)(x, i, ok, s, obs, col)
+        c = col + wp.static(at)
+        lag = int(wp.static(lo))
+        if wp.static(draw):
+            lag = wp.randi(s, wp.static(lo), wp.static(hi + 1))
+        for k in range(wp.static(frame)):
+            now = obs[i, c + k]
+            if wp.static(fill):
+                for f in range(wp.static(hi)):
+                    x.obs_past[i, wp.static(past) + f * wp.static(frame) + k] = now
+            else:
+                if lag > 0:
+                    obs[i, c + k] = x.obs_past[i, wp.static(past) + (lag - 1) * wp.static(frame) + k]
+                for g in range(wp.static(hi - 1)):  # the oldest value first: it is dropped
+                    f = wp.static(hi - 1) - g
+                    x.obs_past[i, wp.static(past) + f * wp.static(frame) + k] = \
+                        x.obs_past[i, wp.static(past) + (f - 1) * wp.static(frame) + k]
+                x.obs_past[i, wp.static(past) + k] = now
+        return s
+
+    return write_delayed
+
+
+def past_width(terms: Sequence[ObsTerm]) -> int:
+    """Columns of a context's ``obs_past`` that ``terms``' delays need per env (0: no term is delayed)."""
+    return sum(t.past_width for t in terms)
+
+
 def _per_column(term: ObsTerm, attr: str) -> tuple[float, ...]:
     v = getattr(term, attr)
     if v is None:
@@ -225,7 +271,7 @@ def _blocks(terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...])
 @functools.lru_cache(maxsize=None)
 def _group_writer(context: type, terms: tuple[ObsTerm, ...], interleave: tuple[tuple[str, ...], ...],
                   always_draw: tuple[str, ...], fill: bool) -> wp.Function:
-    writers, starts, col = [], [], 0
+    writers, starts, col, past = [], [], 0, 0
     for block in _blocks(terms, interleave):
         args = [_writer_args(t, t.name in always_draw) for t in block]
         rel = tuple(sum(t.width for t in block[:e]) for e in range(len(block)))
@@ -234,6 +280,10 @@ def _group_writer(context: type, terms: tuple[ObsTerm, ...], interleave: tuple[t
         else:
             columns = tuple(column_writer(context, *a) for a in args)
             write = interleaved_writer(columns, context, block[0].frame_width, rel)
+        for t, at in zip(block, rel):  # no delay: the block's writer as it is
+            if t.delay[1] > 0:
+                write = delayed_writer(write, context, at, t.frame_width, t.delay[0], t.delay[1], past, fill)
+                past += t.past_width
         for t, at in zip(block, rel):  # history 1: the block's writer as it is
             if t.history > 1:
                 write = framed_writer(write, context, at, t.frame_width, t.history, fill)
@@ -252,7 +302,8 @@ def observation_writer(context: type, terms: Sequence[ObsTerm], *, interleave: S
 
     Terms with ``history`` keep their older frames in ``obs`` (see the module's docstring): the step's writer moves
     them on; ``fill=True`` gives the writer for envs just reset (a task's observe kernel), which fills every frame
-    with the first value. Without history the two are one function.
+    with the first value. Delayed terms keep their waiting values in ``x.obs_past`` (:func:`past_width` columns,
+    in the terms' order). Without history or delay the two are one function.
 
     The order of the noise draws (which sets every later number of the env's stream): term after term, column
     after column, a term with ``noise`` 0 drawing none; two options keep a task's older stream bit for bit (the
@@ -260,7 +311,11 @@ def observation_writer(context: type, terms: Sequence[ObsTerm], *, interleave: S
     in turn (column 0 of each, then column 1, ...), and ``always_draw``, terms that draw their number (times 0)
     even without noise. The columns stay where the term list puts them."""
     terms = tuple(terms)
-    fill = fill and any(t.history > 1 for t in terms)
+    fill = fill and any(t.history > 1 or t.delay[1] > 0 for t in terms)
+    delayed = [t.name for t in terms if t.delay[1] > 0]
+    if delayed and "obs_past" not in getattr(context, "vars", {}):
+        raise ValueError(f"observation term '{delayed[0]}' has a delay: {context.__name__}'s family keeps no delay "
+                         "buffer (the lift and velocity families do)")
     return _group_writer(context, terms, tuple(tuple(g) for g in interleave), tuple(always_draw), fill)
 
 
@@ -310,6 +365,10 @@ def observation_values_torch(context: type, terms: Sequence[ObsTerm], arrays: di
     if kept:  # a differentiable model observes one state, with no frames before it
         raise ValueError(f"observation term '{kept[0]}' keeps a history: a differentiable model's torch observation "
                          "has none (history 1 on its terms)")
+    delayed = [t.name for t in terms if t.delay[1] > 0]
+    if delayed:
+        raise ValueError(f"observation term '{delayed[0]}' has a delay: a differentiable model's torch observation "
+                         "is of the state now (no delay on its terms)")
     columns = tuple(_column_value(context, t.func, k) for t in terms for k in range(t.width))
     raw = term_values_torch(context, columns, arrays, constants).T  # [N, width]
     device = raw.device

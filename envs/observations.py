@@ -19,7 +19,10 @@ the raw sources together for every registered task.
 
 A term may keep a history (``ObsTerm.history``, ``task.observation_params.<term>.history``): its last H frames,
 newest first (:data:`HISTORY_LAYOUT`), kept in the observation buffer by the generator and on the robot by
-:class:`horde.deploy.robot.observations.ObservationFrames`.
+:class:`horde.deploy.robot.observations.ObservationFrames`. A term may be delayed (``ObsTerm.delay``,
+``task.observation_params.<term>.delay``): the policy sees its value of ``lag`` control steps before, ``lag`` drawn
+per env and step from [min, max] (sensor latency, mjlab's ``delay_min_lag``/``delay_max_lag``); training only, as
+noise: a robot's own latency is what it models, so the robot side adds none.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 import torch
 import warp as wp
 
-__all__ = ["HISTORY_LAYOUT", "MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction",
+__all__ = ["DELAY_NOTE", "HISTORY_LAYOUT", "MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction",
            "columns_of", "history_column", "modifiers", "quat_rotate", "quat_rotate_inverse", "raw_term",
            "split_history_column", "term_slices"]
 
@@ -102,6 +105,12 @@ class ObsTerm:
     """Frames kept (1: the current value only). The term's observation is ``history`` frames of its ``columns``,
     newest first (:data:`HISTORY_LAYOUT`): a frame is the value the policy saw that many steps ago, with the noise
     it had then; on an episode's start every frame holds the first value."""
+    delay: tuple[int, int] = (0, 0)
+    """Sensor latency in control steps, ``(min, max)``: each step the policy sees the term's value (noise, scale
+    and clip applied) of ``lag`` steps before, ``lag`` drawn per env from [min, max] (both inclusive; one number
+    when they are equal, no draw); an episode's first ``lag`` steps see its first value. History stacks the delayed
+    frames (mjlab's order: compute, noise, clip, scale, delay, history). Training only, as ``noise``; the privileged
+    critic sees the value now. (0, 0): none."""
 
     def __post_init__(self) -> None:
         for attr in ("offset", "scale", "unit", "fallback"):  # a function as fallback is no tuple
@@ -111,11 +120,21 @@ class ObsTerm:
                                  f"{len(self.columns)} columns")
         if isinstance(self.history, bool) or not isinstance(self.history, int) or self.history < 1:
             raise ValueError(f"observation term '{self.name}': history must be an int >= 1, got {self.history!r}")
+        d = self.delay
+        if (not isinstance(d, tuple) or len(d) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in d)
+                or not 0 <= d[0] <= d[1]):
+            raise ValueError(f"observation term '{self.name}': delay must be (min, max) control steps, ints with "
+                             f"0 <= min <= max, got {d!r}")
 
     @property
     def frame_width(self) -> int:
         """Columns of one frame: the raw source's width (``columns``)."""
         return len(self.columns)
+
+    @property
+    def past_width(self) -> int:
+        """Values the generator keeps per env for the delay, beyond the observation (``delay[1]`` frames)."""
+        return self.delay[1] * len(self.columns)
 
     @property
     def width(self) -> int:
@@ -143,6 +162,11 @@ HISTORY_LAYOUT = ("a term with history H observes H frames of its columns, newes
                   "fills every frame with its value")
 """The column layout of a term with ``history`` > 1 (:attr:`ObsTerm.names`), as ``policy.json`` states it."""
 
+DELAY_NOTE = ("a block with delay [min, max] was trained on its value of lag control steps before, lag drawn per env "
+              "and step in [min, max] (simulated sensor latency, training only): a robot feeds its latest reading, "
+              "whose own latency is what the delay modelled")
+"""What ``policy.json`` says of a block's ``delay`` (:attr:`ObsTerm.delay`)."""
+
 
 def history_column(column: str, lag: int) -> str:
     """The name of ``column``'s value ``lag`` steps ago: ``column`` itself for lag 0, else ``<column>@-<lag>``."""
@@ -155,14 +179,14 @@ def split_history_column(name: str) -> tuple[str, int]:
     return (base, int(lag)) if sep and lag.isdigit() else (name, 0)
 
 
-MODIFIERS = ("noise", "scale", "clip", "history")
+MODIFIERS = ("noise", "scale", "clip", "history", "delay")
 """Keys of ``task.observation_params.<term>`` that set how the generator writes any term (not parameters of its
 function): the lift family's and the velocity family's, built-in terms and a user's."""
 
 
 def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, Any]:
     """``task.observation_params.<name>``'s :data:`MODIFIERS` as :class:`ObsTerm` fields, checked (a number; noise
-    >= 0, clip > 0; history an int >= 1); a mistake raises :class:`horde.envs.terms.UnknownTermError` in one
+    >= 0, clip > 0; history an int >= 1; delay control steps, an int or [min, max]); a mistake raises :class:`horde.envs.terms.UnknownTermError` in one
     line."""
     from horde.envs.terms import UnknownTermError
 
@@ -173,6 +197,9 @@ def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, Any]:
                 raise UnknownTermError(f"task.observation_params.{name}.history: frames kept, an int >= 1, got {v!r}")
             out[key] = v
             continue
+        if key == "delay":
+            out[key] = _delay(name, v)
+            continue
         try:
             v = float(v)
         except (TypeError, ValueError):
@@ -182,6 +209,18 @@ def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, Any]:
                                    f"{'>= 0' if key == 'noise' else '> 0'}, got {v}")
         out[key] = v
     return out
+
+
+def _delay(name: str, v: Any) -> tuple[int, int]:
+    """``task.observation_params.<name>.delay``: an int (a fixed lag) or [min, max], control steps."""
+    from horde.envs.terms import UnknownTermError
+
+    lags = list(v) if isinstance(v, (list, tuple)) or (hasattr(v, "__iter__") and not isinstance(v, str)) else [v, v]
+    if (len(lags) != 2 or any(isinstance(x, bool) or not isinstance(x, int) for x in lags)
+            or not 0 <= lags[0] <= lags[1]):
+        raise UnknownTermError(f"task.observation_params.{name}.delay: control steps of sensor latency, an int >= 0 "
+                               f"or [min, max] with 0 <= min <= max, got {v!r}")
+    return (lags[0], lags[1])
 
 
 MIRRORS = ("even", "odd")

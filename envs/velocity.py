@@ -39,6 +39,7 @@ import warp as wp
 from horde.envs import velocity_obs
 from horde.envs.articulated import ArticulatedTaskEnv
 from horde.envs.curricula import CURRICULA
+from horde.envs.obs_writer import past_width
 from horde.envs.observations import columns_of
 from horde.envs.robots import FootFrame, LeggedRobot, foot_frames, per_joint, resolve_robot
 from horde.envs.velocity_config import (VelocityConfig, _g1_scales, _humanoid_scales, _scales,  # noqa: F401
@@ -162,7 +163,7 @@ class VelocityEnv(ArticulatedTaskEnv):
     @staticmethod
     def check_observations(cfg: VelocityConfig) -> None:
         """``task.extra_observations`` and ``task.observation_params`` (a user term's parameters; any term's noise,
-        scale, clip, history) name the config's terms, checked before an env is built (one line each)."""
+        scale, clip, history, delay) name the config's terms, checked before an env is built (one line each)."""
         velocity_obs.check_observation_params(cfg)
 
     def __init__(self, cfg: VelocityConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
@@ -351,6 +352,8 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.cmd = self._cmd
         x.qd_index, x.imu, x.imu_q = self._qd_index, int(cfg.imu), wp.quat(*self.world.imu_rotation)
         x.grid, x.scan, x.scan_yaw = self._grid, self._scan, int(cfg.height_scan.yaw_aligned)
+        x.obs_past = wp.zeros((self.num_envs, max(1, past_width(velocity_obs.observation_terms(self, cfg=cfg)))),
+                              dtype=float, device=self.dev.warp)
         return x
 
     @staticmethod

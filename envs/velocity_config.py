@@ -163,8 +163,9 @@ class VelocityConfig(TaskConfig):
     observation_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the ``extra_observations`` terms, by name, over their functions' defaults (``func`` makes a new
     term of a registered one); ``task.observation_params.<term>.<param>=v``. Any term, the task's own included,
-    takes ``noise`` (uniform half-width, raw units, training only; over ``obs_noise``), ``scale``, ``clip`` and
-    ``history`` (frames kept, newest first; an int >= 1) (``task.observation_params.joint_vel.scale=0.05``)."""
+    takes ``noise`` (uniform half-width, raw units, training only; over ``obs_noise``), ``scale``, ``clip``,
+    ``history`` (frames kept, newest first; an int >= 1) and ``delay`` (sensor latency in control steps, training
+    only: an int or [min, max], a lag drawn per env and step) (``task.observation_params.joint_vel.scale=0.05``)."""
     terminations: list[str] = field(default_factory=lambda: ["body_contact", "tilt"])
     """Termination terms of VELOCITY_TERMINATIONS (failures or time-outs; unstable physics always fails an
     episode); the share of finished episodes each ended is logged as ``termination/<name>``."""

@@ -188,7 +188,7 @@ def observation_terms(env, clean: bool = False, cfg=None) -> tuple:
                              unit="m", frame="camera", func=depth_pixel, fallback=0.0))
     terms += [e.term() for e in env.extras]
     mods, _ = split_params(cfg.observation_params)  # task.observation_params.<term>.noise|scale|clip
-    terms = [dataclasses.replace(t, **{**modifiers(t.name, mods.get(t.name, {})), **({"noise": 0.0} if clean else {})})
+    terms = [dataclasses.replace(t, **{**modifiers(t.name, mods.get(t.name, {})), **({"noise": 0.0, "delay": (0, 0)} if clean else {})})
              for t in terms]
     return tuple(terms)
 

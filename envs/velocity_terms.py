@@ -165,6 +165,9 @@ class Legged:
     """Height-scan points in the base's yaw frame [points] [m] (``task.height_scan``; one point without)."""
     scan_yaw: int
     """1 when the scan turns with the base's yaw only (``height_scan.yaw_aligned``), 0 with its whole rotation."""
+    obs_past: wp.array2d(dtype=float)
+    """The delayed observation terms' waiting values (``ObsTerm.delay``; :func:`horde.envs.obs_writer.past_width`
+    columns, at least one)."""
 
 
 VELOCITY_TERMS = TermSet("velocity", Legged)

@@ -258,6 +258,7 @@ class VelocityTwin:
             x.imu, x.imu_q = 0, wp.quat_identity()
             x.grid, x.scan = Terrain(TerrainConfig()).grid("cpu"), wp.zeros(1, dtype=wp.vec2)
             x.scan_yaw = int(dict(cfg.get("height_scan") or {}).get("yaw_aligned", True))
+            x.obs_past = wp.zeros((1, 1), dtype=float)  # the twin observes through the robot side: no delay
         return x
 
     def _nominal_gains(self, cfg: dict) -> tuple[list[float], list[float]]:

@@ -69,7 +69,7 @@ def test_the_observation_list_can_drop_and_reorder_built_in_terms():
 @pytest.mark.parametrize("override, message", [
     ("task.extra_observations=[cube_abve]", r"^unknown lift observation term 'cube_abve'; valid terms: joint_pos, "),
     ("task.observation_params.ee_pos.std=1", r"^task.observation_params.ee_pos: the built-in term takes only noise, "
-                                             r"scale, clip, history; got std$"),
+                                             r"scale, clip, history, delay; got std$"),
     ("task.observation_params.joint_pos.history=0", r"^task.observation_params.joint_pos.history: frames kept, an int "
                                                     r">= 1, got 0$"),
     ("task.observation_params.cube_above.history=2.5", r"^task.observation_params.cube_above.history: frames kept, "

@@ -86,6 +86,55 @@ def test_a_history_term_rebuilds_from_policy_json_and_the_frames_the_robot_keeps
                                                        (1, history["joint_pos"]))).max() > 1e-4  # frames differ
 
 
+@pytest.mark.parametrize("task, delay", [
+    ("lift", {"joint_pos": [2, 2]}),
+    ("quadruped", {"base_ang_vel": [1, 3], "joint_pos": [2, 2]}),  # joint_pos: in an interleaved group
+])
+def test_a_delayed_term_shows_the_robot_sides_value_of_lag_steps_before(task, delay):
+    """``task.observation_params.<term>.delay``: the env's delayed block equals what the robot side builds from
+    raw state (policy.json, which states the delay and adds none) ``lag`` steps before, within the episode (its first
+    value before that; env 0 times out at step 3), lag in [min, max]; every other column is the value now, and the
+    privileged critic sees the value now."""
+    cfg = _quiet(task)
+    cfg.observation_params = {name: {"delay": d} for name, d in delay.items()}
+    env = make(task, num_envs=N, config=cfg)
+    terms = {t.name: t for t in env.observation_terms()}
+    assert {n: list(terms[n].delay) for n in delay} == delay
+    spec = observation_spec(env, env.describe(), None)
+    blocks = {b["term"]: b for b in spec["sources"]}
+    assert {n: blocks[n]["delay"] for n in delay} == delay and "delay_note" in spec
+    assert all("delay" not in b for n, b in blocks.items() if n not in delay)
+    env.episode_length[0] = env.max_episode_length - 3
+    g = torch.Generator().manual_seed(0)
+    start = np.zeros(N, dtype=int)  # the step each env's episode began
+    now, seen = [], []
+    for step in range(8):
+        raw = {k: v.detach().cpu().numpy() for k, v in env.observation_sources().items()}
+        now.append(build_observation(spec, raw))
+        seen.append(env.obs.cpu().numpy().copy())
+        if env.critic_names:
+            np.testing.assert_allclose(env.critic_obs[:, :env.obs_dim].cpu().numpy(), now[-1], rtol=1e-5, atol=2e-5)
+        r = env.step(torch.rand(N, env.num_actions, generator=g) * 2 - 1)
+        for e in np.flatnonzero(r.dones.cpu().numpy()):
+            start[e] = step + 1
+        if step == 2:
+            assert start[0] == 3 and (start[1:] == 0).all()
+    for step in range(8):
+        for e in range(N):
+            begin = start[e] if step >= start[e] else 0  # env 0's second episode began at step 3
+            for name, (lo_lag, hi_lag) in delay.items():
+                lo, hi = blocks[name]["slice"]
+                options = [now[max(step - lag, begin)][e, lo:hi] for lag in range(lo_lag, hi_lag + 1)]
+                assert any(np.allclose(seen[step][e, lo:hi], o, rtol=1e-5, atol=2e-5) for o in options), \
+                    f"{task} step {step} env {e}: {name} is none of its values {lo_lag}-{hi_lag} steps before"
+            rest = np.ones(spec["dim"], dtype=bool)
+            for name in delay:
+                rest[slice(*blocks[name]["slice"])] = False
+            np.testing.assert_allclose(seen[step][e, rest], now[step][e, rest], rtol=1e-5, atol=2e-5)
+    lo, hi = blocks["joint_pos"]["slice"]
+    assert np.abs(seen[5][1:, lo:hi] - now[5][1:, lo:hi]).max() > 1e-4  # the delay shows
+
+
 def test_every_term_names_a_documented_source_or_its_own_column_and_writes_itself():
     """A term's source is a documented raw quantity (SOURCES), or, for a one-column term, the column itself (a
     classic task's state variable); and every term of every task has the Warp function the observation generator

@@ -141,7 +141,7 @@ def test_any_velocity_term_takes_noise_scale_and_clip_from_one_config_line():
 
 @pytest.mark.parametrize("params, message", [
     ({"joint_vel": {"std": 1.0}}, r"^task.observation_params.joint_vel: the built-in term takes only noise, scale, "
-                                  r"clip, history; got std$"),
+                                  r"clip, history, delay; got std$"),
     ({"joint_pos": {"history": 0}}, r"^task.observation_params.joint_pos.history: frames kept, an int >= 1, got 0$"),
     ({"joint_vel": {"history": "3"}}, r"^task.observation_params.joint_vel.history: frames kept, an int >= 1, "
                                       r"got '3'$"),

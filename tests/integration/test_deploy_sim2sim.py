@@ -364,7 +364,7 @@ def test_g1_observations_terms_and_context_match_horde_for_the_same_state(g1_exp
     x, y = env.legged, twin.x
     per_env = {"actions", "last_actions", "joint_q", "joint_qd", "joint_f", "imu_gyro", "depth", "body_q", "body_qd",
                "root_vel_base", "contact", "unstable", "failed", "command", "air_time", "gait_phase", "delay", "kp",
-               "kd", "strength"}
+               "kd", "strength", "obs_past"}
     for name in Legged.vars:
         want, got = getattr(x, name), getattr(y, name)
         if isinstance(want, wp.array):

@@ -2,6 +2,8 @@
 columns as the terms describe them: raw minus offset, plus noise, times scale, clipped, the fallback while not
 ok."""
 
+import dataclasses
+
 import numpy as np
 import warp as wp
 
@@ -283,3 +285,119 @@ def test_history_1_is_the_writer_it_was_and_a_bad_history_fails_in_one_line():
     for bad in (0, 2.0, True, "3"):
         with pytest.raises(ValueError, match=r"^observation term 'h': history must be an int >= 1, got "):
             ObsTerm("h", source="a", columns=("h0",), history=bad)
+
+
+# --- delay (ObsTerm.delay): the value of lag steps before, lag drawn per env and step, the waiting values in
+# x.obs_past --------------------------------------------------------------------------------------------------------
+@wp.struct
+class Lagged:
+    a: wp.array2d(dtype=float)
+    obs_past: wp.array2d(dtype=float)
+
+
+@wp.func
+def _lagged(x: Lagged, i: int, k: int) -> float:
+    return x.a[i, k]
+
+
+def _delay_run(terms, values, resets):
+    """As :func:`_history_run` on a context with ``obs_past``; also the RNG states after each event."""
+    from horde.envs.obs_writer import past_width
+
+    n = values[0].shape[0]
+    step, fill = observation_writer(Lagged, terms), observation_writer(Lagged, terms, fill=True)
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe_step(x: Lagged, rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        rng[i] = wp.static(step)(x, i, True, rng[i], obs, 0)
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def observe_reset(x: Lagged, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
+                      obs: wp.array2d(dtype=float)):
+        i = wp.tid()
+        if mask[i]:
+            rng[i] = wp.static(fill)(x, i, True, rng[i], obs, 0)
+
+    x = Lagged()
+    x.obs_past = wp.full((n, max(1, past_width(terms))), -7.0, dtype=float)
+    rng = wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)
+    obs = wp.zeros((n, sum(t.width for t in terms)), dtype=float)
+    out, states = [], []
+    for a, mask in zip(values, resets):
+        x.a = wp.array(a, dtype=float)
+        if mask is None:
+            wp.launch(observe_step, n, inputs=[x, rng], outputs=[obs])
+        else:
+            wp.launch(observe_reset, n, inputs=[x, wp.array(mask, dtype=wp.bool), rng], outputs=[obs])
+        out.append(obs.numpy().copy())
+        states.append(rng.numpy().copy())
+    return out, states
+
+
+def test_a_fixed_delay_shows_the_value_of_lag_steps_before_and_a_reset_shows_its_first_value():
+    """Hand-worked: a 2-column term (offset 1, scale 2) delayed 2 steps, then a plain term; both envs reset, four
+    steps, env 1 alone reset, two steps. A fixed lag draws no number (the RNG stream is the undelayed one)."""
+    terms = (ObsTerm("d", source="a", columns=("d0", "d1"), func=_lagged, offset=1.0, scale=2.0, delay=(2, 2)),
+             ObsTerm("p", source="a", columns=("p0",), func=_lagged))
+    assert terms[0].past_width == 4 and terms[0].width == 2 and columns_of(terms) == ("d0", "d1", "p0")
+    a = [np.array([[10.0 * t + 1, 10.0 * t + 2], [100.0 * t + 1, 100.0 * t + 2]], dtype=np.float32)
+         for t in range(8)]
+    resets = [np.array([True, True]), None, None, None, None, np.array([False, True]), None, None]
+    out, states = _delay_run(terms, a, resets)
+
+    def d(t, e):  # the term's value env e had at event t
+        return list((a[t][e] - 1.0) * 2.0)
+
+    for e in (0, 1):
+        assert list(out[0][e]) == [*d(0, e), a[0][e][0]]  # the reset: the first value
+        assert list(out[1][e]) == [*d(0, e), a[1][e][0]]  # 2 steps before the first step: the reset's value
+        assert list(out[2][e]) == [*d(0, e), a[2][e][0]]
+        assert list(out[3][e]) == [*d(1, e), a[3][e][0]]
+        assert list(out[4][e]) == [*d(2, e), a[4][e][0]]
+    assert list(out[5][0]) == list(out[4][0])  # not reset: untouched by the reset's kernel
+    assert list(out[5][1]) == [*d(5, 1), a[5][1][0]]
+    # env 0 was not stepped at event 5: its last two steps before event 6 are events 4 and 3
+    assert list(out[6][0]) == [*d(3, 0), a[6][0][0]] and list(out[6][1]) == [*d(5, 1), a[6][1][0]]
+    assert list(out[7][0]) == [*d(4, 0), a[7][0][0]] and list(out[7][1]) == [*d(5, 1), a[7][1][0]]
+    _, plain = _delay_run((dataclasses.replace(terms[0], delay=(0, 0)), terms[1]), a, resets)
+    assert all((s == p).all() for s, p in zip(states, plain))
+
+
+def test_a_delay_range_draws_a_lag_per_env_and_step_and_history_stacks_the_delayed_frames():
+    """lag in [1, 3]: every observed value is one of the last 1-3 steps' values (the reset's before that), each
+    lag occurs, and with history 2 frame 1 is the delayed value of the step before."""
+    n, steps = 16, 12
+    a = [np.full((n, 1), float(t), dtype=np.float32) + np.arange(n, dtype=np.float32)[:, None] * 100.0
+         for t in range(steps)]
+    resets = [np.ones(n, dtype=bool)] + [None] * (steps - 1)
+    term = ObsTerm("d", source="a", columns=("d0",), func=_lagged, delay=(1, 3))
+    out, _ = _delay_run((term,), a, resets)
+    kept, _ = _delay_run((dataclasses.replace(term, history=2),), a, resets)
+    lags = set()
+    for t in range(1, steps):
+        seen = out[t][:, 0] - np.arange(n) * 100.0  # the step whose value each env sees
+        lag = t - seen
+        assert ((lag >= 1) & (lag <= 3) | (seen == 0)).all(), (t, lag)
+        lags |= {int(v) for v, s in zip(lag, seen) if s > 0}
+        np.testing.assert_array_equal(kept[t][:, 0], out[t][:, 0])  # the same draws: the newest frame is the same
+        np.testing.assert_array_equal(kept[t][:, 1], out[t - 1][:, 0])  # frame 1: the delayed value before
+    assert lags == {1, 2, 3}
+
+
+def test_a_bad_delay_fails_in_one_line_and_a_family_without_a_delay_buffer_refuses_one():
+    import pytest
+
+    from horde.envs.observations import modifiers
+    from horde.envs.terms import UnknownTermError
+
+    for bad in ((2, 1), (-1, 0), (1.0, 2), 3, (True, 2)):
+        with pytest.raises(ValueError, match=r"^observation term 'd': delay must be \(min, max\) control steps, "):
+            ObsTerm("d", source="a", columns=("d0",), delay=bad)
+    assert modifiers("d", {"delay": 2}) == {"delay": (2, 2)} and modifiers("d", {"delay": [0, 3]}) == {"delay": (0, 3)}
+    for bad in ([3, 1], -1, 1.5, [1, 2, 3], "2"):
+        with pytest.raises(UnknownTermError, match=r"^task.observation_params.d.delay: control steps of sensor "
+                                                   r"latency, an int >= 0 or \[min, max\] with 0 <= min <= max, got "):
+            modifiers("d", {"delay": bad})
+    with pytest.raises(ValueError, match=r"^observation term 'd' has a delay: Ctx's family keeps no delay buffer "):
+        observation_writer(Ctx, (ObsTerm("d", source="a", columns=("d0",), func=_column, delay=(1, 1)),))
