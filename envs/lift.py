@@ -424,7 +424,8 @@ class LiftEnv(ArticulatedTaskEnv):
     def _task_state(self) -> dict[str, torch.Tensor]:
         u = self._command
         return {"target": self.target, "ee_target": self.ee_target, "q_target": wp.to_torch(u.q_target),
-                "grip": wp.to_torch(u.grip)}
+                "grip": wp.to_torch(u.grip),
+                **({"obs_past": wp.to_torch(self._obs_past)} if past_width(self._obs_terms) else {})}
 
 register_task("lift", TaskSpec(
     env_cls=LiftEnv,

@@ -352,8 +352,10 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.cmd = self._cmd
         x.qd_index, x.imu, x.imu_q = self._qd_index, int(cfg.imu), wp.quat(*self.world.imu_rotation)
         x.grid, x.scan, x.scan_yaw = self._grid, self._scan, int(cfg.height_scan.yaw_aligned)
-        x.obs_past = wp.zeros((self.num_envs, max(1, past_width(velocity_obs.observation_terms(self, cfg=cfg)))),
-                              dtype=float, device=self.dev.warp)
+        self._past_width = past_width(velocity_obs.observation_terms(self, cfg=cfg))
+        """Values per env the delayed observation terms keep (0: none is delayed)."""
+        x.obs_past = self._obs_past = wp.zeros((self.num_envs, max(1, self._past_width)), dtype=float,
+                                               device=self.dev.warp)
         return x
 
     @staticmethod
@@ -521,7 +523,8 @@ class VelocityEnv(ArticulatedTaskEnv):
                 "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {}),
                 **({"push_velocity": self.push_velocity} if self.cfg.push_curriculum else {}),
                 **({"heading": wp.to_torch(self._cmd.heading)} if self.cfg.heading_fraction > 0 else {}),
-                **({"vy_range": self.vy_range, "yaw_range": self.yaw_range} if self._curricula else {})}
+                **({"vy_range": self.vy_range, "yaw_range": self.yaw_range} if self._curricula else {}),
+                **({"obs_past": wp.to_torch(self._obs_past)} if self._past_width else {})}
 
 
 @CURRICULA.term

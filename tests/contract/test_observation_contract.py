@@ -133,6 +133,13 @@ def test_a_delayed_term_shows_the_robot_sides_value_of_lag_steps_before(task, de
             np.testing.assert_allclose(seen[step][e, rest], now[step][e, rest], rtol=1e-5, atol=2e-5)
     lo, hi = blocks["joint_pos"]["slice"]
     assert np.abs(seen[5][1:, lo:hi] - now[5][1:, lo:hi]).max() > 1e-4  # the delay shows
+    saved = env.get_env_state()  # the waiting values are env state: a checkpoint resumes exactly
+    assert "obs_past" in saved
+    actions = [torch.rand(N, env.num_actions, generator=g) * 2 - 1 for _ in range(4)]
+    first = [env.step(a).obs.clone() for a in actions]
+    env.set_env_state(saved)
+    for a, o in zip(actions, first):
+        torch.testing.assert_close(env.step(a).obs, o, rtol=0, atol=0)
 
 
 def test_every_term_names_a_documented_source_or_its_own_column_and_writes_itself():
