@@ -191,18 +191,18 @@ def test_the_classic_models_torch_observations_match_their_terms_values_and_grad
 
 
 # --- history (ObsTerm.history): frames kept in the obs buffer, newest first, filled on a reset -------------------
-def _history_kernels(terms, **order):
+def _history_kernels(terms, context=Ctx, **order):
     """The step's kernel (every env: older frames move on, the newest is written) and the observe kernel of envs
     just reset (``fill``: every frame the first value), as a task's kernels call the two writers."""
-    step, fill = observation_writer(Ctx, terms, **order), observation_writer(Ctx, terms, fill=True, **order)
+    step, fill = observation_writer(context, terms, **order), observation_writer(context, terms, fill=True, **order)
 
     @wp.kernel(enable_backward=False, module="unique")
-    def observe_step(x: Ctx, rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
+    def observe_step(x: context, rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
         i = wp.tid()
         rng[i] = wp.static(step)(x, i, True, rng[i], obs, 0)
 
     @wp.kernel(enable_backward=False, module="unique")
-    def observe_reset(x: Ctx, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
+    def observe_reset(x: context, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
                       obs: wp.array2d(dtype=float)):
         i = wp.tid()
         if mask[i]:
@@ -211,12 +211,16 @@ def _history_kernels(terms, **order):
     return observe_step, observe_reset
 
 
-def _history_run(terms, values, resets, **order):
+def _history_run(terms, values, resets, context=Ctx, states=None, **order):
     """Observations after each event of a sequence: ``values[t]`` [n, 2] the raw state at event t, ``resets[t]``
-    None for a step or the envs reset (bool [n])."""
+    None for a step or the envs reset (bool [n]); ``states``: a list that gets the RNG states after each event."""
+    from horde.envs.obs_writer import past_width
+
     n = values[0].shape[0]
-    step, reset = _history_kernels(terms, **order)
-    x = Ctx()
+    step, reset = _history_kernels(terms, context, **order)
+    x = context()
+    if "obs_past" in context.vars:
+        x.obs_past = wp.full((n, max(1, past_width(terms))), -7.0, dtype=float)
     rng = wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)
     obs = wp.zeros((n, sum(t.width for t in terms)), dtype=float)
     out = []
@@ -227,6 +231,8 @@ def _history_run(terms, values, resets, **order):
         else:
             wp.launch(reset, n, inputs=[x, wp.array(mask, dtype=wp.bool), rng], outputs=[obs])
         out.append(obs.numpy().copy())
+        if states is not None:
+            states.append(rng.numpy().copy())
     return out
 
 
@@ -301,38 +307,9 @@ def _lagged(x: Lagged, i: int, k: int) -> float:
 
 
 def _delay_run(terms, values, resets):
-    """As :func:`_history_run` on a context with ``obs_past``; also the RNG states after each event."""
-    from horde.envs.obs_writer import past_width
-
-    n = values[0].shape[0]
-    step, fill = observation_writer(Lagged, terms), observation_writer(Lagged, terms, fill=True)
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def observe_step(x: Lagged, rng: wp.array(dtype=wp.uint32), obs: wp.array2d(dtype=float)):
-        i = wp.tid()
-        rng[i] = wp.static(step)(x, i, True, rng[i], obs, 0)
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def observe_reset(x: Lagged, mask: wp.array(dtype=wp.bool), rng: wp.array(dtype=wp.uint32),
-                      obs: wp.array2d(dtype=float)):
-        i = wp.tid()
-        if mask[i]:
-            rng[i] = wp.static(fill)(x, i, True, rng[i], obs, 0)
-
-    x = Lagged()
-    x.obs_past = wp.full((n, max(1, past_width(terms))), -7.0, dtype=float)
-    rng = wp.array([wp.rand_init(5, i) for i in range(n)], dtype=wp.uint32)
-    obs = wp.zeros((n, sum(t.width for t in terms)), dtype=float)
-    out, states = [], []
-    for a, mask in zip(values, resets):
-        x.a = wp.array(a, dtype=float)
-        if mask is None:
-            wp.launch(observe_step, n, inputs=[x, rng], outputs=[obs])
-        else:
-            wp.launch(observe_reset, n, inputs=[x, wp.array(mask, dtype=wp.bool), rng], outputs=[obs])
-        out.append(obs.numpy().copy())
-        states.append(rng.numpy().copy())
-    return out, states
+    """:func:`_history_run` on a context with ``obs_past``, and the RNG states after each event."""
+    states = []
+    return _history_run(terms, values, resets, Lagged, states), states
 
 
 def test_a_fixed_delay_shows_the_value_of_lag_steps_before_and_a_reset_shows_its_first_value():
