@@ -77,6 +77,15 @@ class AntConfig(TaskConfig):
     termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the configured termination terms, by name, over their functions' defaults
     (``task.termination_params.torso_low.height=0.25``; ``func`` makes a new term of a registered one)."""
+    events: dict[str, float] = field(default_factory=dict)
+    """Interval event terms of LOCOMOTION_EVENTS by name, each with its interval [s] (run before the physics on the
+    steps of an episode that are multiples of it). E.g. ``{kick: 2.0}``: a push every 2 s."""
+    reset_events: list[str] = field(default_factory=list)
+    """Reset event terms of LOCOMOTION_EVENTS, in order: run in every reset of an env after the world has drawn its
+    initial state and before its first observation (``[start_kick]``)."""
+    event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured event terms, by name, over their functions' defaults
+    (``task.event_params.kick.speed=1.0``; ``func`` makes a new term of a registered one)."""
     reward_scales: dict[str, float] = field(default_factory=_scales)
 
     @staticmethod

@@ -8,12 +8,14 @@ actions. Reward terms (:data:`LOCOMOTION_TERMS`, Warp functions over :class:`Run
 clipped actions), terminated (1 on failure). Termination terms (a robot's own :class:`TerminationSet` over
 :class:`Runner`, from :func:`locomotion_terminations`; ``terminations`` names them, ``termination_params`` sets
 their thresholds): ``torso_low`` (the root below ``height``) and ``upside_down`` (its up axis's world z below
-``min_up``); the physics health check always fails an episode.
+``min_up``); the physics health check always fails an episode. Event terms (:data:`LOCOMOTION_EVENTS`, shared by
+the robots): interval events (``task.events``: name -> seconds; ``kick`` on offer) and reset events
+(``task.reset_events``; ``start_kick``), with ``task.event_params``.
 
 The env reads these config fields (each task's config declares them with its robot's defaults): ``sim``, ``sim_dt``,
 ``decimation``, ``episode_length``, ``action_mode``, ``action_scale``, ``joint_stiffness``, ``joint_damping``,
 ``effort_limit``, ``default_joint_pos``, ``init_joint_pos_range``, ``init_joint_vel_range``, ``terminations``,
-``termination_params``.
+``termination_params``, ``events``, ``reset_events``, ``event_params``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.obs_writer import observation_writer, observe_kernel, write_joint_state
 from horde.envs.observations import ObsTerm, columns_of, quat_rotate_inverse
-from horde.envs.terms import TerminationSet, TermSet
+from horde.envs.terms import (EventSet, TerminationSet, TermSet, event_steps, interval_events_kernel,
+                              reset_events_kernel)
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf
@@ -40,7 +43,7 @@ from horde.sim.spec import RobotEntity, WorldSpec, world_from_spec
 if TYPE_CHECKING:
     import newton
 
-__all__ = ["LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMINATIONS", "TERMS", "LocomotionEnv", "LocomotionTask",
+__all__ = ["LOCOMOTION_EVENTS", "LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMINATIONS", "TERMS", "LocomotionEnv", "LocomotionTask",
            "Runner", "build_locomotion_world", "locomotion_terminations", "migrate_termination_fields", "obs_names",
            "torso_low", "upside_down"]
 
@@ -210,6 +213,34 @@ def upside_down(x: Runner, i: int, min_up: float = 0.0) -> bool:
     return 1.0 - 2.0 * (rot[0] * rot[0] + rot[1] * rot[1]) < min_up
 
 
+LOCOMOTION_EVENTS = EventSet("locomotion event", Runner)
+"""Event terms of the ant and the humanoid: Warp functions ``(x: Runner, i: int, s: wp.uint32) -> wp.uint32``
+changing env ``i``'s state with random numbers from its stream ``s`` (``task.events`` by interval,
+``task.reset_events`` at every reset, ``task.event_params`` their parameters); yours is ``@LOCOMOTION_EVENTS.term``
+(``mode="reset"`` for a reset event)."""
+
+
+@wp.func
+def _kick(x: Runner, i: int, s: wp.uint32, speed: float) -> wp.uint32:
+    x.joint_qd[i, 0] = x.joint_qd[i, 0] + wp.randf(s, -1.0, 1.0) * speed
+    x.joint_qd[i, 1] = x.joint_qd[i, 1] + wp.randf(s, -1.0, 1.0) * speed
+    return s
+
+
+@LOCOMOTION_EVENTS.term(bounds={"speed": {"ge": 0}})
+def kick(x: Runner, i: int, s: wp.uint32, speed: float = 0.5) -> wp.uint32:
+    """A push: U(-speed, speed) [m/s] added to the root's x and y velocity (world frame), on every ``task.events``
+    interval (``task.events: {kick: 2.0}``, ``task.event_params: {kick: {speed: 1.0}}``)."""
+    return _kick(x, i, s, speed)
+
+
+@LOCOMOTION_EVENTS.term(mode="reset", bounds={"speed": {"ge": 0}})
+def start_kick(x: Runner, i: int, s: wp.uint32, speed: float = 0.5) -> wp.uint32:
+    """:func:`kick` at every reset, after the world has drawn the initial state (``task.reset_events=[start_kick]``):
+    episodes start moving."""
+    return _kick(x, i, s, speed)
+
+
 def locomotion_terminations(robot: str, *, height: float) -> TerminationSet:
     """The termination terms of one locomotion robot: :func:`torso_low` with the robot's ``height`` [m] and
     :func:`upside_down`, failures (``task.termination_params.torso_low.height=0.25``); a user's own term joins the
@@ -319,11 +350,23 @@ class LocomotionEnv(ArticulatedTaskEnv):
     """Where ``reward_scales``' keys are looked up."""
     termination_set: ClassVar[TerminationSet]
     """Where ``terminations``' names are looked up (the robot's own set: :func:`locomotion_terminations`)."""
+    event_set = LOCOMOTION_EVENTS
+    """Where ``events``' and ``reset_events``' names are looked up."""
 
     def __init__(self, cfg: TaskConfig, *, num_envs: int, device: str = "cpu", seed: int = 0) -> None:
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
         self.termination_names = tuple(cfg.terminations)
+        params = cfg.event_params
+        events = LOCOMOTION_EVENTS.resolve_mode(list(cfg.events), "interval", "task.events", params)
+        reset_events = LOCOMOTION_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events", params)
+        LOCOMOTION_EVENTS.check_params([*cfg.events, *cfg.reset_events], params)
+        steps = event_steps(cfg.events, cfg.sim_dt * cfg.decimation)
+        self._pre_step = interval_events_kernel(Runner, events) if events else None
+        reset_kernel = reset_events_kernel(Runner, reset_events) if reset_events else None
+        if reset_kernel is not None:
+            self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
+                                                             inputs=[self.runner, mask], outputs=[rng])
         self._obs_terms = locomotion_observation_terms(tuple(self.joints))
         write_obs = observation_writer(Runner, self._obs_terms)
         self._post_step = post_step_kernel(LOCOMOTION_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
@@ -342,7 +385,9 @@ class LocomotionEnv(ArticulatedTaskEnv):
         self._task.max_episode_length = cfg.episode_length
         self._last_actions = wp.zeros((num_envs, len(self.joints)), dtype=float, device=d)
         self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
-        self.step_kernels = (self._post_step, self._observe_kernel) + self.world.kernels
+        self._event_steps = wp.array(steps or [1], dtype=int, device=d)
+        self.step_kernels = ((self._post_step, self._observe_kernel) + self.world.kernels
+                             + tuple(k for k in (self._pre_step, reset_kernel) if k is not None))
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
 
     def _bind(self) -> None:
@@ -376,6 +421,11 @@ class LocomotionEnv(ArticulatedTaskEnv):
                 "joint_pos": wp.to_torch(a.joint_q)[:, t.q0:t.q0 + nj],
                 "joint_vel": wp.to_torch(a.joint_qd)[:, t.qd0:t.qd0 + nj],
                 "last_action": wp.to_torch(self._last_actions)}
+
+    def _pre_physics(self) -> None:
+        if self._pre_step is not None:
+            wp.launch(self._pre_step, self.num_envs, device=self.dev.warp,
+                      inputs=[self.runner, self._episode_length, self._event_steps], outputs=[self._rng])
 
     def _post_physics(self) -> None:
         w = self.world

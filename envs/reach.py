@@ -29,12 +29,12 @@ from horde.envs import render
 from horde.envs.registry import TaskSpec, register_task
 from horde.envs.reach_terms import (  # noqa: F401  (re-exported: horde.envs.reach's names before the split)
     REACH_EVENTS, REACH_TERMINATIONS, REACH_TERMS, Arm, _distance, action_rate, distance, draw_target, joint_vel,
-    pre_step_kernel, precision, reach_observation_terms, reached)
-from horde.envs.terms import reset_events_kernel, term_values_torch
+    precision, reach_observation_terms, reached)
+from horde.envs.terms import event_steps, interval_events_kernel, reset_events_kernel, term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout
-from horde.sim.fields import FieldError, bounded, bounded_list, choice
+from horde.sim.fields import bounded, bounded_list, choice
 from horde.sim.newton_build import load_mjcf, set_joint_positions, site_frame
 from horde.sim.newton_world import NewtonWorld, SimConfig
 from horde.sim.spec import RobotEntity, WorldSpec, world_from_spec
@@ -239,10 +239,7 @@ class ReachEnv(ArticulatedTaskEnv):
         events = REACH_EVENTS.resolve_mode(list(cfg.events), "interval", "task.events", params)
         reset_events = REACH_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events", params)
         REACH_EVENTS.check_params([*cfg.episode_events, *cfg.events, *cfg.reset_events], params)
-        control_dt = cfg.sim_dt * cfg.decimation
-        bad = [f"{n}={v}" for n, v in cfg.events.items() if not float(v) > 0]
-        if bad:
-            raise FieldError(f"task.events: every interval must be > 0 seconds, got {', '.join(bad)}")
+        steps = event_steps(cfg.events, cfg.sim_dt * cfg.decimation)
         self._obs_terms = reach_observation_terms(JOINTS)
         write_obs = observation_writer(Arm, self._obs_terms)
         self._post_step = post_step_kernel(REACH_TERMS.resolve(list(cfg.reward_scales), cfg.reward_params),
@@ -250,7 +247,7 @@ class ReachEnv(ArticulatedTaskEnv):
                                            episode_events, write_obs)
         self._observe_kernel = observe_kernel(Arm, observation_writer(Arm, self._obs_terms, fill=True))
         self._reset_episode = reset_episode_kernel(episode_events)
-        self._pre_step = pre_step_kernel(events) if events else None
+        self._pre_step = interval_events_kernel(Arm, events) if events else None
         reset_kernel = reset_events_kernel(Arm, reset_events) if reset_events else None
         if reset_kernel is not None:
             self._reset_events = lambda mask, rng: wp.launch(reset_kernel, self.num_envs, device=self.dev.warp,
@@ -263,8 +260,7 @@ class ReachEnv(ArticulatedTaskEnv):
         t.ee_body, t.ee_offset = ee_body, wp.vec3(*ee_offset)
         t.max_episode_length = cfg.episode_length
         with wp.ScopedDevice(d):
-            self._event_steps = wp.array([max(int(round(float(v) / control_dt)), 1) for v in cfg.events.values()]
-                                         or [1], dtype=int)
+            self._event_steps = wp.array(steps or [1], dtype=int)
             self._last_actions = wp.zeros((num_envs, len(JOINTS)), dtype=float)
             self._target = wp.zeros(num_envs, dtype=wp.vec3)
             self._final_error = wp.full(num_envs, -1.0, dtype=float)

@@ -1,11 +1,9 @@
 """The reach family's terms: what a term reads of an env (:class:`Arm`), its reward terms (:data:`REACH_TERMS`),
 terminations (:data:`REACH_TERMINATIONS`: :func:`reached` on offer) and events (:data:`REACH_EVENTS`: the target
 draw, ``target`` and ``retarget``), Warp functions ``(x: Arm, i: int, <parameters>)`` fused into the step kernels of
-:mod:`horde.envs.reach`; and the kernels that fuse its interval and reset events."""
+:mod:`horde.envs.reach` (its interval and reset events through :mod:`horde.envs.terms`' kernels)."""
 
 from __future__ import annotations
-
-import functools
 
 import warp as wp
 
@@ -13,7 +11,7 @@ from horde.envs.observations import ObsTerm
 from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
 
 __all__ = ["REACH_EVENTS", "REACH_TERMINATIONS", "REACH_TERMS", "Arm", "action_rate", "distance", "draw_target",
-           "joint_vel", "precision", "pre_step_kernel", "reach_observation_terms", "reached"]
+           "joint_vel", "precision", "reach_observation_terms", "reached"]
 
 
 @wp.struct
@@ -107,23 +105,6 @@ def reached(x: Arm, i: int, distance: float = 0.02) -> bool:
     return _distance(x, i) < distance and not x.unstable[i]
 
 
-@functools.lru_cache(maxsize=None)
-def pre_step_kernel(events: tuple[wp.Function, ...]) -> wp.Kernel:
-    """The step's first kernel for these interval events (``task.events``), fused with ``wp.static``: each runs
-    on the steps of an episode that are multiples of its interval."""
-
-    @wp.kernel(enable_backward=False, module="unique")
-    def reach_pre_step(x: Arm, episode_length: wp.array(dtype=wp.int32), event_steps: wp.array(dtype=int),
-                       rng: wp.array(dtype=wp.uint32)):
-        i = wp.tid()
-        step = episode_length[i] + 1
-        s = rng[i]
-        for e in range(wp.static(len(events))):
-            if step % event_steps[e] == 0:
-                s = wp.static(events[e])(x, i, s)
-        rng[i] = s
-
-    return reach_pre_step
 
 
 # --- observation terms: (x, i, k) -> column k's raw value, written by horde.envs.obs_writer ------------------------

@@ -475,6 +475,38 @@ def reset_events_kernel(context: type, events: tuple[wp.Function, ...]) -> wp.Ke
 
 
 @functools.lru_cache(maxsize=None)
+def interval_events_kernel(context: type, events: tuple[wp.Function, ...]) -> wp.Kernel:
+    """The step's first kernel for these interval events (``task.events``: :class:`EventSet` functions ``(x, i, s)
+    -> s``), fused with ``wp.static``, one thread per env: ``(x: context, episode_length, event_steps, rng)``; event
+    ``e`` runs on the steps of an episode that are multiples of ``event_steps[e]`` (reach and the locomotion family;
+    the velocity family fuses its events into its own pre-step kernel)."""
+
+    @wp.kernel(enable_backward=False, module="unique")
+    def interval_events(x: context, episode_length: wp.array(dtype=wp.int32), event_steps: wp.array(dtype=int),
+                        rng: wp.array(dtype=wp.uint32)):
+        i = wp.tid()
+        step = episode_length[i] + 1
+        s = rng[i]
+        for e in range(wp.static(len(events))):
+            if step % event_steps[e] == 0:
+                s = wp.static(events[e])(x, i, s)
+        rng[i] = s
+
+    return interval_events
+
+
+def event_steps(events: dict, control_dt: float) -> list[int]:
+    """Each interval event's period in control steps (``task.events``: name -> seconds, each > 0), at least 1; a
+    period that is not > 0 fails in one line (:class:`horde.sim.fields.FieldError`)."""
+    from horde.sim.fields import FieldError
+
+    bad = [f"{n}={v}" for n, v in events.items() if not float(v) > 0]
+    if bad:
+        raise FieldError(f"task.events: every interval must be > 0 seconds, got {', '.join(bad)}")
+    return [max(int(round(float(v) / control_dt)), 1) for v in events.values()]
+
+
+@functools.lru_cache(maxsize=None)
 def term_values_kernel(context: type, terms: tuple[wp.Function, ...], backward: bool = False) -> wp.Kernel:
     """A kernel that writes each of ``terms`` of every env into ``out[T, N]``: what a MuJoCo twin launches on a
     one-env context built from MuJoCo's state, so that it scores with the env's own term functions; with

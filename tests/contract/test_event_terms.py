@@ -180,3 +180,43 @@ def test_an_event_in_the_field_of_another_mode_fails_in_one_line():
     with pytest.raises(ConfigError, match=r"^task.events takes interval events; not payload \(startup\): startup "
                                           r"events go in task.startup_events$"):
         check_terms(dataclasses.replace(get_task("quadruped").config, events={"payload": 1.0}), "quadruped")
+
+
+# --- the locomotion family (ant, humanoid): interval and reset events -----------------------------------------------
+def _root_vxy(env) -> torch.Tensor:
+    return env.world.joint_qd[:, 0:2].clone()
+
+
+def test_the_locomotion_family_runs_interval_and_reset_events_and_nothing_without_them():
+    """``task.events: {kick: s}`` pushes the ant's root on the steps its interval names (and only when asked: the
+    same trajectory as without an event until then); ``task.reset_events=[start_kick]`` starts every humanoid episode
+    moving (the world's initial velocity noise is 0.1 m/s at most); a wrong name or mode is one line."""
+    from horde.envs.locomotion import LOCOMOTION_EVENTS
+    from horde.train.config import ConfigError, compose
+
+    cfg = get_task("ant").config
+    plain = make("ant", num_envs=4, seed=0, config=cfg)
+    kicked = make("ant", num_envs=4, seed=0, config=dataclasses.replace(cfg, events={"kick": 0.06},
+                                                                        event_params={"kick": {"speed": 2.0}}))
+    period = round(0.06 / (cfg.sim_dt * cfg.decimation))
+    assert period == 3
+    zero = torch.zeros(4, plain.num_actions)
+    for step in range(1, 2 * period + 1):
+        a, b = plain.step(zero).obs, kicked.step(zero).obs
+        if step < period:
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+        elif step == period:
+            assert (a - b).abs().max() > 0.5  # 2 m/s pushes: a jump no drift makes
+    hum = get_task("humanoid").config
+    env = make("humanoid", num_envs=8, seed=0, config=dataclasses.replace(hum, reset_events=["start_kick"],
+                                                                          event_params={"start_kick": {"speed": 3.0}}))
+    env.reset()
+    assert _root_vxy(env).abs().amax(dim=1).min() > 0.1 and _root_vxy(env).abs().max() > 1.0
+    with pytest.raises(UnknownTermError, match=r"^task.reset_events takes reset events; not kick \(interval\)"):
+        LOCOMOTION_EVENTS.resolve_mode(["kick"], "reset", "task.reset_events", {})
+    for overrides, message in ((["task=ant", "+task.events.kik=1.0"], r"kik"),
+                               (["task=humanoid", "task.event_params.kick.sped=1.0", "+task.events.kick=1.0"],
+                                r"sped")):
+        with pytest.raises(ConfigError, match=message) as info:
+            compose(overrides)
+        assert "\n" not in str(info.value), str(info.value)
