@@ -283,7 +283,9 @@ class LiftEnv(ArticulatedTaskEnv):
         act = actuation_of(cfg)
         with wp.ScopedDevice(d):
             self._last_actions = wp.zeros((num_envs, len(self.action_names)), dtype=float)
-            self._obs_past = wp.zeros((num_envs, max(1, past_width(self._obs_terms))), dtype=float)
+            self._past_width = past_width(self._obs_terms)
+            """Values per env the delayed observation terms keep (0: none is delayed)."""
+            self._obs_past = wp.zeros((num_envs, max(1, self._past_width)), dtype=float)
             self._target = wp.zeros(num_envs, dtype=wp.vec3)
             self._failed = wp.zeros(num_envs, dtype=wp.bool)
             self._cube_height = wp.zeros(num_envs, dtype=float)
@@ -425,7 +427,7 @@ class LiftEnv(ArticulatedTaskEnv):
         u = self._command
         return {"target": self.target, "ee_target": self.ee_target, "q_target": wp.to_torch(u.q_target),
                 "grip": wp.to_torch(u.grip),
-                **({"obs_past": wp.to_torch(self._obs_past)} if past_width(self._obs_terms) else {})}
+                **({"obs_past": wp.to_torch(self._obs_past)} if self._past_width else {})}
 
 register_task("lift", TaskSpec(
     env_cls=LiftEnv,

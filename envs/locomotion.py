@@ -43,7 +43,8 @@ from horde.sim.spec import RobotEntity, WorldSpec, world_from_spec
 if TYPE_CHECKING:
     import newton
 
-__all__ = ["LOCOMOTION_EVENTS", "LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMINATIONS", "TERMS", "LocomotionEnv", "LocomotionTask",
+__all__ = ["LOCOMOTION_EVENTS", "LOCOMOTION_TERMS", "ROOT_COORDS", "ROOT_DOFS", "TERMINATIONS", "TERMS",
+           "LocomotionEnv", "LocomotionTask",
            "Runner", "build_locomotion_world", "locomotion_terminations", "migrate_termination_fields", "obs_names",
            "torso_low", "upside_down"]
 

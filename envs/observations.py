@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import torch
 import warp as wp
 
-__all__ = ["DELAY_NOTE", "HISTORY_LAYOUT", "MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet", "ObservationFunction",
-           "columns_of", "history_column", "modifiers", "quat_rotate", "quat_rotate_inverse", "raw_term",
+__all__ = ["DELAY_NOTE", "HISTORY_LAYOUT", "MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet",
+           "ObservationFunction", "columns_of", "history_column", "modifiers", "quat_rotate", "quat_rotate_inverse", "raw_term",
            "split_history_column", "term_slices"]
 
 SOURCES: dict[str, str] = {
@@ -186,8 +186,8 @@ function): the lift family's and the velocity family's, built-in terms and a use
 
 def modifiers(name: str, mods: Mapping[str, Any]) -> dict[str, Any]:
     """``task.observation_params.<name>``'s :data:`MODIFIERS` as :class:`ObsTerm` fields, checked (a number; noise
-    >= 0, clip > 0; history an int >= 1; delay control steps, an int or [min, max]); a mistake raises :class:`horde.envs.terms.UnknownTermError` in one
-    line."""
+    >= 0, clip > 0; history an int >= 1; delay control steps, an int or [min, max]); a mistake raises
+    :class:`horde.envs.terms.UnknownTermError` in one line."""
     from horde.envs.terms import UnknownTermError
 
     out = {}
