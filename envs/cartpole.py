@@ -4,6 +4,8 @@ Observations: cart position [m], cart velocity [m/s], cos and sin of the pole an
 [rad/s]. Action: cart force in [-1, 1] x ``max_force`` [N]. 50 Hz control (2 x 10 ms substeps), 500 steps. The
 episode fails on a non-finite state or a termination term of :data:`CARTPOLE_TERMINATIONS` that
 ``task.terminations`` lists (``cart_out``: past ``cart_limit``; ``pole_fallen``: past ``pole_limit``).
+``task.events`` and ``task.reset_events`` add event terms of :data:`CARTPOLE_EVENTS` (``push``, ``start_push``;
+none by default; a config with events steps one env per thread, not in the CPU block step).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from horde.envs import render
 from horde.envs.obs_writer import observation_writer
 from horde.envs.observations import ObsTerm
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
+from horde.envs.terms import (EventSet, TerminationSet, TermSet, configured_events, interval_events_kernel,
+                              refuse_events, term_values_torch, unit_clip)
 from horde.sim.device import resolve_device
 from horde.sim.fields import bounded
 from horde.sim.classic import (
@@ -84,6 +87,16 @@ class CartpoleConfig(TaskConfig):
     termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the configured termination terms, by name, over their functions' defaults
     (``task.termination_params.<term>.<param>=v``; ``func`` makes a new term of a registered one)."""
+    events: dict[str, float] = field(default_factory=dict)
+    """Interval event terms of CARTPOLE_EVENTS by name, each with its interval [s] (run before the physics on the
+    steps of an episode that are multiples of it). E.g. ``{push: 2.0}``: a push every 2 s. Events step one env per
+    thread on the CPU (not the block step's C++)."""
+    reset_events: list[str] = field(default_factory=list)
+    """Reset event terms of CARTPOLE_EVENTS, in order: run in every reset of an env after its initial state is drawn
+    and before its first observation (``[start_push]``)."""
+    event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured event terms, by name, over their functions' defaults
+    (``task.event_params.push.speed=1.0``; ``func`` makes a new term of a registered one)."""
 
 
 @wp.struct
@@ -144,6 +157,33 @@ CARTPOLE_TERMS = TermSet("cartpole", Cart)
 """Reward terms of the cart-pole: Warp functions ``(x: Cart, i: int) -> float``; the env's step kernel and the
 differentiable model (SHAC) both call them, and the CPU block step's C++ (:mod:`horde.envs.cartpole_block`) mirrors them (pinned bit for bit by
 tests/unit/test_sim.py). A non-finite state fails and is scored as zeros, so that statistics stay finite."""
+
+
+CARTPOLE_EVENTS = EventSet("cartpole event", Cart)
+"""Event terms of the cart-pole: Warp functions ``(x: Cart, i: int, s: wp.uint32) -> wp.uint32`` changing env
+``i``'s state with random numbers from its stream ``s`` (``task.events`` by interval, ``task.reset_events`` at every
+reset, ``task.event_params`` their parameters); yours is ``@CARTPOLE_EVENTS.term`` (``mode="reset"`` for a reset
+event). The differentiable model (SHAC) runs none: it refuses a config that names one."""
+
+
+@wp.func
+def _push(x: Cart, i: int, s: wp.uint32, speed: float, rate: float) -> wp.uint32:
+    x.state[i, 1] = x.state[i, 1] + wp.randf(s, -speed, speed)
+    x.state[i, 3] = x.state[i, 3] + wp.randf(s, -rate, rate)
+    return s
+
+
+@CARTPOLE_EVENTS.term(bounds={"speed": {"ge": 0}, "rate": {"ge": 0}})
+def push(x: Cart, i: int, s: wp.uint32, speed: float = 0.5, rate: float = 0.0) -> wp.uint32:
+    """A shove: U(-speed, speed) [m/s] added to the cart's velocity and U(-rate, rate) [rad/s] to the pole's rate,
+    on every ``task.events`` interval (``task.events: {push: 2.0}``, ``task.event_params: {push: {rate: 0.5}}``)."""
+    return _push(x, i, s, speed, rate)
+
+
+@CARTPOLE_EVENTS.term(mode="reset", bounds={"speed": {"ge": 0}, "rate": {"ge": 0}})
+def start_push(x: Cart, i: int, s: wp.uint32, speed: float = 0.5, rate: float = 0.0) -> wp.uint32:
+    """:func:`push` at every reset, after the initial state is drawn (``task.reset_events=[start_push]``)."""
+    return _push(x, i, s, speed, rate)
 
 
 @wp.func
@@ -291,11 +331,12 @@ def terminated(x: Cart, i: int) -> float:
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
-                     write_obs: wp.Function) -> wp.Kernel:
+                     write_obs: wp.Function, reset_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
     """The one-env-per-thread step kernel (CUDA, the envs after the last CPU block, and the CPU with terminations
-    of a config's own) for these reward terms, terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`) and observation writer
-    (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`), fused with ``wp.static``."""
+    or events of a config's own) for these reward terms, terminations (``(check, count)`` of
+    :meth:`horde.envs.terms.TerminationSet.fused`), observation writer
+    (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`) and reset events (run after a
+    finished env's next state is drawn), fused with ``wp.static``."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -332,6 +373,11 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
             rng[i] = wp.static(write_obs)(x, i, _finite(x, i), rng[i], final_obs, 0)
             _sample_state(t, rng, state, i)
             x.scored = False
+            if wp.static(len(reset_events) > 0):
+                s = rng[i]
+                for e in range(wp.static(len(reset_events))):
+                    s = wp.static(reset_events[e])(x, i, s)
+                rng[i] = s
         rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return cartpole_post_step
@@ -345,8 +391,9 @@ all of the reward terms; ``reward_scales`` weights them)."""
 
 
 @functools.lru_cache(maxsize=None)
-def reset_kernel(write_obs: wp.Function) -> wp.Kernel:
-    """Explicit reset of the envs where ``mask`` is True, observed through ``write_obs``."""
+def reset_kernel(write_obs: wp.Function, reset_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+    """Explicit reset of the envs where ``mask`` is True: a state drawn, the reset events, observed through
+    ``write_obs``."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def cartpole_reset(
@@ -364,6 +411,11 @@ def reset_kernel(write_obs: wp.Function) -> wp.Kernel:
             x = Cart()
             x.state = state
             x.scored = False
+            if wp.static(len(reset_events) > 0):
+                s = rng[i]
+                for e in range(wp.static(len(reset_events))):
+                    s = wp.static(reset_events[e])(x, i, s)
+                rng[i] = s
             rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return cartpole_reset
@@ -378,6 +430,8 @@ class CartpoleEnv(BlockStepEnv):
     term_names = TERMS
     termination_set = CARTPOLE_TERMINATIONS
     """Where ``terminations``' names are looked up."""
+    event_set = CARTPOLE_EVENTS
+    """Where ``events``' and ``reset_events``' names are looked up."""
     action_type = "force"
     action_unit = "N"
 
@@ -394,13 +448,17 @@ class CartpoleEnv(BlockStepEnv):
         CARTPOLE_TERMS.configure(TERMS, cfg.reward_params)  # its terms take none: an entry fails in one line
         ends = CARTPOLE_TERMINATIONS.configure(cfg.terminations, cfg.termination_params)
         self.termination_names = tuple(cfg.terminations)
+        events, reset_events, steps = configured_events(CARTPOLE_EVENTS, cfg)
         self._post_step = post_step_kernel(CARTPOLE_TERMS.resolve(TERMS),
                                            CARTPOLE_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
-                                           _write_builtin)
-        self._reset = reset_kernel(_write_builtin)
+                                           _write_builtin, reset_events)
+        self._reset = reset_kernel(_write_builtin, reset_events)
+        self._pre_step = interval_events_kernel(Cart, events) if events else None
         bases = [t.base for t in ends]
-        self._builtin_ends = len(set(bases)) == len(bases) and set(bases) <= set(TERMINATIONS)
-        """The configured terminations are built-in ones the block step's C++ runs (else: per-env kernels only)."""
+        self._builtin_ends = (len(set(bases)) == len(bases) and set(bases) <= set(TERMINATIONS)
+                              and not events and not reset_events)
+        """The configured terminations are built-in ones the block step's C++ runs and there are no events (else:
+        per-env kernels only)."""
         self.physics = physics_params(cfg)
         self._task = CartpoleTask()
         self._task.cart_limit = cfg.cart_limit
@@ -415,10 +473,16 @@ class CartpoleEnv(BlockStepEnv):
         self.block_kernels = ((cartpole_block_kernel(cfg.decimation, *(bases.index(n) if n in bases else -1
                                                                        for n in TERMINATIONS)),)
                               if self._builtin_ends else ())
-        self.step_kernels = (cartpole_advance, self._post_step)
-        self._failed = wp.zeros(num_envs, dtype=wp.bool, device=resolve_device(device).warp)
+        self.step_kernels = (cartpole_advance, self._post_step) + ((self._pre_step,) if events else ())
+        d = resolve_device(device).warp
+        self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
         """Whether each env failed on the last step (what ``alive`` and ``terminated`` read; the per-env kernels)."""
+        self._event_steps = wp.array(steps or [1], dtype=int, device=d)
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
+        self._cart = Cart()
+        """The interval events' view of every env (the per-env path: events turn the block step off)."""
+        self._cart.state, self._cart.actions, self._cart.failed = self._state, self._actions, self._failed
+        self._cart.cart_limit, self._cart.pole_limit = cfg.cart_limit, cfg.pole_limit
 
     step_kernels = (cartpole_advance, cartpole_post_step)
 
@@ -430,6 +494,9 @@ class CartpoleEnv(BlockStepEnv):
 
     def _launch_step_range(self, start: int, stop: int, stats: wp.array, causes: wp.array) -> None:
         d, mid = self.dev.warp, self._block_end(start, stop)
+        if self._pre_step is not None:  # events: no block step, one range of every env
+            wp.launch(self._pre_step, self.num_envs, inputs=[self._cart, self._episode_length, self._event_steps],
+                      outputs=[self._rng], device=d)
         if mid > start:
             wp.launch(self.block_kernels[0], (mid - start) // LANES,
                       inputs=[self.physics, self._task, self._actions, self._state, self._rng, self.episodes(0, stats),
@@ -509,6 +576,7 @@ def diff_task(cfg: CartpoleConfig, device: str = "cpu"):
     """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`)."""
     from horde.sim.diff import DiffRollout, DiffTask
 
+    refuse_events(cfg)
     rollout = DiffRollout(physics_params(cfg), decimation=cfg.decimation, device=device)
     return DiffTask(
         rollout=rollout, obs=obs_from_state, reward_terms=lambda s, a: reward_terms_from_state(s, a, cfg),

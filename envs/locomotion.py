@@ -32,7 +32,7 @@ from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.obs_writer import observation_writer, observe_kernel, write_joint_state
 from horde.envs.observations import ObsTerm, columns_of, quat_rotate_inverse
-from horde.envs.terms import (EventSet, TerminationSet, TermSet, event_steps, interval_events_kernel,
+from horde.envs.terms import (EventSet, TerminationSet, TermSet, configured_events, interval_events_kernel,
                               reset_events_kernel)
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
@@ -358,11 +358,7 @@ class LocomotionEnv(ArticulatedTaskEnv):
         d = resolve_device(device).warp
         self.term_names = tuple(cfg.reward_scales)
         self.termination_names = tuple(cfg.terminations)
-        params = cfg.event_params
-        events = LOCOMOTION_EVENTS.resolve_mode(list(cfg.events), "interval", "task.events", params)
-        reset_events = LOCOMOTION_EVENTS.resolve_mode(cfg.reset_events, "reset", "task.reset_events", params)
-        LOCOMOTION_EVENTS.check_params([*cfg.events, *cfg.reset_events], params)
-        steps = event_steps(cfg.events, cfg.sim_dt * cfg.decimation)
+        events, reset_events, steps = configured_events(LOCOMOTION_EVENTS, cfg)
         self._pre_step = interval_events_kernel(Runner, events) if events else None
         reset_kernel = reset_events_kernel(Runner, reset_events) if reset_events else None
         if reset_kernel is not None:

@@ -2,7 +2,8 @@
 
 Observations: cos and sin of the angle from upright, angular velocity [rad/s]. Action: torque in [-1, 1] x
 ``max_torque`` [N m]. 20 Hz control (one 50 ms substep), 200 steps. No failure condition but a non-finite state;
-``task.terminations`` adds termination terms of :data:`PENDULUM_TERMINATIONS` (none by default).
+``task.terminations`` adds termination terms of :data:`PENDULUM_TERMINATIONS` (none by default), ``task.events`` and
+``task.reset_events`` event terms of :data:`PENDULUM_EVENTS` (``push``, ``start_push``; none by default).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from horde.envs import render
 from horde.envs.obs_writer import observation_writer
 from horde.envs.observations import ObsTerm
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
+from horde.envs.terms import (EventSet, TerminationSet, TermSet, configured_events, interval_events_kernel,
+                              refuse_events, term_values_torch, unit_clip)
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 from horde.sim.fields import bounded
 
@@ -60,6 +62,15 @@ class PendulumConfig(TaskConfig):
     termination_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Parameters of the configured termination terms, by name, over their functions' defaults
     (``task.termination_params.<term>.<param>=v``; ``func`` makes a new term of a registered one)."""
+    events: dict[str, float] = field(default_factory=dict)
+    """Interval event terms of PENDULUM_EVENTS by name, each with its interval [s] (run before the physics on the
+    steps of an episode that are multiples of it). E.g. ``{push: 2.0}``: a push every 2 s."""
+    reset_events: list[str] = field(default_factory=list)
+    """Reset event terms of PENDULUM_EVENTS, in order: run in every reset of an env after its initial state is drawn
+    and before its first observation (``[start_push]``)."""
+    event_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Parameters of the configured event terms, by name, over their functions' defaults
+    (``task.event_params.push.rate=2.0``; ``func`` makes a new term of a registered one)."""
 
 
 @wp.struct
@@ -95,6 +106,32 @@ differentiable model (SHAC) both call them."""
 PENDULUM_TERMINATIONS = TerminationSet("pendulum termination", Swing)
 """Termination terms of the pendulum: Warp functions ``(x: Swing, i: int) -> bool`` (``task.terminations``; none
 built in). The step kernel fuses them; the differentiable model (SHAC) ends its episodes on the same ones."""
+
+
+PENDULUM_EVENTS = EventSet("pendulum event", Swing)
+"""Event terms of the pendulum: Warp functions ``(x: Swing, i: int, s: wp.uint32) -> wp.uint32`` changing env
+``i``'s state with random numbers from its stream ``s`` (``task.events`` by interval, ``task.reset_events`` at every
+reset, ``task.event_params`` their parameters); yours is ``@PENDULUM_EVENTS.term`` (``mode="reset"`` for a reset
+event). The differentiable model (SHAC) runs none: it refuses a config that names one."""
+
+
+@wp.func
+def _push(x: Swing, i: int, s: wp.uint32, rate: float) -> wp.uint32:
+    x.state[i, 1] = x.state[i, 1] + wp.randf(s, -rate, rate)
+    return s
+
+
+@PENDULUM_EVENTS.term(bounds={"rate": {"ge": 0}})
+def push(x: Swing, i: int, s: wp.uint32, rate: float = 1.0) -> wp.uint32:
+    """A tap: U(-rate, rate) [rad/s] added to the angular velocity, on every ``task.events`` interval
+    (``task.events: {push: 2.0}``, ``task.event_params: {push: {rate: 2.0}}``)."""
+    return _push(x, i, s, rate)
+
+
+@PENDULUM_EVENTS.term(mode="reset", bounds={"rate": {"ge": 0}})
+def start_push(x: Swing, i: int, s: wp.uint32, rate: float = 1.0) -> wp.uint32:
+    """:func:`push` at every reset, after the initial state is drawn (``task.reset_events=[start_push]``)."""
+    return _push(x, i, s, rate)
 
 
 @wp.func
@@ -154,10 +191,11 @@ def torque(x: Swing, i: int) -> float:
 
 @functools.lru_cache(maxsize=None)
 def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Function, wp.Function],
-                     write_obs: wp.Function) -> wp.Kernel:
+                     write_obs: wp.Function, reset_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
     """The step's kernel for these reward terms, terminations (``(check, count)`` of
-    :meth:`horde.envs.terms.TerminationSet.fused`) and observation writer
-    (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`), fused with ``wp.static``."""
+    :meth:`horde.envs.terms.TerminationSet.fused`), observation writer
+    (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`) and reset events (run after a
+    finished env's next state is drawn), fused with ``wp.static``."""
     check, count = terminations
 
     @wp.kernel(enable_backward=False, module="unique")
@@ -181,14 +219,20 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
             wp.static(count)(hits, causes)
             rng[i] = wp.static(write_obs)(x, i, not bad, rng[i], final_obs, 0)
             _sample_state(t, rng, x.state, i)
+            if wp.static(len(reset_events) > 0):
+                s = rng[i]
+                for e in range(wp.static(len(reset_events))):
+                    s = wp.static(reset_events[e])(x, i, s)
+                rng[i] = s
         rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return pendulum_post_step
 
 
 @functools.lru_cache(maxsize=None)
-def reset_kernel(write_obs: wp.Function) -> wp.Kernel:
-    """Explicit reset of the envs where ``mask`` is True, observed through ``write_obs``."""
+def reset_kernel(write_obs: wp.Function, reset_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
+    """Explicit reset of the envs where ``mask`` is True: a state drawn, the reset events, observed through
+    ``write_obs``."""
 
     @wp.kernel(enable_backward=False, module="unique")
     def pendulum_reset(
@@ -205,6 +249,11 @@ def reset_kernel(write_obs: wp.Function) -> wp.Kernel:
             clear_episode(ep, i)
             x = Swing()
             x.state = state
+            if wp.static(len(reset_events) > 0):
+                s = rng[i]
+                for e in range(wp.static(len(reset_events))):
+                    s = wp.static(reset_events[e])(x, i, s)
+                rng[i] = s
             rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return pendulum_reset
@@ -219,6 +268,8 @@ class PendulumEnv(WarpTaskEnv):
     term_names = TERMS
     termination_set = PENDULUM_TERMINATIONS
     """Where ``terminations``' names are looked up."""
+    event_set = PENDULUM_EVENTS
+    """Where ``events``' and ``reset_events``' names are looked up."""
     action_type = "torque"
     action_unit = "N m"
 
@@ -237,20 +288,26 @@ class PendulumEnv(WarpTaskEnv):
         self._task.init_vel_range = cfg.init_vel_range
         self._task.max_episode_length = cfg.episode_length
         self.termination_names = tuple(cfg.terminations)
+        events, reset_events, steps = configured_events(PENDULUM_EVENTS, cfg)
         write_obs = observation_writer(Swing, observation_terms())
         self._post_step = post_step_kernel(PENDULUM_TERMS.resolve(TERMS, cfg.reward_params),
                                            PENDULUM_TERMINATIONS.fused(cfg.terminations, cfg.termination_params),
-                                           write_obs)
-        self._reset = reset_kernel(observation_writer(Swing, observation_terms(), fill=True))
-        self.step_kernels = (pendulum_advance, self._post_step)
+                                           write_obs, reset_events)
+        self._reset = reset_kernel(observation_writer(Swing, observation_terms(), fill=True), reset_events)
+        self._pre_step = interval_events_kernel(Swing, events) if events else None
+        self.step_kernels = (pendulum_advance, self._post_step) + ((self._pre_step,) if events else ())
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
         self._swing = Swing()
         self._swing.state, self._swing.actions = self._state, self._actions
+        self._event_steps = wp.array(steps or [1], dtype=int, device=self.dev.warp)
 
     def action_scale(self) -> list[float]:
         return [self.cfg.max_torque]
 
     def _launch_step(self) -> None:
+        if self._pre_step is not None:
+            wp.launch(self._pre_step, self.num_envs, device=self.dev.warp,
+                      inputs=[self._swing, self._episode_length, self._event_steps], outputs=[self._rng])
         wp.launch(pendulum_advance, self.num_envs, inputs=[self.physics, self.cfg.decimation, self._actions],
                   outputs=[self._state], device=self.dev.warp)
         wp.launch(self._post_step, self.num_envs, inputs=[self._task, self._swing, self._rng, self.episodes(),
@@ -320,6 +377,7 @@ def diff_task(cfg: PendulumConfig, device: str = "cpu"):
     """The differentiable model of this task (a :class:`horde.sim.diff.DiffTask`)."""
     from horde.sim.diff import DiffRollout, DiffTask
 
+    refuse_events(cfg)
     rollout = DiffRollout(physics_params(cfg), decimation=cfg.decimation, device=device)
     return DiffTask(
         rollout=rollout, obs=obs_from_state, reward_terms=lambda s, a: reward_terms_from_state(s, a, cfg),

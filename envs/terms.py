@@ -41,7 +41,8 @@ import warp as wp
 from horde.sim.device import init_warp, on_torch_stream
 from horde.sim.fields import _in_bounds, _rule
 
-__all__ = ["EVENT_MODES", "CommandSet", "PARAM_TYPES", "ConfiguredTerm", "EventSet", "bind_params", "term_values_kernel",
+__all__ = ["EVENT_MODES", "CommandSet", "ConfiguredEvents", "PARAM_TYPES", "ConfiguredTerm", "EventSet",
+           "configured_events", "refuse_events", "bind_params", "term_values_kernel",
            "reset_events_kernel", "term_values_torch", "TerminationSet", "TermSet", "UnknownTermError",
            "clipped_action_rate", "unit_clip"]
 
@@ -493,6 +494,39 @@ def interval_events_kernel(context: type, events: tuple[wp.Function, ...]) -> wp
         rng[i] = s
 
     return interval_events
+
+
+class ConfiguredEvents(NamedTuple):
+    """The interval and reset events a config names, resolved (:func:`configured_events`)."""
+
+    interval: tuple
+    """``task.events``' functions, in order."""
+    reset: tuple
+    """``task.reset_events``' functions, in order."""
+    steps: list[int]
+    """Each interval event's period in control steps (:func:`event_steps`)."""
+
+
+def configured_events(event_set: EventSet, cfg: Any) -> ConfiguredEvents:
+    """``cfg``'s interval (``task.events``) and reset (``task.reset_events``) events of ``event_set``, with
+    ``task.event_params``: an unknown name, an event of another mode, a parameter for an event not configured or
+    an interval that is not > 0 fails in one line."""
+    params = cfg.event_params
+    interval = event_set.resolve_mode(list(cfg.events), "interval", "task.events", params)
+    reset = event_set.resolve_mode(cfg.reset_events, "reset", "task.reset_events", params)
+    event_set.check_params([*cfg.events, *cfg.reset_events], params)
+    return ConfiguredEvents(interval, reset, event_steps(cfg.events, cfg.sim_dt * cfg.decimation))
+
+
+def refuse_events(cfg: Any) -> None:
+    """One line (:class:`horde.sim.fields.FieldError`) for a config that names interval or reset events where a
+    task's differentiable model (SHAC) would run it: that model runs no event terms."""
+    from horde.sim.fields import FieldError
+
+    named = [*getattr(cfg, "events", {}), *getattr(cfg, "reset_events", ())]
+    if named:
+        raise FieldError(f"task.events / task.reset_events: the differentiable model (algo=shac) runs no event "
+                         f"terms; drop {', '.join(named)} or train with algo=ppo")
 
 
 def event_steps(events: dict, control_dt: float) -> list[int]:

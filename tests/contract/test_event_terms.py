@@ -220,3 +220,49 @@ def test_the_locomotion_family_runs_interval_and_reset_events_and_nothing_withou
         with pytest.raises(ConfigError, match=message) as info:
             compose(overrides)
         assert "\n" not in str(info.value), str(info.value)
+
+
+# --- the classic family (pendulum, cart-pole): interval and reset events ---------------------------------------------
+@pytest.mark.parametrize("task, params", [("pendulum", {"rate": 3.0}), ("cartpole", {"speed": 3.0}),
+                                          ("cartpole-swingup", {"speed": 3.0})])
+def test_the_classic_tasks_run_interval_and_reset_events_and_nothing_without_them(task, params):
+    """``task.events: {push: s}`` shoves the state on the steps its interval names (the same trajectory as without
+    an event until then; the cart-pole leaves its block step for the per-env kernels, whose trajectory is the same);
+    ``task.reset_events=[start_push]`` starts every episode, explicit reset or auto-reset inside the step, beyond the
+    reset distribution's velocity range; SHAC's differentiable model refuses events in one line."""
+    from horde.envs import make_diff_task
+    from horde.sim.fields import FieldError
+
+    cfg = get_task(task).config
+    plain = make(task, num_envs=8, seed=0, config=cfg)
+    pushed = make(task, num_envs=8, seed=0, config=dataclasses.replace(cfg, events={"push": 0.2},
+                                                                       event_params={"push": params}))
+    period = round(0.2 / (cfg.sim_dt * cfg.decimation))
+    assert period >= 3
+    zero = torch.zeros(8, plain.num_actions)
+    plain.reset(), pushed.reset()
+    for step in range(1, period + 1):
+        a, b = plain.step(zero).obs, pushed.step(zero).obs
+        if step < period:
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert (a - b).abs().max() > 0.5  # 3 m/s (rad/s) shoves: a jump no drift makes
+    vel = 1  # the velocity the push changes: the pendulum's rate, the cart's speed
+    limit = cfg.init_vel_range
+    env = make(task, num_envs=64, seed=0, config=dataclasses.replace(cfg, reset_events=["start_push"],
+                                                                     event_params={"start_push": params}))
+    env.reset()
+    assert env.state[:, vel].abs().max() > 2 * limit
+    seen = torch.zeros(64, dtype=torch.bool)
+    for _ in range(cfg.episode_length):
+        out = env.step(torch.zeros(64, env.num_actions))
+        done = out.terminated | out.truncated
+        fresh = env.state[done, vel].abs()
+        seen[done] |= fresh > 2 * limit
+        if seen.sum() >= 8:
+            break
+    assert seen.sum() >= 8, "auto-resets inside the step do not run the reset events"
+    if get_task(task).diff_task is None:
+        return
+    with pytest.raises(FieldError, match=r"algo=shac\) runs no event terms; drop push") as info:
+        make_diff_task(task, config=dataclasses.replace(cfg, events={"push": 1.0}))
+    assert "\n" not in str(info.value)
