@@ -251,6 +251,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         with wp.ScopedDevice(d):
             self._command = wp.zeros((num_envs, 3), dtype=float)
             self._air_time = wp.zeros((num_envs, nf), dtype=float)
+            self._contact_time = wp.zeros((num_envs, nf), dtype=float)
             self._last_actions = wp.zeros((num_envs, na), dtype=float)
             self._failed = wp.zeros(num_envs, dtype=wp.bool)
             self._history = wp.zeros((num_envs, self._max_delay + 1, na), dtype=float)
@@ -342,7 +343,7 @@ class VelocityEnv(ArticulatedTaskEnv):
         x.joint_q, x.joint_qd, x.joint_f, x.body_q, x.body_qd = a.joint_q, a.joint_qd, a.joint_f, a.body_q, a.body_qd
         x.imu_gyro, x.depth = a.imu_gyro, self._depth
         x.root_vel_base, x.contact, x.unstable, x.failed = a.root_vel_base, self._contact, a.unstable, self._failed
-        x.command, x.air_time = self._command, self._air_time
+        x.command, x.air_time, x.contact_time = self._command, self._air_time, self._contact_time
         x.gait_phase, x.gait_offset = self._gait_phase, self._gait_offset
         x.gait_stance, x.swing_height = cfg.gait_stance, cfg.feet_swing_height
         x.push_velocity = self._push_velocity
@@ -515,9 +516,15 @@ class VelocityEnv(ArticulatedTaskEnv):
         step = cfg.vx_curriculum_step
         self.vx_range.copy_(torch.tensor([max(a - step, lo), min(b + step, hi)], dtype=self.vx_range.dtype))
 
+    def set_env_state(self, saved: dict[str, torch.Tensor]) -> None:
+        if "contact_time" not in saved and "air_time" in saved:  # saved before the feet's contact time (2026-12-07)
+            saved = {**saved, "contact_time": torch.zeros_like(saved["air_time"])}  # it restarts at 0
+        super().set_env_state(saved)
+
     def _task_state(self) -> dict[str, torch.Tensor]:
         w = self.world
         return {"command": self.command, "air_time": wp.to_torch(self._air_time),
+                "contact_time": wp.to_torch(self._contact_time),
                 "history": wp.to_torch(self._history), "delay": wp.to_torch(self._delay),
                 "head": wp.to_torch(self._head), "terrain_level": self.terrain_level,
                 "spawn_origin": w.spawn_origin, **({"vx_range": self.vx_range} if self.cfg.vx_curriculum else {}),

@@ -152,6 +152,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
                 x.last_actions[i, k] = 0.0
             for f in range(x.n_feet):
                 x.air_time[i, f] = 0.0
+                x.contact_time[i, f] = 0.0
             x.gait_phase[i] = 0.0
             for e in range(wp.static(len(episode_events))):
                 s = wp.static(episode_events[e])(x, i, s)
@@ -276,7 +277,7 @@ def reset_episode_kernel(episode_events: tuple[wp.Function, ...] = (),
         phase: wp.array(dtype=float),
     ):
         """Explicit reset of the envs in ``mask``: counters, command, the episode events (action delay, actuation
-        draws), air time, gait clock."""
+        draws), air and contact time, gait clock."""
         i = wp.tid()
         if mask[i]:
             clear_episode(ep, i)
@@ -288,6 +289,7 @@ def reset_episode_kernel(episode_events: tuple[wp.Function, ...] = (),
                 last_actions[i, k] = 0.0
             for f in range(air_time.shape[1]):
                 air_time[i, f] = 0.0
+                x.contact_time[i, f] = 0.0
             phase[i] = 0.0
 
     return velocity_reset_episode

@@ -124,6 +124,8 @@ class Legged:
     """Commanded vx [m/s], vy [m/s], yaw rate [rad/s]."""
     air_time: wp.array2d(dtype=float)
     """Seconds since each foot last touched down [num_envs, n_feet]."""
+    contact_time: wp.array2d(dtype=float)
+    """Seconds since each foot last lifted off [num_envs, n_feet] (0 in the air; Isaac Lab's current contact time)."""
     gait_phase: wp.array(dtype=float)
     """Phase of the gait clock in [0, 1) [num_envs] (``task.gait_clock``; zeros without it)."""
     gait_offset: wp.array(dtype=float)
@@ -296,10 +298,13 @@ def base_height_below(x: Legged, i: int, height: float = 0.15) -> bool:
 
 @wp.func
 def advance(x: Legged, i: int):
-    """State the terms read, moved on after they ran: air time per foot, the previous (clipped) actions."""
+    """State the terms read, moved on after they ran: air and contact time per foot, the previous (clipped)
+    actions."""
     for f in range(x.n_feet):
         at = x.air_time[i, f]
-        x.air_time[i, f] = wp.where(x.contact[i, f][2] > x.contact_threshold, 0.0, at + x.dt)
+        down = x.contact[i, f][2] > x.contact_threshold
+        x.air_time[i, f] = wp.where(down, 0.0, at + x.dt)
+        x.contact_time[i, f] = wp.where(down, x.contact_time[i, f] + x.dt, 0.0)
     for k in range(x.actions.shape[1]):
         x.last_actions[i, k] = wp.clamp(x.actions[i, k], -1.0, 1.0)
 
@@ -401,6 +406,23 @@ def feet_air_time(x: Legged, i: int) -> float:
             air += at - x.air_target
     moving = wp.abs(x.command[i, 0]) + wp.abs(x.command[i, 1]) + wp.abs(x.command[i, 2]) > 0.1
     return wp.where(moving and not x.unstable[i], air, 0.0)
+
+
+@velocity_term(bounds={"threshold": {"gt": 0}})
+def feet_air_time_biped(x: Legged, i: int, threshold: float = 0.4) -> float:
+    """Single stance, rewarded by its length [s]: with exactly one foot down, the shorter of the stance foot's
+    contact time and the other's air time, at most ``threshold``; 0 in double support or flight, and under a
+    command with |(vx, vy)| <= 0.1 m/s (Isaac Lab's ``feet_air_time_positive_biped``, 0.75 with threshold 0.4 in its
+    G1 recipes). Dense where ``feet_air_time`` pays only at touchdown: a shuffle in double support earns nothing."""
+    down_n = int(0)
+    shortest = float(1.0e9)
+    for f in range(x.n_feet):
+        down = x.contact[i, f][2] > x.contact_threshold
+        down_n += wp.where(down, 1, 0)
+        shortest = wp.min(shortest, wp.where(down, x.contact_time[i, f], x.air_time[i, f]))
+    moving = x.command[i, 0] * x.command[i, 0] + x.command[i, 1] * x.command[i, 1] > 0.01
+    single = down_n == 1 and moving and not x.unstable[i]
+    return wp.where(single, wp.min(shortest, threshold), 0.0)
 
 
 @velocity_term

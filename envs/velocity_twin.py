@@ -237,6 +237,7 @@ class VelocityTwin:
             x.root_vel_base, x.contact = wp.zeros((1, 6), dtype=float), wp.zeros((1, self.rows), dtype=wp.vec3)
             x.unstable, x.failed = wp.zeros(1, dtype=wp.bool), wp.zeros(1, dtype=wp.bool)
             x.command, x.air_time = wp.zeros((1, 3), dtype=float), wp.zeros((1, x.n_feet), dtype=float)
+            x.contact_time = wp.zeros((1, x.n_feet), dtype=float)
             x.gait_phase = wp.zeros(1, dtype=float)
             x.gait_offset = wp.array(list(robot.foot_phase_offsets), dtype=float)
             x.gait_stance, x.swing_height = cfg.get("gait_stance", 0.55), cfg.get("feet_swing_height", 0.08)
@@ -290,7 +291,7 @@ class VelocityTwin:
         mujoco.mju_mulQuat(data.qpos[3:7], np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]), q0)
         self.draw_command(rng)
         x = self.x
-        for arr in (x.air_time, x.actions, x.last_actions, x.gait_phase):
+        for arr in (x.air_time, x.contact_time, x.actions, x.last_actions, x.gait_phase):
             arr.zero_()
         if self.event_kernel is not None:  # drawn last: a twin without events keeps its random stream
             self.rng_state.numpy()[0] = rng.integers(1, 2**32)

@@ -219,6 +219,45 @@ def test_feet_phase_tracks_the_clocks_swing_arc():
     assert _term("feet_phase", x, 1)[0] == 0.0
 
 
+def test_feet_air_time_biped_pays_single_stance_by_its_length():
+    """Isaac Lab's biped air-time term by hand: one foot down, the shorter of its contact time and the other's air
+    time, capped at the threshold (0.4 s); nothing in double support, in flight, standing or turning in place."""
+    walk, turn = [0.5, 0.0, 0.0], [0.0, 0.0, 1.0]
+    cases = [  # ((left down, right down), (left air, right air), (left contact, right contact), command, expected)
+        ((True, False), (0.0, 0.12), (0.30, 0.0), walk, 0.12),  # mid-swing: the swing's air time
+        ((True, False), (0.0, 0.30), (0.10, 0.0), walk, 0.10),  # a landing after a flight: its contact time
+        ((True, False), (0.0, 0.70), (0.90, 0.0), walk, 0.40),  # capped
+        ((True, True), (0.0, 0.0), (0.50, 0.20), walk, 0.0),    # double support
+        ((False, False), (0.10, 0.20), (0.0, 0.0), walk, 0.0),  # flight
+        ((False, True), (0.25, 0.0), (0.0, 0.60), turn, 0.0),   # turning in place: not a walking command
+    ]
+    x = _legged([0.0] * len(cases), [c[0] for c in cases], [c[3] for c in cases])
+    with wp.ScopedDevice("cpu"):
+        x.air_time = wp.array([c[1] for c in cases], dtype=float)
+        x.contact_time = wp.array([c[2] for c in cases], dtype=float)
+    np.testing.assert_allclose(_term("feet_air_time_biped", x, len(cases)), [c[4] for c in cases], rtol=1e-6)
+
+
+def test_the_feet_count_their_contact_time_and_a_reset_clears_it(env):
+    """``contact_time`` grows by the control step on every step a foot is down, is 0 in the air, and starts at 0
+    in every episode; it is env state (a checkpoint keeps it)."""
+    env.reset()
+    ct, at = wp.to_torch(env.legged.contact_time), wp.to_torch(env.legged.air_time)
+    zero = torch.zeros(N, env.num_actions)
+    for _ in range(10):
+        before = ct.clone()
+        env.step(zero)
+        down = wp.to_torch(env.legged.contact)[:, :2, 2] > env.cfg.contact_threshold
+        alive = env.episode_length > 0
+        want = torch.where(down, before + 0.02, torch.zeros_like(before))
+        torch.testing.assert_close(ct[alive], want[alive], rtol=0, atol=1e-6)
+        assert bool(((ct > 0) & (at > 0)).logical_not().all())  # never both
+    assert bool((ct > 0.1).any())
+    assert "contact_time" in env.get_env_state()
+    env.reset()
+    assert float(ct.abs().max()) == 0.0
+
+
 def test_the_mujoco_twin_keeps_the_same_clock():
     """Rung 3's twin observes the clock and runs the gait terms on MuJoCo's state, one tick per control step."""
     import dataclasses
