@@ -363,8 +363,8 @@ def test_g1_observations_terms_and_context_match_horde_for_the_same_state(g1_exp
     # one binder's worth: every field of the env's context is bound in the twin's, with the same constants
     x, y = env.legged, twin.x
     per_env = {"actions", "last_actions", "joint_q", "joint_qd", "joint_f", "imu_gyro", "depth", "body_q", "body_qd",
-               "root_vel_base", "contact", "unstable", "failed", "command", "air_time", "contact_time", "gait_phase", "delay", "kp",
-               "kd", "strength", "obs_past"}
+               "root_vel_base", "contact", "unstable", "failed", "command", "air_time", "contact_time", "gait_phase",
+               "delay", "kp", "kd", "strength", "obs_past"}
     for name in Legged.vars:
         want, got = getattr(x, name), getattr(y, name)
         if isinstance(want, wp.array):
