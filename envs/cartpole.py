@@ -4,8 +4,7 @@ Observations: cart position [m], cart velocity [m/s], cos and sin of the pole an
 [rad/s]. Action: cart force in [-1, 1] x ``max_force`` [N]. 50 Hz control (2 x 10 ms substeps), 500 steps. The
 episode fails on a non-finite state or a termination term of :data:`CARTPOLE_TERMINATIONS` that
 ``task.terminations`` lists (``cart_out``: past ``cart_limit``; ``pole_fallen``: past ``pole_limit``).
-``task.events`` and ``task.reset_events`` add event terms of :data:`CARTPOLE_EVENTS` (``push``, ``start_push``;
-none by default; a config with events steps one env per thread, not in the CPU block step).
+Event terms: :data:`CARTPOLE_EVENTS` (``task.events``, ``task.reset_events``; none by default).
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ from horde.envs import render
 from horde.envs.obs_writer import observation_writer
 from horde.envs.observations import ObsTerm
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import (EventSet, TerminationSet, TermSet, configured_events, interval_events_kernel,
-                              refuse_events, term_values_torch, unit_clip)
+from horde.envs.events import EventSet, configured_events, event_chain, interval_events_kernel, refuse_events
+from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
 from horde.sim.device import resolve_device
 from horde.sim.fields import bounded
 from horde.sim.classic import (
@@ -338,6 +337,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`) and reset events (run after a
     finished env's next state is drawn), fused with ``wp.static``."""
     check, count = terminations
+    chain = event_chain(Cart, reset_events)
 
     @wp.kernel(enable_backward=False, module="unique")
     def cartpole_post_step(
@@ -374,10 +374,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
             _sample_state(t, rng, state, i)
             x.scored = False
             if wp.static(len(reset_events) > 0):
-                s = rng[i]
-                for e in range(wp.static(len(reset_events))):
-                    s = wp.static(reset_events[e])(x, i, s)
-                rng[i] = s
+                rng[i] = wp.static(chain)(x, i, rng[i])
         rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return cartpole_post_step
@@ -394,6 +391,7 @@ all of the reward terms; ``reward_scales`` weights them)."""
 def reset_kernel(write_obs: wp.Function, reset_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
     """Explicit reset of the envs where ``mask`` is True: a state drawn, the reset events, observed through
     ``write_obs``."""
+    chain = event_chain(Cart, reset_events)
 
     @wp.kernel(enable_backward=False, module="unique")
     def cartpole_reset(
@@ -412,10 +410,7 @@ def reset_kernel(write_obs: wp.Function, reset_events: tuple[wp.Function, ...] =
             x.state = state
             x.scored = False
             if wp.static(len(reset_events) > 0):
-                s = rng[i]
-                for e in range(wp.static(len(reset_events))):
-                    s = wp.static(reset_events[e])(x, i, s)
-                rng[i] = s
+                rng[i] = wp.static(chain)(x, i, rng[i])
             rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return cartpole_reset
@@ -477,12 +472,11 @@ class CartpoleEnv(BlockStepEnv):
         d = resolve_device(device).warp
         self._failed = wp.zeros(num_envs, dtype=wp.bool, device=d)
         """Whether each env failed on the last step (what ``alive`` and ``terminated`` read; the per-env kernels)."""
-        self._event_steps = wp.array(steps or [1], dtype=int, device=d)
+        self._event_steps = wp.array(steps or [1], dtype=int, device=d)  # each interval event's period [steps]
         super().__init__(cfg, num_envs=num_envs, device=device, seed=seed)
-        self._cart = Cart()
-        """The interval events' view of every env (the per-env path: events turn the block step off)."""
-        self._cart.state, self._cart.actions, self._cart.failed = self._state, self._actions, self._failed
-        self._cart.cart_limit, self._cart.pole_limit = cfg.cart_limit, cfg.pole_limit
+        self._cart = c = Cart()  # the interval events' view of every env (events turn the block step off)
+        c.state, c.actions, c.failed, c.cart_limit, c.pole_limit = (self._state, self._actions, self._failed,
+                                                                    cfg.cart_limit, cfg.pole_limit)
 
     step_kernels = (cartpole_advance, cartpole_post_step)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
+from horde.envs.events import EventSet
+from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
 
 __all__ = ["LIFT_EVENTS", "LIFT_TERMINATIONS", "LIFT_TERMS", "Manip", "cube_pos", "ee_pos", "lift_term", "lifted",
            "pinched"]

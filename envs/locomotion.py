@@ -32,8 +32,8 @@ from horde.envs.core import TaskConfig
 from horde.envs.episode import Episodes, clear_episode, close_step, weighted_reward
 from horde.envs.obs_writer import observation_writer, observe_kernel, write_joint_state
 from horde.envs.observations import ObsTerm, columns_of, quat_rotate_inverse
-from horde.envs.terms import (EventSet, TerminationSet, TermSet, configured_events, interval_events_kernel,
-                              reset_events_kernel)
+from horde.envs.events import EventSet, configured_events, interval_events_kernel, reset_events_kernel
+from horde.envs.terms import TerminationSet, TermSet
 from horde.sim.actuation import Actuation
 from horde.sim.device import resolve_device
 from horde.sim.newton_build import joint_dof_layout, load_mjcf

@@ -21,8 +21,8 @@ from horde.envs import render
 from horde.envs.obs_writer import observation_writer
 from horde.envs.observations import ObsTerm
 from horde.envs.registry import TaskSpec, register_task
-from horde.envs.terms import (EventSet, TerminationSet, TermSet, configured_events, interval_events_kernel,
-                              refuse_events, term_values_torch, unit_clip)
+from horde.envs.events import EventSet, configured_events, event_chain, interval_events_kernel, refuse_events
+from horde.envs.terms import TerminationSet, TermSet, term_values_torch, unit_clip
 from horde.sim.classic import PENDULUM_STATE, PendulumParams, pendulum_advance, sincos, wrap_angle
 from horde.sim.fields import bounded
 
@@ -197,6 +197,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
     (:func:`horde.envs.obs_writer.observation_writer` of :func:`observation_terms`) and reset events (run after a
     finished env's next state is drawn), fused with ``wp.static``."""
     check, count = terminations
+    chain = event_chain(Swing, reset_events)
 
     @wp.kernel(enable_backward=False, module="unique")
     def pendulum_post_step(
@@ -220,10 +221,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
             rng[i] = wp.static(write_obs)(x, i, not bad, rng[i], final_obs, 0)
             _sample_state(t, rng, x.state, i)
             if wp.static(len(reset_events) > 0):
-                s = rng[i]
-                for e in range(wp.static(len(reset_events))):
-                    s = wp.static(reset_events[e])(x, i, s)
-                rng[i] = s
+                rng[i] = wp.static(chain)(x, i, rng[i])
         rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return pendulum_post_step
@@ -233,6 +231,7 @@ def post_step_kernel(terms: tuple[wp.Function, ...], terminations: tuple[wp.Func
 def reset_kernel(write_obs: wp.Function, reset_events: tuple[wp.Function, ...] = ()) -> wp.Kernel:
     """Explicit reset of the envs where ``mask`` is True: a state drawn, the reset events, observed through
     ``write_obs``."""
+    chain = event_chain(Swing, reset_events)
 
     @wp.kernel(enable_backward=False, module="unique")
     def pendulum_reset(
@@ -250,10 +249,7 @@ def reset_kernel(write_obs: wp.Function, reset_events: tuple[wp.Function, ...] =
             x = Swing()
             x.state = state
             if wp.static(len(reset_events) > 0):
-                s = rng[i]
-                for e in range(wp.static(len(reset_events))):
-                    s = wp.static(reset_events[e])(x, i, s)
-                rng[i] = s
+                rng[i] = wp.static(chain)(x, i, rng[i])
             rng[i] = wp.static(write_obs)(x, i, True, rng[i], obs, 0)
 
     return pendulum_reset

@@ -30,7 +30,8 @@ from horde.envs.registry import TaskSpec, register_task
 from horde.envs.reach_terms import (  # noqa: F401  (re-exported: horde.envs.reach's names before the split)
     REACH_EVENTS, REACH_TERMINATIONS, REACH_TERMS, Arm, _distance, action_rate, distance, draw_target, joint_vel,
     precision, reach_observation_terms, reached)
-from horde.envs.terms import event_steps, interval_events_kernel, reset_events_kernel, term_values_torch
+from horde.envs.events import event_steps, interval_events_kernel, reset_events_kernel
+from horde.envs.terms import term_values_torch
 from horde.sim.actuation import ACTION_MODES, Actuation
 from horde.sim.device import resolve_device
 from horde.sim.diff import TapedRollout

@@ -8,7 +8,8 @@ from __future__ import annotations
 import warp as wp
 
 from horde.envs.observations import ObsTerm
-from horde.envs.terms import EventSet, TerminationSet, TermSet, clipped_action_rate
+from horde.envs.events import EventSet
+from horde.envs.terms import TerminationSet, TermSet, clipped_action_rate
 
 __all__ = ["REACH_EVENTS", "REACH_TERMINATIONS", "REACH_TERMS", "Arm", "action_rate", "distance", "draw_target",
            "joint_vel", "precision", "reach_observation_terms", "reached"]
@@ -45,7 +46,7 @@ REACH_TERMINATIONS = TerminationSet("reach termination", Arm)
 episodes on the same ones."""
 REACH_EVENTS = EventSet("reach event", Arm)
 """Event terms of reach: Warp functions ``(x: Arm, i: int, s: wp.uint32) -> wp.uint32`` by mode
-(:data:`horde.envs.terms.EVENT_MODES`; startup events are not run by reach): ``task.episode_events``,
+(:data:`horde.envs.events.EVENT_MODES`; startup events are not run by reach): ``task.episode_events``,
 ``task.events`` (interval), ``task.reset_events``."""
 
 

@@ -51,7 +51,7 @@ from horde.envs.velocity_terms import (CLOCK_OBS, EPISODE_EVENTS, ROOT_COORDS, R
                                        VELOCITY_COMMANDS, VELOCITY_EVENTS, CommandRanges,
                                        VELOCITY_OBSERVATIONS, VELOCITY_TERMINATIONS, VELOCITY_TERMS, Legged,
                                        obs_names, velocity_term)
-from horde.envs.terms import reset_events_kernel
+from horde.envs.events import reset_events_kernel
 from horde.envs.velocity_twin import VelocityTwin
 from horde.sim.actuation import Actuation
 from horde.sim.depth_camera import DepthCamera

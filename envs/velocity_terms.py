@@ -10,7 +10,8 @@ into its step kernel and :mod:`horde.envs.velocity_twin` runs on MuJoCo's state.
 import warp as wp
 
 from horde.envs.observations import ObsTermSet
-from horde.envs.terms import CommandSet, EventSet, TerminationSet, TermSet, clipped_action_rate
+from horde.envs.events import EventSet
+from horde.envs.terms import CommandSet, TerminationSet, TermSet, clipped_action_rate
 from horde.sim.randomize import ActuationRanges, draw_actuation, randomize_friction, randomize_link_mass
 from horde.sim.terrain import TerrainGrid
 
