@@ -34,10 +34,10 @@ class EventSet(TermSet):
     Context, i: int, s: wp.uint32) -> wp.uint32`` that change env ``i``'s state or parameters (a push, a kick, a
     payload change, PD gains), drawing random numbers from the env's own stream ``s`` and returning it advanced
     (``wp.randf(s)`` advances ``s``); the step kernel (interval; episode, in its branch for finished envs), the
-    explicit reset kernel (episode) or the reset-event kernel (reset) fuses them with ``wp.static``. ``startup`` events are host
-    functions ``(world, randomization, rng: numpy.random.Generator) -> dict`` run once in config order while the
-    env is built; they change the world's model arrays (the solver is told once after them: body inertial and
-    shape properties) and return what they drew (``env.randomization``)::
+    explicit reset kernel (episode) or the reset-event kernel (reset) fuses them with ``wp.static``. ``startup``
+    events are host functions ``(world, randomization, rng: numpy.random.Generator) -> dict`` run once in config
+    order while the env is built; they change the world's model arrays (the solver is told once after them: body
+    inertial and shape properties) and return what they drew (``env.randomization``)::
 
         @VELOCITY_EVENTS.term
         def kick_up(x: Legged, i: int, s: wp.uint32) -> wp.uint32:

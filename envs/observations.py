@@ -36,8 +36,8 @@ import torch
 import warp as wp
 
 __all__ = ["DELAY_NOTE", "HISTORY_LAYOUT", "MIRRORS", "MODIFIERS", "SOURCES", "ObsTerm", "ObsTermSet",
-           "ObservationFunction", "columns_of", "history_column", "modifiers", "quat_rotate", "quat_rotate_inverse", "raw_term",
-           "split_history_column", "term_slices"]
+           "ObservationFunction", "columns_of", "history_column", "modifiers", "quat_rotate", "quat_rotate_inverse",
+           "raw_term", "split_history_column", "term_slices"]
 
 SOURCES: dict[str, str] = {
     # floating-base robots
