@@ -198,7 +198,8 @@ def baselines(task_cfg, args, device: str) -> dict:
     zero = walk_figures(ZeroPolicy(_num_actions(task_cfg)), task_cfg, BASELINE_SEED, num_envs=args.eval_envs,
                         steps=args.eval_steps, settle=args.settle, device=device)
     return {"standing_still": {"up_fraction": 1.0, "lin_vel_error_mps": zero["standing_still_error_mps"]},
-            "zero_action": {"up_fraction": zero["up_fraction"], "lin_vel_error_mps": zero["lin_vel_error_mps"]}}
+            "zero_action": {"up_fraction": zero["up_fraction"], "lin_vel_error_mps": zero["lin_vel_error_mps"],
+                            "fall_median_s": zero["fall_median_s"]}}
 
 
 def _num_actions(task_cfg) -> int:
@@ -267,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     base = baselines(with_pushes(task_cfg, FLOOR_PUSHES), args, device)
     print(f"trivial baselines on vx in {list(FORWARD)} m/s: standing still "
-          f"{base['standing_still']['lin_vel_error_mps']:.3f} m/s; zero actions up {base['zero_action']['up_fraction']:.2f}, error "
+          f"{base['standing_still']['lin_vel_error_mps']:.3f} m/s; zero actions up "
+          f"{base['zero_action']['up_fraction']:.2f} "
+          f"(falls: median {_fmt(base['zero_action']['fall_median_s'], 's')}), error "
           f"{base['zero_action']['lin_vel_error_mps']:.3f} m/s while up", file=sys.stderr, flush=True)
 
     seen: dict = {}  # the trainer and its last training episodes (a diagnosis beside every evaluation)
